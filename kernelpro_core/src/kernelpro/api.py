@@ -1,0 +1,326 @@
+"""Base classes for everything a plugin can contribute, and the contexts they receive.
+
+A plugin subclasses one of these, sets ``name`` (and ``Settings``, a frozen attrs class
+whose fields are the plugin's config keys), and registers the class through the
+matching hook in :mod:`kernelpro.hookspecs`. Core instantiates it with the validated
+settings: ``Cls(settings)``.
+"""
+
+from __future__ import annotations
+
+import abc
+import random
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Sequence
+
+import attrs
+
+from kernelpro.records import (
+    Analysis,
+    Bottleneck,
+    CandidateDraft,
+    EvalResult,
+    Finding,
+    GpuSpec,
+    ProfileData,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kernelpro.problem import Problem
+    from kernelpro.search.tree import Tree
+
+
+@attrs.frozen
+class NoSettings:
+    """Settings of a plugin that takes none."""
+
+
+class Plugin(abc.ABC):
+    """Common shape: a name, a settings class, constructed with its settings."""
+
+    name: ClassVar[str]
+    Settings: ClassVar[type] = NoSettings
+    description: ClassVar[str] = ""
+
+    def __init__(self, settings: Any = None) -> None:
+        self.settings = settings if settings is not None else self.Settings()
+
+
+# --- Generation ------------------------------------------------------------------------
+
+
+@attrs.frozen
+class ParentInfo:
+    """A node of the search tree as a generator sees it."""
+
+    id: str
+    source: str
+    result: EvalResult | None
+    analysis: Analysis | None
+    params: dict[str, Any] = attrs.field(factory=dict)
+    description: str = ""
+
+
+@attrs.frozen
+class GenerationRequest:
+    """What a generator is asked: ``n`` drafts for ``problem``, refining ``parent``.
+
+    ``parent`` is None for the root: a first generation from the reference.
+    """
+
+    problem: "Problem"
+    n: int
+    device: str
+    parent: ParentInfo | None = None
+    gpu: GpuSpec | None = None
+    memory: tuple[str, ...] = ()  # search memory, one note per line
+    tried: tuple[dict[str, Any], ...] = ()  # params of every draft already generated this run
+    heuristic_notes: tuple[str, ...] = ()  # from architecture heuristics
+    seed: int = 0
+    run_dir: Path | None = None
+    tools: Any = None  # a kernelpro.llm_tools.ToolBox for generators that call tools
+
+
+class Generator(Plugin):
+    """Writes candidate sources."""
+
+    @abc.abstractmethod
+    def generate(self, request: GenerationRequest) -> list[CandidateDraft]:
+        """Return up to ``request.n`` drafts; an empty list means nothing left to try."""
+
+
+class GenerationBudgetExhausted(Exception):
+    """Raised by a generator whose own budget (calls, tokens, dollars) is spent: the run
+    stops generating cleanly and reports why."""
+
+
+# --- Search ----------------------------------------------------------------------------
+
+
+class SearchPolicy(Plugin):
+    """Decides which node of the tree to expand next.
+
+    The loop owns the tree (:class:`kernelpro.search.tree.Tree`): it adds a child node for
+    every evaluated draft, with its reward, then calls :meth:`update`.
+    """
+
+    def __init__(self, settings: Any = None, rng: random.Random | None = None) -> None:
+        super().__init__(settings)
+        self.rng = rng or random.Random(0)
+
+    @abc.abstractmethod
+    def select(self, tree: "Tree", n: int) -> list[str]:
+        """Return up to ``n`` node ids to expand now (repeats allowed); [] ends the search."""
+
+    def update(self, tree: "Tree", node_id: str) -> None:
+        """Called after node ``node_id`` was added with its reward."""
+
+    def release(self, tree: "Tree", node_id: str) -> None:
+        """Called when an expansion of ``node_id`` selected earlier produced nothing."""
+
+    def state(self) -> dict[str, Any]:
+        """JSON-serialisable internal state, saved in ``tree.json`` for resume."""
+        return {}
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        """Restore what :meth:`state` returned."""
+
+
+# --- Rewards ---------------------------------------------------------------------------
+
+
+@attrs.frozen
+class RewardContext:
+    """What a reward may look at besides the candidate itself."""
+
+    baseline_ms: float | None
+    population: tuple[EvalResult, ...] = ()  # every evaluated candidate of the run so far
+    baseline_measurements: dict[str, dict[str, float]] = attrs.field(factory=dict)
+
+
+class Reward(Plugin):
+    """Scores an evaluated candidate. Higher is better."""
+
+    #: every incorrect or failed candidate scores exactly this; correct ones score above it
+    floor: ClassVar[float] = -10.0
+
+    @abc.abstractmethod
+    def score(self, result: EvalResult, context: RewardContext) -> float:
+        """Return the reward; ``self.floor`` for anything not correct."""
+
+
+# --- Profiling -------------------------------------------------------------------------
+
+
+@attrs.frozen
+class ProfileTarget:
+    """A candidate to profile: a subprocess runs ``python -m kernelpro.evaluate.forward``
+    with these paths (see :func:`kernelpro.evaluate.forward.command`)."""
+
+    problem_path: Path
+    candidate_path: Path
+    device: str
+    workdir: Path
+    build_dir: Path | None = None  # where the candidate's compiled binaries were built
+    python: str = "python"
+    env: Mapping[str, str] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class ProfileContext:
+    gpu: GpuSpec | None
+    device: str
+    result: EvalResult | None = None
+
+
+class Collector(Plugin):
+    """Collects profile data at one level: "kernel", "instruction" or "system"."""
+
+    level: ClassVar[str] = "kernel"
+
+    def unavailable_reason(self, target: ProfileTarget) -> str | None:
+        """None when this collector can run here; else one line saying what is missing
+        and how to fix it."""
+        return None
+
+    @abc.abstractmethod
+    def collect(
+        self, target: ProfileTarget, stage: int, metrics: Sequence[str] = ()
+    ) -> ProfileData:
+        """Stage 1: the cheap pass. Stage 2: only ``metrics`` (the names the gated
+        micro-profilers declared). Raise :class:`CollectorError` on failure."""
+
+
+class CollectorError(Exception):
+    """A collector could not collect; the message is one line for the user."""
+
+
+class Analyzer(Plugin):
+    """Turns an existing file (report, binary, trace) into profile data."""
+
+    level: ClassVar[str] = "kernel"
+
+    @abc.abstractmethod
+    def accepts(self, path: Path) -> bool:
+        """Whether this analyzer reads that file."""
+
+    @abc.abstractmethod
+    def load(self, path: Path) -> ProfileData:
+        """Read it. Raise :class:`CollectorError` with one line when it cannot."""
+
+
+class BottleneckClassifier(Plugin):
+    @abc.abstractmethod
+    def classify(
+        self, profiles: Mapping[str, ProfileData], context: ProfileContext
+    ) -> Bottleneck | None:
+        """Name the bottleneck from the stage-1 profiles (keyed by level); None when the
+        profiles hold nothing this classifier can use."""
+
+
+#: ``applies_to`` value meaning every bottleneck kind, and no bottleneck at all
+ANY = "any"
+
+
+class MicroProfiler(Plugin):
+    """Turns raw counters of one level into findings, for the bottleneck kinds it names."""
+
+    level: ClassVar[str] = "kernel"
+    applies_to: ClassVar[frozenset[str]] = frozenset({ANY})
+    metrics: ClassVar[tuple[str, ...]] = ()  # raw metric names it needs from stage 2
+
+    def applies(self, bottleneck: Bottleneck | None) -> bool:
+        if ANY in self.applies_to:
+            return True
+        return bottleneck is not None and bottleneck.kind in self.applies_to
+
+    @abc.abstractmethod
+    def analyze(
+        self, profile: ProfileData, bottleneck: Bottleneck | None, context: ProfileContext
+    ) -> list[Finding]:
+        """Return findings (possibly none) for this profile."""
+
+
+class ArchHeuristic(Plugin):
+    """Architecture-specific advice, contributed by vendors without touching core."""
+
+    archs: ClassVar[tuple[str, ...]] = ()  # e.g. ("sm_90",); empty = every architecture
+
+    def applies(self, gpu: GpuSpec | None) -> bool:
+        return not self.archs or (gpu is not None and gpu.arch in self.archs)
+
+    def advise(
+        self,
+        bottleneck: Bottleneck | None,
+        profiles: Mapping[str, ProfileData],
+        context: ProfileContext,
+    ) -> list[Finding]:
+        """Findings for a profiled candidate on a matching GPU."""
+        return []
+
+    def prompt_notes(self, gpu: GpuSpec) -> list[str]:
+        """Lines of guidance handed to generators for this GPU."""
+        return []
+
+
+# --- Measurements (inside the evaluation worker) -----------------------------------------
+
+
+class Measurement(Plugin):
+    """A measurement taken in the evaluation worker for the reference and the candidate."""
+
+    def unavailable_reason(self, device: str) -> str | None:
+        return None
+
+    @abc.abstractmethod
+    def measure(self, call: Callable[[], Any], sync: Callable[[], None]) -> dict[str, float]:
+        """Measure ``call`` (one forward with fixed inputs); ``sync`` waits for the device.
+        Return flat numbers with units in their keys, e.g. ``{"energy_j_per_call": ...}``.
+        Raise :class:`MeasurementError` with one line when the measurement cannot be made."""
+
+
+class MeasurementError(Exception):
+    pass
+
+
+# --- LLM tools -------------------------------------------------------------------------
+
+
+@attrs.frozen
+class ToolContext:
+    """What an LLM tool can reach while a generator works on ``parent``."""
+
+    problem: "Problem"
+    parent: ParentInfo | None
+    device: str
+    gpu: GpuSpec | None
+    run_dir: Path | None
+    profile_parent: Callable[[str], Analysis] | None = None  # run named micro-profiler(s)
+    workdir: Path | None = None
+
+
+class LLMTool(Plugin):
+    #: JSON schema of the tool's input object
+    input_schema: ClassVar[dict[str, Any]] = {"type": "object", "properties": {}}
+
+    @abc.abstractmethod
+    def run(self, arguments: dict[str, Any], context: ToolContext) -> str:
+        """Do the work and return text for the model. Raise ``ToolError`` for a bad call."""
+
+
+class ToolError(Exception):
+    pass
+
+
+# --- Lifecycle -------------------------------------------------------------------------
+
+
+@attrs.frozen
+class RunInfo:
+    """Handed to lifecycle hooks."""
+
+    run_dir: Path
+    problem: "Problem"
+    config: Any
+    device: str
+    gpu: GpuSpec | None = None

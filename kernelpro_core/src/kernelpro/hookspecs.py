@@ -1,0 +1,182 @@
+"""KernelPro's hook specifications (pluggy project name ``kernelpro``).
+
+Registration hooks receive a ``register`` callable: a plugin calls it once per thing it
+contributes. Things are named (``name`` class attribute) and the user picks them by name
+in config. Their base classes live in :mod:`kernelpro.api`.
+
+Lifecycle hooks let observers follow a run. None of them may change it.
+
+Every hook is documented in ``hookspecs.md`` at the repository root; a test fails when
+the two disagree.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable
+
+import pluggy
+
+if TYPE_CHECKING:  # pragma: no cover
+    import click
+
+    from kernelpro.api import RunInfo
+    from kernelpro.records import GpuSpec
+
+hookspec = pluggy.HookspecMarker("kernelpro")
+hookimpl = pluggy.HookimplMarker("kernelpro")
+
+
+# --- Registration: what a plugin contributes -------------------------------------------
+
+
+@hookspec
+def kernelpro_register_generators(register: Callable[[type], None]) -> None:
+    """Register code generators (subclasses of :class:`kernelpro.api.Generator`).
+
+    :param register: call ``register(GeneratorClass)`` for each generator.
+    """
+
+
+@hookspec
+def kernelpro_register_search_policies(register: Callable[[type], None]) -> None:
+    """Register search policies (subclasses of :class:`kernelpro.api.SearchPolicy`).
+
+    :param register: call ``register(PolicyClass)`` for each policy.
+    """
+
+
+@hookspec
+def kernelpro_register_rewards(register: Callable[[type], None]) -> None:
+    """Register reward functions (subclasses of :class:`kernelpro.api.Reward`).
+
+    :param register: call ``register(RewardClass)`` for each reward.
+    """
+
+
+@hookspec
+def kernelpro_register_classifiers(register: Callable[[type], None]) -> None:
+    """Register bottleneck classifiers (subclasses of :class:`kernelpro.api.BottleneckClassifier`).
+
+    :param register: call ``register(ClassifierClass)`` for each classifier.
+    """
+
+
+@hookspec
+def kernelpro_register_micro_profilers(register: Callable[[type], None]) -> None:
+    """Register micro-profilers (subclasses of :class:`kernelpro.api.MicroProfiler`).
+
+    Each declares the bottleneck kinds it applies to (``applies_to``): the second stage of
+    the two-stage gate runs only those that match the classified bottleneck.
+
+    :param register: call ``register(MicroProfilerClass)`` for each micro-profiler.
+    """
+
+
+@hookspec
+def kernelpro_register_collectors(register: Callable[[type], None]) -> None:
+    """Register profilers / metric collectors (subclasses of :class:`kernelpro.api.Collector`).
+
+    :param register: call ``register(CollectorClass)`` for each collector.
+    """
+
+
+@hookspec
+def kernelpro_register_analyzers(register: Callable[[type], None]) -> None:
+    """Register file analyzers for ``kernelpro analyze FILE`` (subclasses of
+    :class:`kernelpro.api.Analyzer`): each turns a file (a profiler report, a binary,
+    a trace) into :class:`kernelpro.records.ProfileData`.
+
+    :param register: call ``register(AnalyzerClass)`` for each analyzer.
+    """
+
+
+@hookspec
+def kernelpro_register_measurements(register: Callable[[type], None]) -> None:
+    """Register measurements taken inside the evaluation worker next to timing
+    (subclasses of :class:`kernelpro.api.Measurement`), for example energy.
+
+    :param register: call ``register(MeasurementClass)`` for each measurement.
+    """
+
+
+@hookspec
+def kernelpro_register_gpu_specs(register: Callable[["GpuSpec"], None]) -> None:
+    """Register GPU specifications (:class:`kernelpro.records.GpuSpec` instances).
+
+    A vendor package adds an architecture's ceilings here without touching core.
+
+    :param register: call ``register(spec)`` for each GPU model.
+    """
+
+
+@hookspec
+def kernelpro_register_heuristics(register: Callable[[type], None]) -> None:
+    """Register architecture-specific heuristics (subclasses of
+    :class:`kernelpro.api.ArchHeuristic`): findings and generation notes that apply only
+    to the architectures they name.
+
+    :param register: call ``register(HeuristicClass)`` for each heuristic.
+    """
+
+
+@hookspec
+def kernelpro_register_llm_tools(register: Callable[[type], None]) -> None:
+    """Register tools offered to LLM code generators (subclasses of
+    :class:`kernelpro.api.LLMTool`).
+
+    :param register: call ``register(ToolClass)`` for each tool.
+    """
+
+
+@hookspec
+def kernelpro_register_commands(cli: "click.Group") -> None:
+    """Add commands to the ``kernelpro`` command line.
+
+    :param cli: the top-level click group; add commands with ``@cli.command()``.
+    """
+
+
+@hookspec(firstresult=True)
+def kernelpro_resolve_gpu_spec(device_name: str, arch: str) -> "GpuSpec | None":
+    """Return the ceilings to use for the GPU in hand, overriding the registered table
+    (for example with calibrated measurements).
+
+    This hook is firstresult: the first non-None value wins and later implementations are
+    not called.
+
+    :param device_name: the driver's name of the device, e.g. ``"NVIDIA H200"``.
+    :param arch: its architecture, e.g. ``"sm_90"``.
+    :returns: a :class:`kernelpro.records.GpuSpec`, or None to fall back to the table.
+    """
+
+
+# --- Lifecycle: observers ---------------------------------------------------------------
+
+
+@hookspec
+def kernelpro_run_started(run: "RunInfo") -> None:
+    """Called once when ``kernelpro optimize`` has set up its run directory, after the
+    baseline was measured and before the first candidate is generated.
+
+    :param run: the run's :class:`kernelpro.api.RunInfo`.
+    """
+
+
+@hookspec
+def kernelpro_candidate_evaluated(run: "RunInfo", record: dict) -> None:
+    """Called after each candidate is evaluated (and profiled, when profiling is on),
+    with the line just written to ``candidates.jsonl``.
+
+    :param run: the run's :class:`kernelpro.api.RunInfo`.
+    :param record: the candidate's record as written to ``candidates.jsonl``.
+    """
+
+
+@hookspec
+def kernelpro_run_finished(run: "RunInfo", summary: dict) -> None:
+    """Called once when a run ends, normally or through a budget stop, after
+    ``report.md`` was written.
+
+    :param run: the run's :class:`kernelpro.api.RunInfo`.
+    :param summary: ``{"best_id", "best_speedup", "evaluated", "correct", "stopped_because"}``.
+    """
