@@ -150,6 +150,18 @@ def kernelpro_resolve_gpu_spec(device_name: str, arch: str) -> "GpuSpec | None":
     """
 
 
+@hookspec
+def kernelpro_report_sections(run: "RunInfo", records: list) -> list:
+    """Contribute sections to a run's ``report.md``.
+
+    Called once when the report is written, after the built-in sections.
+
+    :param run: the run's :class:`kernelpro.api.RunInfo`.
+    :param records: every candidate record of the run, as in ``candidates.jsonl``.
+    :returns: a list of markdown strings, each a section starting with a ``##`` heading.
+    """
+
+
 # --- Lifecycle: observers ---------------------------------------------------------------
 
 

@@ -1,0 +1,62 @@
+"""Loading problem and candidate sources as modules and building their models.
+
+Used inside evaluation workers and profiling subprocesses; never in the parent process,
+since loading runs the user's code.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import random
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import torch
+
+
+def load_module(path: str | Path, name: str) -> types.ModuleType:
+    """Execute a source file as a fresh module named ``name`` (registered in sys.modules so
+    that pickling, dataclasses and torch.compile can find it)."""
+    path = Path(path)
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:  # pragma: no cover - only for odd paths
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    torch.manual_seed(seed)
+    if torch.cuda.is_available():
+        torch.cuda.manual_seed_all(seed)
+
+
+def make_inputs(problem: types.ModuleType, seed: int, device: str) -> list[Any]:
+    """Fresh inputs from ``get_inputs()`` under ``seed``, moved to ``device``."""
+    seed_everything(seed)
+    return [to_device(x, device) for x in problem.get_inputs()]
+
+
+def to_device(x: Any, device: str) -> Any:
+    if isinstance(x, torch.Tensor):
+        return x.to(device)
+    if isinstance(x, (list, tuple)):
+        return type(x)(to_device(v, device) for v in x)
+    return x
+
+
+def build_model(cls: type, problem: types.ModuleType, seed: int, device: str) -> torch.nn.Module:
+    """Construct ``cls(*get_init_inputs())`` after ``seed`` so that reference and candidate
+    create identical parameters when they create them in the same order."""
+    init = problem.get_init_inputs()
+    seed_everything(seed)
+    model = cls(*init)
+    if isinstance(model, torch.nn.Module):
+        model = model.to(device)
+        model.eval()
+    return model
