@@ -1,0 +1,1 @@
+"""A simulated kernel-optimization environment for comparing search policies without a GPU."""

@@ -1,0 +1,372 @@
+"""Monte Carlo tree search adapted to kernel optimization (search policy ``mcts``).
+
+A node is a candidate program, its children are generations from it (see
+:mod:`kernelpro.search.tree`). Every adaptation below has a switch in :class:`Settings`
+so that it can be turned off for ablation:
+
+* **UCT selection.** From the root, descend to the child maximising
+  ``Q + c * sqrt(ln N_parent / N_child)`` (Kocsis & Szepesvari 2006), where ``Q`` is the
+  calibrated value of the child's subtree and ``N`` counts evaluated candidates in a subtree
+  (virtual losses included).
+* **Progressive widening.** A node with ``N`` visits may have at most
+  ``ceil(k * N**alpha)`` children (Coulom 2007; Chaslot et al. 2008). While it has fewer it
+  is expanded; otherwise the search descends into its children. A node none of whose
+  children can be selected may still be expanded up to its branching budget, so that a
+  parent whose every child failed is not stuck.
+* **Asymmetric branching.** The branching budget (the most children a node ever gets) and
+  the widening coefficient differ between the root (distinct strategies, wide) and
+  refinement nodes (narrow, shrinking with depth).
+* **Log-reward calibration.** ``Node.reward`` is the reward function's value (the built-in
+  reward is the clamped log speedup). Values are normalised per problem to ``[0, 1]`` by
+  the range of correct rewards in this tree (the reference, log 1 = 0, included), so a
+  1.1x and a 10x differ by a bounded amount. Switched off, the backup averages linear
+  speedups.
+* **Correctness wall.** Incorrect and failed candidates never enter a subtree's mean: a
+  subtree's value is the mean over its correct candidates, and a subtree with none is
+  worth ``wall_value`` (below every correct value). Failures still count as visits (they
+  spent budget). Switched off, failures are averaged in at ``wall_value`` like slow
+  candidates.
+* **Dead-end pruning.** A node whose last ``max_consecutive_failures`` children all failed,
+  or whose last ``stale_expansions`` expansions did not improve the best of its subtree, is
+  closed (``Node.closed`` holds the reason) and never selected again; it stays in the tree.
+* **Parallel expansion.** ``select(tree, n)`` returns up to ``n`` parents at once. Each
+  selection adds a virtual loss to every node of its path (``Node.virtual_loss``), which
+  counts as ``virtual_loss`` extra visits valued at the worst correct value; ``update`` or
+  ``release`` removes it.
+
+Every statistic lives on the nodes (``visits``, ``value_sum``, ``virtual_loss``,
+``closed``, ``stats``) and the random generator's state in :meth:`MCTS.state`, so a tree
+saved with :meth:`Tree.save` and reloaded continues with identical selections.
+
+Node ``stats`` keys written here: ``n_correct`` / ``n_fail`` (evaluated candidates in the
+subtree), ``best_reward`` (best correct reward in the subtree), ``stale`` (expansions of
+this node since its subtree's best last improved), ``fail_streak`` (consecutive failed
+children), ``pending`` (expansions selected and not yet resolved), ``empty`` (expansions
+that produced nothing), ``backed_up`` (the node's own result was backed up).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Any
+
+import attrs
+
+from kernelpro.api import SearchPolicy
+from kernelpro.hookspecs import hookimpl
+from kernelpro.search.tree import ROOT, Node, Tree
+
+_pos = attrs.validators.gt(0)
+_nonneg = attrs.validators.ge(0)
+
+
+@attrs.frozen
+class Settings:
+    """Config keys of the ``mcts`` policy. Defaults were tuned on development seeds of the
+    simulated landscapes in ``benchmarks/search_sim`` (see its RESULTS.md)."""
+
+    # UCT exploration constant, on normalised values in [0, 1]
+    exploration: float = attrs.field(default=0.35, validator=_nonneg)
+    # share of a subtree's best (instead of its mean) in its value: 0 = plain UCT mean
+    max_backup: float = attrs.field(
+        default=0.5, validator=[attrs.validators.ge(0.0), attrs.validators.le(1.0)]
+    )
+
+    # progressive widening: at most ceil(k * N**alpha) children after N visits
+    widening: bool = True
+    widening_k: float = attrs.field(default=1.0, validator=_pos)
+    widening_alpha: float = attrs.field(
+        default=0.5, validator=[attrs.validators.ge(0.0), attrs.validators.le(1.0)]
+    )
+
+    # asymmetric branching: the root explores distinct strategies widely, refinements narrowly
+    asymmetric: bool = True
+    root_max_children: int = attrs.field(default=10, validator=_pos)
+    root_widening_k: float = attrs.field(default=2.0, validator=_pos)
+    # refinement budget at depth 1; with asymmetric off, the budget of every node
+    max_children: int = attrs.field(default=5, validator=_pos)
+    depth_decay: int = attrs.field(default=1, validator=_nonneg)  # fewer children per level
+    min_children: int = attrs.field(default=2, validator=_pos)
+
+    # reward calibration: log-speedup rewards normalised per problem (off: linear speedups)
+    log_reward: bool = True
+    # smallest reward range used for normalisation: log(1.1), so noise around 1.0x is not
+    # stretched to the whole [0, 1] scale
+    min_span: float = attrs.field(default=0.0953, validator=_pos)
+    correctness_wall: bool = True
+    wall_value: float = -0.5  # normalised value of failures (correct ones are in [0, 1])
+
+    # dead-end pruning
+    pruning: bool = True
+    max_consecutive_failures: int = attrs.field(default=3, validator=_pos)
+    stale_expansions: int = attrs.field(default=4, validator=_pos)
+    # an improvement must beat the subtree's best by this fraction (timing noise is ~1-5%)
+    min_improvement: float = attrs.field(default=0.02, validator=_nonneg)
+
+    # parallel expansion: pretend visits per in-flight selection, valued as the worst correct
+    virtual_loss: float = attrs.field(default=1.0, validator=_nonneg)
+    # a node whose expansions produced nothing this many times is closed (liveness, not pruning)
+    max_empty_expansions: int = attrs.field(default=2, validator=_pos)
+
+
+class MCTS(SearchPolicy):
+    """UCT with progressive widening, asymmetric branching, calibrated rewards behind a
+    correctness wall, dead-end pruning and virtual loss."""
+
+    name = "mcts"
+    Settings = Settings
+    description = "Monte Carlo tree search with progressive widening and dead-end pruning"
+
+    def __init__(self, settings: Any = None, rng: random.Random | None = None) -> None:
+        super().__init__(settings, rng)
+        self._restored = False  # set by load_state: in-flight marks in the tree are stale
+
+    # --- the SearchPolicy protocol -------------------------------------------------------
+
+    def select(self, tree: Tree, n: int) -> list[str]:
+        """Pick up to ``n`` parents to expand now, applying a virtual loss per pick."""
+        self._sync(tree)
+        picked: list[str] = []
+        for _ in range(max(0, n)):
+            node_id = self._descend(tree)
+            if node_id is None:
+                break
+            self._apply_virtual_loss(tree, node_id)
+            picked.append(node_id)
+        return picked
+
+    def update(self, tree: Tree, node_id: str) -> None:
+        """Node ``node_id`` was added with its reward: remove the virtual loss its parent's
+        selection applied (if one is pending) and back its value up to the root."""
+        self._sync(tree, backup=False)
+        node = tree[node_id]
+        if node.parent is not None:
+            self._remove_virtual_loss(tree, node.parent)
+        if not node.stats.get("backed_up"):
+            self._backup(tree, node)
+
+    def release(self, tree: Tree, node_id: str) -> None:
+        """An expansion of ``node_id`` produced nothing: remove its virtual loss."""
+        self._sync(tree, backup=False)
+        node = tree[node_id]
+        self._remove_virtual_loss(tree, node_id)
+        node.stats["empty"] = node.stats.get("empty", 0) + 1
+        if node.closed is None and node.stats["empty"] >= self.settings.max_empty_expansions:
+            node.closed = f"exhausted: generation produced nothing {node.stats['empty']} times"
+
+    def state(self) -> dict[str, Any]:
+        version, internal, gauss = self.rng.getstate()
+        return {"version": 1, "rng": [version, list(internal), gauss]}
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        if state.get("rng"):
+            version, internal, gauss = state["rng"]
+            self.rng.setstate((version, tuple(internal), gauss))
+        self._restored = True
+
+    # --- structure: budgets, widening, what can be selected ------------------------------
+
+    def branching_budget(self, node: Node) -> int:
+        """The most children ``node`` ever gets."""
+        s = self.settings
+        if not s.asymmetric:
+            return s.max_children
+        if node.id == ROOT:
+            return s.root_max_children
+        return max(s.min_children, s.max_children - s.depth_decay * (node.depth - 1))
+
+    def child_limit(self, node: Node) -> int:
+        """Children allowed now: ``min(budget, ceil(k * N**alpha))`` with N = visits."""
+        s = self.settings
+        budget = self.branching_budget(node)
+        if not s.widening:
+            return budget
+        k = s.root_widening_k if (s.asymmetric and node.id == ROOT) else s.widening_k
+        # the epsilon keeps ceil(2.0000000001) from becoming 3 on exact powers
+        widened = math.ceil(k * node.visits**s.widening_alpha - 1e-9)
+        return min(budget, max(1, widened))
+
+    @staticmethod
+    def _pending(node: Node) -> int:
+        return int(node.stats.get("pending", 0))
+
+    def _is_open(self, node: Node) -> bool:
+        if node.closed is not None:
+            return False
+        if node.id == ROOT:
+            return True
+        return node.correct and node.reward is not None
+
+    def _selectable(self, tree: Tree) -> set[str]:
+        """Ids of open nodes that can be expanded now or lead to one that can."""
+        out: set[str] = set()
+        for node in sorted(tree, key=lambda nd: -nd.depth):
+            if not self._is_open(node):
+                continue
+            grown = len(node.children) + self._pending(node)
+            if grown < self.branching_budget(node) or any(c in out for c in node.children):
+                out.add(node.id)
+        return out
+
+    def _descend(self, tree: Tree) -> str | None:
+        selectable = self._selectable(tree)
+        if ROOT not in selectable:
+            return None
+        span = self._span(tree)
+        node = tree.root
+        while True:
+            kids = [tree[c] for c in node.children if c in selectable]
+            grown = len(node.children) + self._pending(node)
+            if grown < self.child_limit(node) or (
+                not kids and grown < self.branching_budget(node)
+            ):
+                return node.id
+            node = self._best_child(node, kids, span)
+
+    def _best_child(self, parent: Node, kids: list[Node], span: tuple[float, float]) -> Node:
+        scores = [self.uct(parent, kid, span) for kid in kids]
+        top = max(scores)
+        tied = [kid for kid, sc in zip(kids, scores) if sc >= top - 1e-12]
+        return tied[0] if len(tied) == 1 else tied[self.rng.randrange(len(tied))]
+
+    # --- values --------------------------------------------------------------------------
+
+    def _span(self, tree: Tree) -> tuple[float, float]:
+        """(lo, hi) of correct log rewards in this tree, the reference (0.0) included."""
+        rewards = [n.reward for n in tree if n.id != ROOT and n.correct and n.reward is not None]
+        lo = min([0.0, *rewards])
+        hi = max([0.0, *rewards])
+        return lo, max(hi, lo + self.settings.min_span)
+
+    def _raw(self, node: Node) -> float:
+        """The value a correct node contributes to the backup, before normalisation."""
+        assert node.reward is not None
+        if self.settings.log_reward:
+            return node.reward
+        if node.speedup is not None:
+            return node.speedup
+        return math.exp(min(node.reward, 50.0))
+
+    def _normalise(self, raw: float, span: tuple[float, float]) -> float:
+        if not self.settings.log_reward:
+            return raw
+        lo, hi = span
+        return (raw - lo) / (hi - lo)
+
+    def value(self, node: Node, span: tuple[float, float]) -> float:
+        """Calibrated value of ``node``'s subtree (virtual loss excluded)."""
+        s = self.settings
+        n_ok = node.stats.get("n_correct", 0)
+        n_fail = node.stats.get("n_fail", 0)
+        if n_ok:
+            mean = self._normalise(node.value_sum / n_ok, span)
+            best = self._normalise(node.stats["best_reward_raw"], span)
+            q_ok = (1.0 - s.max_backup) * mean + s.max_backup * best
+        if s.correctness_wall:
+            return q_ok if n_ok else s.wall_value
+        total = n_ok + n_fail
+        if total == 0:
+            return s.wall_value
+        return ((q_ok * n_ok if n_ok else 0.0) + s.wall_value * n_fail) / total
+
+    def uct(self, parent: Node, node: Node, span: tuple[float, float]) -> float:
+        """``Q + c * sqrt(ln N_parent / N_node)``, virtual losses counted as visits that
+        scored the worst correct value (0 normalised; speedup 0 when uncalibrated)."""
+        s = self.settings
+        vl = s.virtual_loss * node.virtual_loss
+        weight = node.stats.get("n_correct", 0) if s.correctness_wall else node.visits
+        weight = max(weight, 1)
+        q = self.value(node, span) * weight / (weight + vl)
+        n_node = node.visits + vl
+        n_parent = parent.visits + s.virtual_loss * parent.virtual_loss
+        if n_node <= 0:
+            return math.inf
+        return q + s.exploration * math.sqrt(math.log(max(n_parent, 1.0)) / n_node)
+
+    # --- bookkeeping ---------------------------------------------------------------------
+
+    def _path(self, tree: Tree, node_id: str) -> list[Node]:
+        return tree.path_to_root(node_id)
+
+    def _apply_virtual_loss(self, tree: Tree, node_id: str) -> None:
+        tree[node_id].stats["pending"] = self._pending(tree[node_id]) + 1
+        for node in self._path(tree, node_id):
+            node.virtual_loss += 1
+
+    def _remove_virtual_loss(self, tree: Tree, node_id: str) -> None:
+        node = tree[node_id]
+        if self._pending(node) <= 0:
+            return  # nothing in flight (extra children of one expansion, or after resume)
+        node.stats["pending"] = self._pending(node) - 1
+        for nd in self._path(tree, node_id):
+            nd.virtual_loss = max(0, nd.virtual_loss - 1)
+
+    def _sync(self, tree: Tree, backup: bool = True) -> None:
+        """After a restart nothing is in flight: drop stale virtual losses. Back up any
+        evaluated node the loop added without calling :meth:`update` (killed between the
+        two), in insertion order."""
+        if self._restored:
+            for node in tree:
+                node.virtual_loss = 0
+                node.stats.pop("pending", None)
+            self._restored = False
+        if backup:
+            for node in list(tree):
+                if node.id != ROOT and node.reward is not None and not node.stats.get("backed_up"):
+                    self._backup(tree, node)
+
+    def _backup(self, tree: Tree, node: Node) -> None:
+        """Add ``node``'s own result to every node on its path, then apply pruning."""
+        s = self.settings
+        node.stats["backed_up"] = True
+        correct = node.correct and node.reward is not None
+        raw = self._raw(node) if correct else None
+        for nd in self._path(tree, node.id):
+            nd.visits += 1
+            if correct:
+                nd.value_sum += raw
+                nd.stats["n_correct"] = nd.stats.get("n_correct", 0) + 1
+                if nd.stats.get("best_reward_raw") is None or raw > nd.stats["best_reward_raw"]:
+                    nd.stats["best_reward_raw"] = raw
+            else:
+                nd.stats["n_fail"] = nd.stats.get("n_fail", 0) + 1
+
+        # improvement and staleness, on the reward's (log) scale
+        threshold = math.log1p(s.min_improvement)
+        improved_parent = False
+        if node.parent is not None:
+            for anc in self._path(tree, node.parent):
+                best = anc.stats.get("best_reward")
+                if correct and (best is None or node.reward > best + threshold):
+                    anc.stats["best_reward"] = node.reward
+                    anc.stats["stale"] = 0
+                    improved_parent = improved_parent or anc.id == node.parent
+        if correct:
+            node.stats.setdefault("best_reward", node.reward)
+        if node.parent is None:
+            return
+        parent = tree[node.parent]
+        if not improved_parent:
+            parent.stats["stale"] = parent.stats.get("stale", 0) + 1
+        parent.stats["fail_streak"] = 0 if correct else parent.stats.get("fail_streak", 0) + 1
+        if s.pruning and parent.id != ROOT and parent.closed is None:
+            self._maybe_prune(parent)
+
+    def _maybe_prune(self, node: Node) -> None:
+        s = self.settings
+        if node.stats.get("fail_streak", 0) >= s.max_consecutive_failures:
+            node.closed = (
+                f"dead end: last {node.stats['fail_streak']} children failed to compile or verify"
+            )
+        elif node.stats.get("stale", 0) >= s.stale_expansions:
+            best = node.stats.get("best_reward")
+            shown = f"{math.exp(best):.2f}x" if best is not None else "none correct"
+            node.closed = (
+                f"no improvement in {node.stats['stale']} expansions (subtree best {shown})"
+            )
+
+
+@hookimpl
+def kernelpro_register_search_policies(register):  # type: ignore[no-untyped-def]
+    register(MCTS)
