@@ -1,0 +1,463 @@
+"""The ``kernelpro`` command line.
+
+Exit status: 0 success; 1 the candidate or run did not succeed; 2 bad invocation or
+unreadable input (config, problem, candidate, report). Errors are one line each, never
+a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from kernelpro import config as cfg
+from kernelpro.plugins import PluginError, Plugins
+
+EXIT_FAIL = 1
+EXIT_USAGE = 2
+
+
+class Abort(click.ClickException):
+    """A one-line error with an exit status."""
+
+    def __init__(self, message: str, code: int = EXIT_USAGE) -> None:
+        super().__init__(message)
+        self.exit_code = code
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"error: {self.format_message()}", err=True)
+
+
+def _err(lines: list[str]) -> None:
+    for line in lines:
+        click.echo(f"error: {line}", err=True)
+
+
+_PLUGINS: dict[tuple[str, ...], Plugins] = {}
+
+
+def load_plugins(block: list[str] | tuple[str, ...] = ()) -> Plugins:
+    key = tuple(sorted(block))
+    if key not in _PLUGINS:
+        try:
+            plugins = Plugins(block=block)
+        except PluginError as exc:
+            raise Abort(str(exc)) from None
+        for failure in plugins.failures:
+            click.echo(f"warning: plugin {failure.name!r} from {failure.distribution or '?'} failed to load: "
+                       f"{failure.error}", err=True)
+        _PLUGINS[key] = plugins
+    return _PLUGINS[key]
+
+
+def load_config_or_abort(path: str | None, overrides: dict[str, Any] | None = None) -> cfg.Config:
+    try:
+        return cfg.load_config(path, overrides)
+    except cfg.ConfigError as exc:
+        _err(exc.problems)
+        raise Abort("invalid configuration" if len(exc.problems) > 1 else exc.problems[0]) from None
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="kernelpro-core", prog_name="kernelpro")
+def cli() -> None:
+    """KernelPro: optimize a PyTorch module's GPU kernels in a closed loop.
+
+    A problem is a KernelBench-format file (class Model, get_inputs, get_init_inputs);
+    a candidate defines class ModelNew.
+    """
+
+
+# --- optimize ------------------------------------------------------------------------------
+
+
+@cli.command()
+@click.argument("problem", type=click.Path(dir_okay=False))
+@click.option("-c", "--config", "config_path", type=click.Path(dir_okay=False), help="YAML config file.")
+@click.option("-o", "--output", "run_dir", type=click.Path(file_okay=False), help="Run directory.")
+@click.option("--device", type=click.Choice(["cuda", "cpu"]), help="Where candidates run (default: auto).")
+@click.option("--budget", type=int, help="Candidates to evaluate.")
+@click.option("--generator", help="Code generator (see `kernelpro plugins`).")
+@click.option("--search", "search", help="Search policy: greedy, mcts, beam, ...")
+@click.option("--reward", help="Reward: log_speedup, energy, ...")
+@click.option("--resume", "resume_dir", type=click.Path(file_okay=False), help="Continue a killed run.")
+@click.option("--quiet", is_flag=True, help="No progress display.")
+def optimize(problem: str, config_path: str | None, run_dir: str | None, device: str | None, budget: int | None,
+             generator: str | None, search: str | None, reward: str | None, resume_dir: str | None,
+             quiet: bool) -> None:
+    """Optimize PROBLEM: generate, evaluate, profile and search candidates.
+
+    Writes a run directory (candidates.jsonl, candidates/, best.py, report.md, tree.json).
+    Exit 0 when a correct candidate was found, 1 when none was.
+    """
+    from kernelpro.loop import RunError, optimize as run_optimize, resolve_device
+    from kernelpro.problem import ProblemError, load_problem
+
+    if resume_dir:
+        run_path = Path(resume_dir)
+        if config_path is None and (run_path / "config.yaml").exists():
+            config_path = str(run_path / "config.yaml")
+        if run_dir and Path(run_dir) != run_path:
+            raise Abort("--resume and -o name different directories")
+    overrides: dict[str, Any] = {"device": device, "budget": budget}
+    if generator:
+        overrides["generator"] = {"name": generator, "params": {}}
+    if search:
+        overrides["search"] = {"name": search, "params": {}}
+    if reward:
+        overrides["reward"] = {"name": reward, "params": {}}
+    config = _load_with_choices(config_path, overrides)
+    plugins = load_plugins(config.plugins.block)
+    try:
+        cfg.validate(config, plugins)
+    except cfg.ConfigError as exc:
+        _err(exc.problems)
+        raise Abort("invalid configuration", EXIT_USAGE) from None
+    try:
+        prob = load_problem(problem)
+    except ProblemError as exc:
+        raise Abort(str(exc)) from None
+    try:
+        dev = resolve_device(config.device)
+    except RunError as exc:
+        raise Abort(str(exc)) from None
+    if resume_dir:
+        run_path = Path(resume_dir)
+        if not (run_path / "candidates").is_dir():
+            raise Abort(f"{run_path}: not a run directory")
+    else:
+        run_path = Path(run_dir) if run_dir else _default_run_dir(prob.name)
+    progress = _progress(quiet, config.budget)
+    try:
+        with progress.live():
+            summary = run_optimize(prob, config, plugins, run_path, dev, resume=bool(resume_dir),
+                                   progress=progress.callbacks())
+    except RunError as exc:
+        raise Abort(str(exc), EXIT_FAIL) from None
+    except KeyboardInterrupt:
+        click.echo(f"interrupted; continue with: kernelpro optimize {problem} --resume {run_path}", err=True)
+        sys.exit(130)
+    best = summary["best_speedup"]
+    click.echo(
+        f"{summary['evaluated']} candidates, {summary['correct']} correct; "
+        + (f"best {summary['best_id']}: {best:.2f}x over eager" if best else "no correct candidate")
+        + f"; run directory: {run_path}"
+    )
+    sys.exit(0 if summary["best_id"] else EXIT_FAIL)
+
+
+def _load_with_choices(config_path: str | None, overrides: dict[str, Any]) -> cfg.Config:
+    # a plugin chosen on the command line keeps the file's params when it is the same plugin
+    if config_path:
+        try:
+            data = cfg.read_yaml(config_path)
+        except cfg.ConfigError as exc:
+            _err(exc.problems)
+            raise Abort(exc.problems[0]) from None
+        for role in ("generator", "search", "reward"):
+            chosen = overrides.get(role)
+            if chosen and isinstance(data.get(role), dict) and data[role].get("name") == chosen["name"]:
+                overrides.pop(role)
+    return load_config_or_abort(config_path, overrides)
+
+
+def _default_run_dir(name: str) -> Path:
+    import time
+
+    return Path("runs") / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+class _progress:
+    def __init__(self, quiet: bool, budget: int) -> None:
+        from rich.console import Console
+
+        self.quiet = quiet
+        self.budget = budget
+        self.console = Console(stderr=True)
+        self.prog: Any = None
+        self.task: Any = None
+
+    def live(self) -> Any:
+        import contextlib
+
+        if self.quiet:
+            return contextlib.nullcontext()
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.prog = Progress(TextColumn("[bold]optimizing"), BarColumn(), MofNCompleteColumn(),
+                             TimeElapsedColumn(), console=self.console, transient=True)
+        self.task = self.prog.add_task("candidates", total=self.budget)
+        return self.prog
+
+    def callbacks(self) -> Any:
+        from kernelpro.loop import Progress
+
+        def say(text: str) -> None:
+            if not self.quiet:
+                self.console.print(text, highlight=False)
+
+        def baseline(res: Any) -> None:
+            b = res.baseline
+            say(f"reference: {b.median_ms:.4f} ms (median of {b.n}, {b.method})")
+
+        def candidate(rec: dict[str, Any]) -> None:
+            sp = f"{rec['speedup']:.2f}x" if rec["speedup"] else rec["verdict"]
+            extra = f" [{rec['bottleneck']}]" if rec.get("bottleneck") else ""
+            say(f"{rec['id']} <- {rec['parent']}: {rec['description'][:60]} -> {sp}{extra}")
+            if self.prog is not None:
+                self.prog.advance(self.task)
+
+        return Progress(baseline=baseline, candidate=candidate, message=lambda s: say(s))
+
+
+# --- eval ----------------------------------------------------------------------------------
+
+
+@cli.command(name="eval")
+@click.argument("problem", type=click.Path(dir_okay=False))
+@click.argument("candidate", type=click.Path(dir_okay=False))
+@click.option("-c", "--config", "config_path", type=click.Path(dir_okay=False), help="YAML config file.")
+@click.option("--device", type=click.Choice(["cuda", "cpu"]), help="Where to run (default: auto).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option("--workdir", type=click.Path(file_okay=False), help="Keep the worker's files here.")
+def eval_cmd(problem: str, candidate: str, config_path: str | None, device: str | None, as_json: bool,
+             workdir: str | None) -> None:
+    """Evaluate CANDIDATE against PROBLEM: correctness, then timing against the reference.
+
+    Exit 0 when the candidate is correct, 1 when it is not.
+    """
+    import tempfile
+
+    from kernelpro.evaluate.runner import evaluate
+    from kernelpro.loop import RunError, resolve_device
+    from kernelpro.problem import ProblemError, detect_language, load_candidate, load_problem
+    from kernelpro.records import to_json
+
+    config = load_config_or_abort(config_path, {"device": device})
+    plugins = load_plugins(config.plugins.block)
+    try:
+        measurements = cfg.validate(config, plugins)["measurements"]
+    except cfg.ConfigError as exc:
+        _err(exc.problems)
+        raise Abort("invalid configuration") from None
+    try:
+        prob = load_problem(problem)
+        source = load_candidate(candidate, prob)
+        dev = resolve_device(config.device)
+    except (ProblemError, RunError) as exc:
+        raise Abort(str(exc)) from None
+    tmp = None
+    if workdir is None:
+        tmp = tempfile.TemporaryDirectory(prefix="kernelpro-eval-")
+        workdir = tmp.name
+    try:
+        result = evaluate(Path(problem), Path(candidate), device=dev, config=config.evaluator,
+                          workdir=Path(workdir), seed=config.seed, measurements=measurements,
+                          language=detect_language(source))
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+    if as_json:
+        out = {
+            "correct": result.correct,
+            "verdict": result.verdict.value,
+            "reason": result.reason,
+            "runtime_ms": result.runtime_ms,
+            "baseline_ms": result.baseline_ms,
+            "compiled_baseline_ms": result.baseline_compiled.median_ms if result.baseline_compiled else None,
+            "speedup": result.speedup,
+            "flags": list(result.flags),
+            "measurements": result.measurements,
+            "device": result.device,
+            "gpu": result.gpu_name,
+            "result": to_json(result),
+        }
+        click.echo(json.dumps(out, indent=2))
+    else:
+        if result.correct:
+            click.echo(f"correct: {result.runtime_ms:.4f} ms vs reference {result.baseline_ms:.4f} ms "
+                       f"-> {result.speedup:.2f}x ({result.device})")
+        else:
+            click.echo(f"{result.verdict.value}: {result.reason}")
+        for flag in result.flags:
+            click.echo(f"flag: {flag}")
+    sys.exit(0 if result.correct else EXIT_FAIL)
+
+
+# --- profile / analyze -------------------------------------------------------------------
+
+
+@cli.command()
+@click.argument("problem", type=click.Path(dir_okay=False))
+@click.argument("candidate", type=click.Path(dir_okay=False))
+@click.option("-c", "--config", "config_path", type=click.Path(dir_okay=False), help="YAML config file.")
+@click.option("--device", type=click.Choice(["cuda", "cpu"]), help="Where to run (default: auto).")
+@click.option("--json", "as_json", is_flag=True, help="Print {bottleneck, findings} as JSON.")
+@click.option("--workdir", type=click.Path(file_okay=False), help="Keep reports and builds here.")
+def profile(problem: str, candidate: str, config_path: str | None, device: str | None, as_json: bool,
+            workdir: str | None) -> None:
+    """Profile CANDIDATE: collect, classify the bottleneck, run the gated micro-profilers."""
+    import tempfile
+
+    from kernelpro.api import ProfileContext, ProfileTarget
+    from kernelpro.evaluate.runner import build_env, evaluate
+    from kernelpro.loop import RunError, gpu_spec, resolve_device
+    from kernelpro.problem import ProblemError, load_candidate, load_problem
+    from kernelpro.profile.pipeline import Profiler
+    from kernelpro.plugins import UnknownName
+
+    config = load_config_or_abort(config_path, {"device": device})
+    plugins = load_plugins(config.plugins.block)
+    try:
+        prob = load_problem(problem)
+        load_candidate(candidate, prob)
+        dev = resolve_device(config.device)
+    except (ProblemError, RunError) as exc:
+        raise Abort(str(exc)) from None
+    keep = workdir is not None
+    base = Path(workdir) if keep else Path(tempfile.mkdtemp(prefix="kernelpro-profile-"))
+    try:
+        build = base / "build"
+        result = evaluate(Path(problem), Path(candidate), device=dev, config=config.evaluator,
+                          workdir=base / "eval", seed=config.seed, build_dir=build)
+        if not result.correct:
+            click.echo(f"not profiled: candidate is {result.verdict.value}: {result.reason}", err=True)
+            sys.exit(EXIT_FAIL)
+        try:
+            profiler = Profiler(plugins, config.profiling.classifier, config.profiling.collectors,
+                                config.profiling.block_micro_profilers)
+        except UnknownName as exc:
+            raise Abort(str(exc)) from None
+        env = build_env(build)
+        target = ProfileTarget(problem_path=Path(problem).resolve(), candidate_path=Path(candidate).resolve(),
+                               device=dev, workdir=base / "profile", build_dir=build, python=sys.executable,
+                               env={k: env[k] for k in ("TORCH_EXTENSIONS_DIR", "TRITON_CACHE_DIR")})
+        target.workdir.mkdir(parents=True, exist_ok=True)
+        analysis, _ = profiler.profile(target, ProfileContext(gpu=gpu_spec(plugins, dev), device=dev,
+                                                                result=result))
+    finally:
+        if not keep:
+            import shutil
+
+            shutil.rmtree(base, ignore_errors=True)
+    _print_analysis(analysis, as_json)
+
+
+@cli.command()
+@click.argument("report", type=click.Path(dir_okay=False))
+@click.option("-c", "--config", "config_path", type=click.Path(dir_okay=False), help="YAML config file.")
+@click.option("--gpu", "gpu_name", help="GPU model for the ceilings when the file does not say (e.g. H200).")
+@click.option("--json", "as_json", is_flag=True, help="Print {bottleneck, findings} as JSON.")
+def analyze(report: str, config_path: str | None, gpu_name: str | None, as_json: bool) -> None:
+    """Analyze an existing file: an Nsight Compute report or CSV export, a cubin, shared
+    object, object file or .cu source (SASS), or a timeline trace. Needs no GPU."""
+    from kernelpro.api import CollectorError, ProfileContext
+    from kernelpro.plugins import UnknownName
+    from kernelpro.profile.pipeline import Profiler
+
+    path = Path(report)
+    if not path.is_file():
+        raise Abort(f"{path}: no such file")
+    config = load_config_or_abort(config_path)
+    plugins = load_plugins(config.plugins.block)
+    spec = plugins.resolve_gpu(gpu_name, "") if gpu_name else None
+    if gpu_name and spec is None:
+        names = ", ".join(s.name for s, _ in plugins.gpu_specs())
+        raise Abort(f"unknown GPU {gpu_name!r}; known: {names}")
+    try:
+        profiler = Profiler(plugins, config.profiling.classifier, None, config.profiling.block_micro_profilers)
+        analysis = profiler.analyze_file(path, ProfileContext(gpu=spec, device="cuda"))
+    except (CollectorError, UnknownName) as exc:
+        raise Abort(str(exc)) from None
+    _print_analysis(analysis, as_json)
+
+
+def _print_analysis(analysis: Any, as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps(analysis.to_dict(), indent=2))
+        return
+    for note in analysis.notes:
+        click.echo(f"note: {note}")
+    bn = analysis.bottleneck
+    if bn is not None:
+        frac = f", {bn.roofline_fraction:.0%} of roofline" if bn.roofline_fraction is not None else ""
+        click.echo(f"bottleneck: {bn.kind}{' (' + bn.pipe + ')' if bn.pipe else ''}{frac}: {bn.summary}")
+    else:
+        click.echo("bottleneck: not classified")
+    if not analysis.findings:
+        click.echo("no findings")
+    for f in analysis.findings:
+        gain = f" (est. gain {f.estimated_gain:.0%})" if f.estimated_gain else ""
+        where = f" [{f.kernel}]" if f.kernel else ""
+        click.echo(f"[{f.severity}] {f.tool}: {f.title}{where}{gain}\n    {f.message}\n    action: {f.action}")
+
+
+# --- plugins / config ----------------------------------------------------------------------
+
+
+@cli.command(name="plugins")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def plugins_cmd(as_json: bool) -> None:
+    """List installed plugins: distribution, version and what each registers."""
+    plugins = load_plugins()
+    desc = plugins.describe()
+    if as_json:
+        click.echo(json.dumps(desc, indent=2))
+        return
+    for p in desc:
+        status = " (blocked)" if p["blocked"] else (f" FAILED: {p['error']}" if p["error"] else "")
+        click.echo(f"{p['name']}  [{p['distribution'] or '-'} {p['version'] or ''}]{status}")
+        for kind, names in p["registers"].items():
+            click.echo(f"    {kind}: {', '.join(names)}")
+
+
+@cli.group(name="config")
+def config_group() -> None:
+    """Show or validate configuration."""
+
+
+@config_group.command(name="show")
+@click.option("-c", "--config", "config_path", type=click.Path(dir_okay=False), help="YAML config file.")
+def config_show(config_path: str | None) -> None:
+    """Print the resolved configuration (defaults merged with FILE)."""
+    config = load_config_or_abort(config_path)
+    click.echo(cfg.to_yaml(config), nl=False)
+
+
+@config_group.command(name="validate")
+@click.argument("file", type=click.Path(dir_okay=False))
+def config_validate(file: str) -> None:
+    """Validate FILE, plugin parameters included. Exit 0, or 2 with one line per problem."""
+    try:
+        config = cfg.load_config(file)
+    except cfg.ConfigError as exc:
+        _err(exc.problems)
+        sys.exit(EXIT_USAGE)
+    plugins = load_plugins(config.plugins.block)
+    try:
+        cfg.validate(config, plugins)
+    except cfg.ConfigError as exc:
+        _err(exc.problems)
+        sys.exit(EXIT_USAGE)
+    click.echo(f"{file}: ok")
+
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        plugins = load_plugins()
+        plugins.register_commands(cli)
+    except Abort as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    try:
+        cli.main(args=argv, prog_name="kernelpro", standalone_mode=True)
+    except KeyboardInterrupt:  # pragma: no cover
+        sys.exit(130)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

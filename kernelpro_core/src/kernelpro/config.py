@@ -1,0 +1,308 @@
+"""Configuration: YAML into frozen attrs classes through one cattrs converter.
+
+What the user wrote (``Config``) is kept apart from what a run resolves (the plugin
+settings objects, built by :func:`resolve`). Every problem in a file is reported as one
+line with its path, e.g. ``search.params.c_puct: expected float, got 'high'``.
+"""
+
+from __future__ import annotations
+
+import typing
+from pathlib import Path
+from typing import Any
+
+import attrs
+import cattrs
+import yaml
+from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, IterableValidationError
+
+DEFAULT_CONFIG_PATH = Path(__file__).with_name("default_config.yaml")
+
+
+class ConfigError(Exception):
+    """Bad configuration. ``problems`` holds one line per problem."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        super().__init__("; ".join(problems))
+
+
+@attrs.frozen
+class Choice:
+    """A named plugin and its parameters, validated by that plugin's Settings class."""
+
+    name: str
+    params: dict[str, Any] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class Tolerance:
+    atol: float
+    rtol: float
+
+
+def _default_tolerances() -> dict[str, Tolerance]:
+    return {
+        "float64": Tolerance(atol=1e-8, rtol=1e-7),
+        "float32": Tolerance(atol=1e-4, rtol=1e-4),
+        "float16": Tolerance(atol=1e-2, rtol=1e-2),
+        "bfloat16": Tolerance(atol=2e-2, rtol=2e-2),
+    }
+
+
+@attrs.frozen
+class EvaluatorConfig:
+    trials: int = 5  # correctness trials, each with fresh inputs from another seed
+    other_distribution: bool = True  # one more trial with inputs drawn from N(0, 1)
+    tolerances: dict[str, Tolerance] = attrs.field(factory=_default_tolerances)
+    timeout_s: float = 600.0  # whole worker (compile + check + time)
+    compile_timeout_s: float = 300.0
+    warmup_ms: float = 25.0  # warm-up time per callable before timing
+    rep_ms: float = 200.0  # timing budget per callable
+    min_reps: int = 10
+    max_reps: int = 1000
+    rounds: int = 5  # reference/compiled/candidate interleaved in this many rounds
+    time_compiled_reference: bool = True  # torch.compile of the reference, timed too (GPU)
+    call_policy: str = "any"  # any | no_torch_compute | own_kernel
+    max_speedup: float = 100.0  # above this, stricter re-verification and a flag
+
+    def __attrs_post_init__(self) -> None:
+        if self.call_policy not in ("any", "no_torch_compute", "own_kernel"):
+            raise ValueError(
+                f"call_policy: expected one of any, no_torch_compute, own_kernel, got {self.call_policy!r}"
+            )
+
+
+@attrs.frozen
+class ProfilingConfig:
+    enabled: bool = True
+    classifier: str = "roofline"
+    collectors: list[str] | None = None  # None: every registered collector that can run
+    block_micro_profilers: list[str] = attrs.field(factory=list)
+    timeout_s: float = 600.0
+
+
+@attrs.frozen
+class MemoryConfig:
+    enabled: bool = True
+    path: str | None = None  # None: the user data directory
+
+
+@attrs.frozen
+class PluginsConfig:
+    block: list[str] = attrs.field(factory=list)
+
+
+@attrs.frozen
+class Config:
+    device: str = "auto"  # auto | cuda | cpu
+    budget: int = 8  # candidates to evaluate
+    parallel: int = 1  # expansions selected at once
+    seed: int = 0
+    generator: Choice = Choice("torch_compile")
+    search: Choice = Choice("greedy")
+    reward: Choice = Choice("log_speedup")
+    measurements: list[str] = attrs.field(factory=list)
+    measurement_params: dict[str, dict[str, Any]] = attrs.field(factory=dict)
+    evaluator: EvaluatorConfig = EvaluatorConfig()
+    profiling: ProfilingConfig = ProfilingConfig()
+    memory: MemoryConfig = MemoryConfig()
+    plugins: PluginsConfig = PluginsConfig()
+
+    def __attrs_post_init__(self) -> None:
+        if self.device not in ("auto", "cuda", "cpu"):
+            raise ValueError(f"device: expected auto, cuda or cpu, got {self.device!r}")
+        if self.budget < 1:
+            raise ValueError(f"budget: expected a positive integer, got {self.budget}")
+        if self.parallel < 1:
+            raise ValueError(f"parallel: expected a positive integer, got {self.parallel}")
+
+
+# --- the one converter ------------------------------------------------------------------
+
+
+def _strict(kind: type, accept: tuple[type, ...], reject: tuple[type, ...] = ()):
+    def hook(value: Any, _: Any) -> Any:
+        if isinstance(value, reject) or not isinstance(value, accept):
+            raise TypeError(f"expected {kind.__name__}, got {value!r}")
+        return kind(value)
+
+    return hook
+
+
+def make_converter() -> cattrs.Converter:
+    conv = cattrs.Converter(forbid_extra_keys=True)
+    conv.register_structure_hook(float, _strict(float, (int, float), (bool,)))
+    conv.register_structure_hook(int, _strict(int, (int,), (bool,)))
+    conv.register_structure_hook(bool, _strict(bool, (bool,)))
+    conv.register_structure_hook(str, _strict(str, (str,)))
+    conv.register_structure_hook(Path, lambda v, _: Path(_strict(str, (str,))(v, None)))
+    conv.register_structure_hook(
+        typing.Any, lambda v, _: v
+    )
+    return conv
+
+
+converter = make_converter()
+
+
+def _format_errors(exc: BaseException, path: str) -> list[str]:
+    out: list[str] = []
+    if isinstance(exc, ForbiddenExtraKeysError):
+        for key in sorted(exc.extra_fields):
+            out.append(f"{_join(path, key)}: unknown key")
+        return out
+    if isinstance(exc, (ClassValidationError, IterableValidationError)):
+        for sub in exc.exceptions:
+            note = _note_of(sub)
+            out.extend(_format_errors(sub, _join(path, note) if note else path))
+        return out
+    if isinstance(exc, KeyError):
+        return [f"{path or '(top)'}: missing required key {exc.args[0]!r}" if exc.args else f"{path}: missing key"]
+    msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if isinstance(exc, (TypeError, ValueError)) and ": " in msg and msg.split(": ", 1)[0].replace(".", "").replace("_", "").isalnum() and " " not in msg.split(": ", 1)[0]:
+        # our own validators already name the field: "device: expected ..."
+        head, tail = msg.split(": ", 1)
+        if not path.endswith(head):
+            return [f"{_join(path, head)}: {tail}"]
+        return [f"{path}: {tail}"]
+    return [f"{path or '(top)'}: {msg}"]
+
+
+def _note_of(exc: BaseException) -> str | None:
+    for note in getattr(exc, "__notes__", []) or []:
+        # cattrs notes: "Structuring class X @ attribute y" / "... @ index 3" / "... @ key k"
+        if "@ attribute " in note:
+            return note.rsplit("@ attribute ", 1)[1].strip()
+        if "@ index " in note:
+            return note.rsplit("@ index ", 1)[1].strip()
+        if "@ key " in note:
+            return note.rsplit("@ key ", 1)[1].strip()
+    return getattr(exc, "name", None) if hasattr(exc, "name") else None
+
+
+def _join(path: str, key: Any) -> str:
+    key = str(key)
+    return f"{path}.{key}" if path else key
+
+
+def structure(data: Any, cls: type, path: str = "") -> Any:
+    """Structure ``data`` into ``cls``; raise ConfigError with one line per problem."""
+    if data is None:
+        data = {}
+    if attrs.has(cls) and not isinstance(data, dict):
+        raise ConfigError([f"{path or '(top)'}: expected a mapping, got {type(data).__name__}"])
+    try:
+        return converter.structure(data, cls)
+    except Exception as exc:  # cattrs raises exception groups and plain errors
+        raise ConfigError(_format_errors(exc, path) or [f"{path or '(top)'}: invalid"]) from None
+
+
+def unstructure(obj: Any) -> Any:
+    return converter.unstructure(obj)
+
+
+def read_yaml(path: str | Path) -> dict[str, Any]:
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except FileNotFoundError:
+        raise ConfigError([f"{p}: no such config file"]) from None
+    except OSError as exc:
+        raise ConfigError([f"{p}: cannot read: {exc.strerror}"]) from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise ConfigError([f"{p}: not valid YAML{where}: {getattr(exc, 'problem', exc)}"]) from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError([f"{p}: expected a mapping at the top, got {type(data).__name__}"])
+    return data
+
+
+def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> Config:
+    """Defaults, then the file, then command-line overrides (dotted keys)."""
+    data = read_yaml(DEFAULT_CONFIG_PATH)
+    if path is not None:
+        data = _merge(data, read_yaml(path))
+    for dotted, value in (overrides or {}).items():
+        if value is None:
+            continue
+        cur = data
+        parts = dotted.split(".")
+        for part in parts[:-1]:
+            cur = cur.setdefault(part, {})
+        cur[parts[-1]] = value
+    return structure(data, Config)
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in over.items():
+        if key in ("generator", "search", "reward") and isinstance(value, dict):
+            # choosing another plugin resets that plugin's params
+            if "name" in value and value.get("name") != base.get(key, {}).get("name"):
+                out[key] = value
+                continue
+        if isinstance(value, dict) and isinstance(out.get(key), dict) and key != "params":
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def plugin_settings(cls: type, params: dict[str, Any], path: str) -> Any:
+    """Validate a plugin's params with its own Settings class."""
+    settings_cls = getattr(cls, "Settings", None)
+    if settings_cls is None:
+        if params:
+            raise ConfigError([f"{path}: this plugin takes no parameters"])
+        return None
+    return structure(params or {}, settings_cls, path)
+
+
+def validate(config: Config, plugins: Any) -> dict[str, Any]:
+    """Resolve every plugin choice and validate its params. Returns the settings objects
+    keyed by role; raises ConfigError listing every problem."""
+    from kernelpro.plugins import UnknownName
+
+    problems: list[str] = []
+    resolved: dict[str, Any] = {}
+    for role, kind in (("generator", "generator"), ("search", "search"), ("reward", "reward")):
+        choice: Choice = getattr(config, role)
+        try:
+            cls = plugins.get(kind, choice.name).obj
+        except UnknownName as exc:
+            problems.append(f"{role}.name: {exc}")
+            continue
+        try:
+            resolved[role] = (cls, plugin_settings(cls, choice.params, f"{role}.params"))
+        except ConfigError as exc:
+            problems.extend(exc.problems)
+    measurements = plugins.measurements()
+    resolved["measurements"] = []
+    for i, name in enumerate(config.measurements):
+        if name not in measurements:
+            avail = ", ".join(sorted(measurements)) or "none"
+            problems.append(f"measurements[{i}]: unknown measurement {name!r}; available: {avail}")
+            continue
+        try:
+            params = config.measurement_params.get(name, {})
+            resolved["measurements"].append(
+                (measurements[name], plugin_settings(measurements[name], params, f"measurement_params.{name}"))
+            )
+        except ConfigError as exc:
+            problems.extend(exc.problems)
+    for name in config.measurement_params:
+        if name not in config.measurements:
+            problems.append(f"measurement_params.{name}: not listed in measurements")
+    if problems:
+        raise ConfigError(problems)
+    return resolved
+
+
+def to_yaml(config: Config) -> str:
+    return yaml.safe_dump(unstructure(config), sort_keys=False)

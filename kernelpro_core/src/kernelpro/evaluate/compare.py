@@ -1,0 +1,134 @@
+"""Comparing a candidate's outputs with the reference's.
+
+Method: outputs are flattened into lists of tensors (a tensor, or a tuple/list of them).
+Shape and dtype must match exactly; the candidate's tensors must be plain
+``torch.Tensor`` objects; NaN and Inf never pass (a non-finite value in the candidate
+where the reference is finite fails; a trial whose reference is non-finite is skipped by
+the caller). Values pass when ``|cand - ref| <= atol + rtol * |ref|`` element-wise, with
+the tolerance of the output's dtype (see ``evaluator.tolerances`` in the config).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import torch
+
+# captured at import, before any candidate code runs in this process
+_isfinite = torch.isfinite
+_abs = torch.abs
+_tensor_type = torch.Tensor
+
+
+@attrs.frozen
+class Comparison:
+    ok: bool
+    message: str = ""
+    max_abs_err: float = 0.0
+    max_rel_err: float = 0.0
+
+
+def flatten(out: Any) -> list[Any]:
+    if isinstance(out, (list, tuple)):
+        flat: list[Any] = []
+        for x in out:
+            flat.extend(flatten(x))
+        return flat
+    return [out]
+
+
+def compare(cand_out: Any, ref_out: Any, tolerances: dict[str, tuple[float, float]]) -> Comparison:
+    cands, refs = flatten(cand_out), flatten(ref_out)
+    if len(cands) != len(refs):
+        return Comparison(False, f"expected {len(refs)} output(s), got {len(cands)}")
+    worst_abs = worst_rel = 0.0
+    for i, (c, r) in enumerate(zip(cands, refs)):
+        where = f"output {i}" if len(refs) > 1 else "output"
+        if not isinstance(r, _tensor_type):
+            if c != r:
+                return Comparison(False, f"{where}: expected {r!r}, got {c!r}")
+            continue
+        if type(c) is not _tensor_type:
+            return Comparison(False, f"{where}: expected a plain torch.Tensor, got {type(c).__module__}.{type(c).__name__}")
+        if c.shape != r.shape:
+            return Comparison(False, f"{where}: shape {tuple(c.shape)} != reference {tuple(r.shape)}")
+        if c.dtype != r.dtype:
+            return Comparison(False, f"{where}: dtype {c.dtype} != reference {r.dtype}")
+        if c.numel() == 0:
+            continue
+        c64 = c.detach().to("cpu", torch.float64) if c.is_floating_point() else c.detach().cpu()
+        r64 = r.detach().to("cpu", torch.float64) if r.is_floating_point() else r.detach().cpu()
+        if not r.is_floating_point() and not r.is_complex():
+            bad = int((c64 != r64).sum())
+            if bad:
+                return Comparison(False, f"{where}: {bad} of {r.numel()} integer values differ")
+            continue
+        ref_finite = _isfinite(r64)
+        cand_finite = _isfinite(c64)
+        nonfinite = int((~cand_finite & ref_finite).sum())
+        if nonfinite:
+            return Comparison(False, f"{where}: {nonfinite} NaN/Inf values where the reference is finite")
+        mismatch_nf = int((~ref_finite & ~((c64 == r64) | (c64.isnan() & r64.isnan()))).sum())
+        if mismatch_nf:
+            return Comparison(False, f"{where}: {mismatch_nf} non-finite reference values not matched")
+        key = str(r.dtype).replace("torch.", "")
+        atol, rtol = tolerances.get(key, tolerances.get("float32", (1e-4, 1e-4)))
+        diff = _abs(c64 - r64)
+        diff = torch.where(ref_finite, diff, torch.zeros_like(diff))
+        limit = atol + rtol * _abs(r64)
+        over = diff > limit
+        max_abs = float(diff.max())
+        denom = _abs(r64).clamp_min(atol if atol > 0 else 1e-30)
+        max_rel = float((diff / denom).max())
+        worst_abs, worst_rel = max(worst_abs, max_abs), max(worst_rel, max_rel)
+        n_over = int(over.sum())
+        if n_over:
+            idx = int(torch.argmax((diff - limit).flatten()))
+            return Comparison(
+                False,
+                f"{where}: {n_over} of {r.numel()} values outside atol={atol:g} rtol={rtol:g} "
+                f"(max abs err {max_abs:.3g}; e.g. index {idx}: got {float(c64.flatten()[idx]):.6g}, "
+                f"expected {float(r64.flatten()[idx]):.6g})",
+                max_abs,
+                max_rel,
+            )
+    return Comparison(True, "", worst_abs, worst_rel)
+
+
+def same_values(a: Any, b: Any) -> bool:
+    """Exact equality of two outputs (used to detect constant outputs)."""
+    fa, fb = flatten(a), flatten(b)
+    if len(fa) != len(fb):
+        return False
+    for x, y in zip(fa, fb):
+        if isinstance(x, _tensor_type) and isinstance(y, _tensor_type):
+            if x.shape != y.shape or not torch.equal(x.detach().cpu(), y.detach().cpu()):
+                return False
+        elif x != y:
+            return False
+    return True
+
+
+def to_cpu(out: Any) -> Any:
+    if isinstance(out, _tensor_type):
+        return out.detach().to("cpu").clone()
+    if isinstance(out, (list, tuple)):
+        return type(out)(to_cpu(x) for x in out)
+    return out
+
+
+def tensors(out: Any) -> list[torch.Tensor]:
+    return [x for x in flatten(out) if isinstance(x, _tensor_type)]
+
+
+def shares_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether two tensors' memory ranges overlap."""
+    if a.device != b.device or a.numel() == 0 or b.numel() == 0:
+        return False
+    try:
+        sa, sb = a.untyped_storage(), b.untyped_storage()
+    except Exception:  # pragma: no cover - exotic tensors
+        return False
+    a0, b0 = sa.data_ptr(), sb.data_ptr()
+    return a0 < b0 + sb.nbytes() and b0 < a0 + sa.nbytes()

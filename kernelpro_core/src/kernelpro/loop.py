@@ -1,0 +1,442 @@
+"""The optimization loop: generate → evaluate → profile → classify → advise → search.
+
+:func:`optimize` runs it for one problem into a run directory and can resume a run that
+was killed: evaluated candidates are read back from ``candidates.jsonl`` (never
+evaluated again), drafts written but not evaluated are evaluated first, and the search
+tree is rebuilt from ``tree.json`` plus any records it had not caught up with.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import attrs
+
+from kernelpro import config as cfg
+from kernelpro.api import (
+    GenerationBudgetExhausted,
+    GenerationRequest,
+    ParentInfo,
+    ProfileContext,
+    ProfileTarget,
+    RewardContext,
+    RunInfo,
+)
+from kernelpro.evaluate.runner import build_env, evaluate
+from kernelpro.plugins import Plugins
+from kernelpro.problem import Problem, ProblemError, check_candidate, detect_language
+from kernelpro.profile.pipeline import Profiler, save_profiles
+from kernelpro.records import Analysis, EvalResult, GpuSpec, Verdict, from_json, to_json
+from kernelpro.rundir import RunDir, write_atomic
+from kernelpro.search.tree import ROOT, Tree
+
+
+class RunError(Exception):
+    """The run cannot go on; one line for the user."""
+
+
+def resolve_device(requested: str) -> str:
+    import torch
+
+    if requested == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if requested == "cuda" and not torch.cuda.is_available():
+        raise RunError("--device cuda: no CUDA GPU is visible to PyTorch (use --device cpu)")
+    return requested
+
+
+def gpu_spec(plugins: Plugins, device: str) -> GpuSpec | None:
+    if not device.startswith("cuda"):
+        return None
+    import torch
+
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    arch = f"sm_{props.major}{props.minor}"
+    return plugins.resolve_gpu(props.name, arch)
+
+
+@attrs.define
+class Progress:
+    """Callbacks the CLI uses to show progress; all optional."""
+
+    baseline: Callable[[EvalResult], None] = lambda r: None
+    candidate: Callable[[dict[str, Any]], None] = lambda rec: None
+    message: Callable[[str], None] = lambda s: None
+
+
+class Optimizer:
+    def __init__(self, problem: Problem, config: cfg.Config, plugins: Plugins, run_dir: Path,
+                 device: str, progress: Progress | None = None) -> None:
+        self.problem = problem
+        self.config = config
+        self.plugins = plugins
+        self.run = RunDir(run_dir)
+        self.device = device
+        self.progress = progress or Progress()
+        resolved = cfg.validate(config, plugins)
+        gen_cls, gen_settings = resolved["generator"]
+        pol_cls, pol_settings = resolved["search"]
+        rew_cls, rew_settings = resolved["reward"]
+        self.generator = gen_cls(gen_settings)
+        self.policy = pol_cls(pol_settings, rng=random.Random(config.seed))
+        self.reward = rew_cls(rew_settings)
+        self.measurements = resolved["measurements"]
+        self.gpu = gpu_spec(plugins, device)
+        self.profiler = None
+        if config.profiling.enabled:
+            self.profiler = Profiler(plugins, config.profiling.classifier, config.profiling.collectors,
+                                     config.profiling.block_micro_profilers)
+        self.memory = None
+        if config.memory.enabled:
+            try:
+                from kernelpro.search.memory import SearchMemory  # optional until present
+
+                self.memory = SearchMemory(config.memory.path)
+            except ImportError:
+                self.memory = None
+            except Exception as exc:
+                raise RunError(f"search memory: {exc}") from None
+        self.tree = Tree.new()
+        self.records: list[dict[str, Any]] = []
+        self.results: dict[str, EvalResult] = {}
+        self.analyses: dict[str, Analysis] = {}
+        self.baseline: EvalResult | None = None
+        self.stopped_because = "budget reached"
+        self.run_id = run_dir.name
+
+    # --- set-up and resume ---------------------------------------------------------------
+
+    def info(self) -> RunInfo:
+        return RunInfo(run_dir=self.run.path, problem=self.problem, config=self.config, device=self.device,
+                       gpu=self.gpu)
+
+    def start(self, resume: bool) -> None:
+        self.run.create()
+        if resume:
+            self._restore()
+        else:
+            if self.run.records_path.exists():
+                raise RunError(f"{self.run.path} already holds a run; use --resume or another -o")
+            write_atomic(self.run.path / "config.yaml", cfg.to_yaml(self.config))
+            write_atomic(self.run.path / "problem.py", self.problem.source)
+        if self.baseline is None:
+            self.progress.message("measuring the reference")
+            base = evaluate(self._problem_path(), None, device=self.device, config=self.config.evaluator,
+                            workdir=self.run.eval_dir("baseline"), seed=self.config.seed,
+                            measurements=self.measurements)
+            if base.verdict is not Verdict.CORRECT:
+                raise RunError(f"the reference itself failed ({base.verdict.value}): {base.reason}")
+            self.baseline = base
+            self.run.write_json("baseline.json", to_json(base))
+        self.progress.baseline(self.baseline)
+        self.plugins.hook.kernelpro_run_started(run=self.info())
+
+    def _problem_path(self) -> Path:
+        return self.run.path / "problem.py"
+
+    def _restore(self) -> None:
+        if not (self.run.path / "problem.py").exists():
+            raise RunError(f"{self.run.path}: not a run directory (no problem.py)")
+        if (self.run.path / "problem.py").read_text() != self.problem.source:
+            raise RunError(f"{self.run.path}: holds a run of another problem")
+        base = self.run.read_json("baseline.json")
+        if base is not None:
+            self.baseline = from_json(base, EvalResult)
+        if self.run.tree_path.exists():
+            self.tree = Tree.load(self.run.tree_path)
+            self.policy.load_state(self.tree.policy_state)
+        self.records = self.run.records()
+        for rec in self.records:
+            self.results[rec["id"]] = from_json(rec["result"], EvalResult)
+            ap = self.run.analysis_path(rec["id"])
+            if ap.exists():
+                from kernelpro.records import Bottleneck, Finding
+
+                data = __import__("json").loads(ap.read_text())
+                self.analyses[rec["id"]] = Analysis(
+                    bottleneck=from_json(data["bottleneck"], Bottleneck) if data.get("bottleneck") else None,
+                    findings=tuple(from_json(f, Finding) for f in data.get("findings", [])),
+                    notes=tuple(data.get("notes", [])),
+                )
+            if rec["id"] not in self.tree:
+                # the record was written but the tree not yet saved when the run stopped
+                self._add_node(rec)
+        self.progress.message(f"resumed: {len(self.records)} candidates already evaluated")
+
+    # --- the loop ------------------------------------------------------------------------
+
+    def next_id(self) -> str:
+        used = {r["id"] for r in self.records} | {p["id"] for p in self.run.read_json("pending.json", [])}
+        i = len(used) + 1
+        while f"c{i:04d}" in used:
+            i += 1
+        return f"c{i:04d}"
+
+    def loop(self) -> dict[str, Any]:
+        # drafts written before a kill but never evaluated come first
+        for pending in list(self.run.read_json("pending.json", [])):
+            if len(self.records) >= self.config.budget:
+                break
+            if any(r["id"] == pending["id"] for r in self.records):
+                self._drop_pending(pending["id"])
+                continue
+            self._evaluate_draft(pending)
+        while len(self.records) < self.config.budget:
+            parents = self.policy.select(self.tree, self.config.parallel)
+            if not parents:
+                self.stopped_because = "search exhausted"
+                break
+            produced = 0
+            for parent_id in parents:
+                if len(self.records) >= self.config.budget:
+                    break
+                try:
+                    drafts = self.generator.generate(self._request(parent_id))
+                except GenerationBudgetExhausted as exc:
+                    self.stopped_because = f"generator budget exhausted: {exc}"
+                    return self.finish()
+                except Exception as exc:
+                    self.progress.message(f"generator {self.generator.name} failed: {type(exc).__name__}: {exc}")
+                    self.policy.release(self.tree, parent_id)
+                    continue
+                if not drafts:
+                    self.policy.release(self.tree, parent_id)
+                    continue
+                for draft in drafts:
+                    if len(self.records) >= self.config.budget:
+                        break
+                    pending = self._write_draft(parent_id, draft)
+                    self._evaluate_draft(pending)
+                    produced += 1
+            if produced == 0 and all(self.tree[p].closed for p in set(parents)):
+                continue
+            self._save_tree()
+        return self.finish()
+
+    def _request(self, parent_id: str) -> GenerationRequest:
+        parent = None
+        if parent_id != ROOT:
+            node = self.tree[parent_id]
+            parent = ParentInfo(
+                id=parent_id,
+                source=self.run.source_path(parent_id).read_text(),
+                result=self.results.get(parent_id),
+                analysis=self.analyses.get(parent_id),
+                params=node.stats.get("params", {}),
+                description=node.description,
+            )
+        memory: tuple[str, ...] = ()
+        if self.memory is not None:
+            bottleneck = None
+            if parent is not None and parent.analysis and parent.analysis.bottleneck:
+                bottleneck = parent.analysis.bottleneck.kind
+            memory = tuple(self.memory.notes(self.problem.digest, bottleneck=bottleneck))
+        notes: list[str] = []
+        if self.gpu is not None:
+            for h in self.plugins.heuristics():
+                inst = h()
+                if inst.applies(self.gpu):
+                    notes.extend(inst.prompt_notes(self.gpu))
+        return GenerationRequest(
+            problem=self.problem,
+            n=getattr(self.generator.settings, "candidates_per_expansion", 1),
+            device=self.device,
+            parent=parent,
+            gpu=self.gpu,
+            memory=memory,
+            tried=tuple(r.get("params", {}) for r in self.records),
+            heuristic_notes=tuple(notes),
+            seed=self.config.seed + len(self.records),
+            run_dir=self.run.path,
+            tools=self._toolbox(parent),
+        )
+
+    def _toolbox(self, parent: ParentInfo | None) -> Any:
+        tools = self.plugins.llm_tools()
+        if not tools:
+            return None
+        try:
+            from kernelpro.llm_tools import ToolBox
+        except ImportError:
+            return None
+        from kernelpro.api import ToolContext
+
+        def profile_parent(names: list[str]) -> Analysis:
+            if parent is None:
+                raise ValueError("there is no parent kernel to profile (first generation)")
+            if self.profiler is None:
+                raise ValueError("profiling is disabled in the config")
+            analysis, _ = self.profiler.profile(self._target(parent.id), self._profile_context(parent.id),
+                                                only=names)
+            return analysis
+
+        ctx = ToolContext(problem=self.problem, parent=parent, device=self.device, gpu=self.gpu,
+                          run_dir=self.run.path, profile_parent=profile_parent,
+                          workdir=self.run.path / "tools")
+        return ToolBox([t() for t in tools], ctx)
+
+    def _write_draft(self, parent_id: str, draft: Any) -> dict[str, Any]:
+        cid = self.next_id()
+        path = self.run.source_path(cid)
+        write_atomic(path, draft.source)
+        pending = {"id": cid, "parent": parent_id, "generator": draft.generator, "language": draft.language,
+                   "description": draft.description, "params": draft.params, "usage": draft.usage}
+        queue = self.run.read_json("pending.json", [])
+        queue.append(pending)
+        self.run.write_json("pending.json", queue)
+        return pending
+
+    def _drop_pending(self, cid: str) -> None:
+        queue = [p for p in self.run.read_json("pending.json", []) if p["id"] != cid]
+        self.run.write_json("pending.json", queue)
+
+    def _evaluate_draft(self, pending: dict[str, Any]) -> None:
+        cid = pending["id"]
+        path = self.run.source_path(cid)
+        source = path.read_text()
+        language = pending.get("language") or detect_language(source)
+        try:
+            check_candidate(source, self.problem, where=f"{cid}.py")
+            result = evaluate(self._problem_path(), path, device=self.device, config=self.config.evaluator,
+                              workdir=self.run.eval_dir(cid), seed=self.config.seed,
+                              measurements=self.measurements, build_dir=self.run.build_dir(cid),
+                              language=language)
+        except ProblemError as exc:
+            result = EvalResult(verdict=Verdict.INVALID, reason=str(exc), device=self.device)
+        if result.correct and self.baseline is not None:
+            # the speedup is against the reference timed in the same process as the candidate
+            pass
+        analysis = None
+        if result.correct and self.profiler is not None:
+            try:
+                analysis, profiles = self.profiler.profile(self._target(cid), self._profile_context(cid, result))
+                save_profiles(profiles, self.run.profile_dir(cid))
+                self.run.write_json(f"analyses/{cid}.json", analysis.to_dict())
+                self.analyses[cid] = analysis
+            except Exception as exc:
+                self.progress.message(f"{cid}: profiling failed: {type(exc).__name__}: {exc}")
+        self.results[cid] = result
+        reward = self.reward.score(result, self._reward_context())
+        record = {
+            "id": cid,
+            "parent": pending["parent"],
+            "generator": pending["generator"],
+            "language": language,
+            "description": pending["description"],
+            "params": pending["params"],
+            "source": f"candidates/{cid}.py",
+            "verdict": result.verdict.value,
+            "correct": result.correct,
+            "reason": result.reason,
+            "runtime_ms": result.runtime_ms,
+            "baseline_ms": result.baseline_ms,
+            "compiled_baseline_ms": result.baseline_compiled.median_ms if result.baseline_compiled else None,
+            "speedup": result.speedup,
+            "reward": reward,
+            "bottleneck": analysis.bottleneck.kind if analysis and analysis.bottleneck else None,
+            "findings": [f.title for f in analysis.findings] if analysis else [],
+            "flags": list(result.flags),
+            "measurements": result.measurements,
+            "usage": pending.get("usage", {}),
+            "result": to_json(result),
+        }
+        self.run.append_record(record)
+        self.records.append(record)
+        self._drop_pending(cid)
+        self._add_node(record)
+        self._save_tree()
+        if self.memory is not None:
+            parent_analysis = self.analyses.get(pending["parent"])
+            try:
+                self.memory.record(
+                    problem_digest=self.problem.digest, problem_name=self.problem.name, node_id=cid,
+                    parent_id=pending["parent"], generator=pending["generator"],
+                    description=pending["description"], params=pending["params"],
+                    bottleneck=(parent_analysis.bottleneck.kind if parent_analysis and parent_analysis.bottleneck
+                                else None),
+                    findings=[f.title for f in parent_analysis.findings] if parent_analysis else [],
+                    verdict=result.verdict.value, speedup=result.speedup, run_id=self.run_id,
+                )
+            except Exception as exc:
+                self.progress.message(f"search memory not updated: {exc}")
+        self.plugins.hook.kernelpro_candidate_evaluated(run=self.info(), record=record)
+        self.progress.candidate(record)
+
+    def _add_node(self, record: dict[str, Any]) -> None:
+        parent = record["parent"] if record["parent"] in self.tree else ROOT
+        self.tree.add(record["id"], parent, reward=record["reward"], correct=record["correct"],
+                      verdict=record["verdict"], speedup=record["speedup"], description=record["description"],
+                      stats={"params": record.get("params", {})})
+        self.tree[parent].expansions += 1
+        self.policy.update(self.tree, record["id"])
+
+    def _save_tree(self) -> None:
+        self.tree.policy_state = self.policy.state()
+        self.tree.save(self.run.tree_path)
+
+    def _reward_context(self) -> RewardContext:
+        return RewardContext(
+            baseline_ms=self.baseline.baseline_ms if self.baseline else None,
+            population=tuple(self.results.values()),
+            baseline_measurements=self.baseline.measurements if self.baseline else {},
+        )
+
+    def _target(self, cid: str) -> ProfileTarget:
+        import sys
+
+        build = self.run.build_dir(cid)
+        env = build_env(build)
+        return ProfileTarget(problem_path=self._problem_path(), candidate_path=self.run.source_path(cid),
+                             device=self.device, workdir=self.run.profile_dir(cid), build_dir=build,
+                             python=sys.executable,
+                             env={k: env[k] for k in ("TORCH_EXTENSIONS_DIR", "TRITON_CACHE_DIR")})
+
+    def _profile_context(self, cid: str, result: EvalResult | None = None) -> ProfileContext:
+        return ProfileContext(gpu=self.gpu, device=self.device, result=result or self.results.get(cid))
+
+    # --- the end -------------------------------------------------------------------------
+
+    def finish(self) -> dict[str, Any]:
+        self._save_tree()
+        ctx = self._reward_context()
+        best = None
+        best_score = None
+        for rec in self.records:
+            res = self.results[rec["id"]]
+            if not res.correct:
+                continue
+            score = self.reward.score(res, ctx)
+            if best_score is None or score > best_score:
+                best, best_score = rec, score
+        if best is not None:
+            shutil.copyfile(self.run.source_path(best["id"]), self.run.path / "best.py")
+        summary = {
+            "best_id": best["id"] if best else None,
+            "best_speedup": best["speedup"] if best else None,
+            "evaluated": len(self.records),
+            "correct": sum(1 for r in self.records if r["correct"]),
+            "stopped_because": self.stopped_because,
+        }
+        from kernelpro.report import write_report
+
+        sections = []
+        for group in self.plugins.hook.kernelpro_report_sections(run=self.info(), records=self.records):
+            sections.extend(group or [])
+        write_report(self, summary, best, sections)
+        self.run.write_json("summary.json", summary)
+        self.plugins.hook.kernelpro_run_finished(run=self.info(), summary=summary)
+        return summary
+
+
+def optimize(problem: Problem, config: cfg.Config, plugins: Plugins, run_dir: Path, device: str,
+             resume: bool = False, progress: Progress | None = None) -> dict[str, Any]:
+    opt = Optimizer(problem, config, plugins, run_dir, device, progress)
+    opt.start(resume)
+    t0 = time.monotonic()
+    summary = opt.loop()
+    summary["wall_s"] = time.monotonic() - t0
+    return summary

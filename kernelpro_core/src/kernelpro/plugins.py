@@ -1,0 +1,305 @@
+"""The plugin manager and the façade core code uses to reach plugins.
+
+Plugins are modules (or objects) registered under the pluggy project ``kernelpro``. They
+are discovered through the ``kernelpro`` entry-point group; KernelPro's own built-ins
+register through that same group. Core code never calls ``pm.hook`` directly: it asks a
+:class:`Plugins` instance for named things (``plugins.generator("anthropic")``).
+
+Control:
+- ``KERNELPRO_BLOCK_PLUGINS=a,b`` (and config ``plugins.block``) skips entry points by name.
+- ``KERNELPRO_LOAD_PLUGINS=a,b`` loads only those entry points (built-ins included, so
+  name the ``core_*`` ones you need).
+- A plugin that fails to import is recorded with its distribution and error and reported
+  on stderr by the CLI; it is never swallowed.
+- A hook implementation whose name starts with ``kernelpro_`` but matches no hook
+  specification fails at start-up (:class:`PluginError`).
+"""
+
+from __future__ import annotations
+
+import os
+from importlib import metadata
+from typing import Any, Callable, Iterable
+
+import attrs
+import pluggy
+
+from kernelpro import hookspecs
+from kernelpro.records import GpuSpec
+
+GROUP = "kernelpro"
+BLOCK_ENV = "KERNELPRO_BLOCK_PLUGINS"
+LOAD_ENV = "KERNELPRO_LOAD_PLUGINS"
+
+# kind -> (hook name, human name, where a user finds more)
+KINDS: dict[str, tuple[str, str]] = {
+    "generator": ("kernelpro_register_generators", "code generator"),
+    "search": ("kernelpro_register_search_policies", "search policy"),
+    "reward": ("kernelpro_register_rewards", "reward"),
+    "classifier": ("kernelpro_register_classifiers", "bottleneck classifier"),
+    "micro_profiler": ("kernelpro_register_micro_profilers", "micro-profiler"),
+    "collector": ("kernelpro_register_collectors", "collector"),
+    "analyzer": ("kernelpro_register_analyzers", "analyzer"),
+    "measurement": ("kernelpro_register_measurements", "measurement"),
+    "heuristic": ("kernelpro_register_heuristics", "architecture heuristic"),
+    "llm_tool": ("kernelpro_register_llm_tools", "LLM tool"),
+}
+
+# Names whose plugin usually comes from a separate distribution, for hints.
+HINTS = {
+    "roofline": "kernelpro-plugins-ncu",
+    "ncu": "kernelpro-plugins-ncu",
+    "sass": "kernelpro-plugins-sass",
+    "timeline": "kernelpro-plugins-nsys",
+    "energy": "kernelpro-plugins-energy",
+    "energy_at_matched_speed": "kernelpro-plugins-energy",
+}
+
+
+class PluginError(Exception):
+    """A plugin problem that stops start-up; the message is one line."""
+
+
+class UnknownName(PluginError):
+    pass
+
+
+@attrs.frozen
+class Registration:
+    kind: str
+    name: str
+    obj: Any
+    plugin: str  # plugin (entry point) name that registered it
+    distribution: str | None
+
+
+@attrs.frozen
+class PluginInfo:
+    name: str
+    distribution: str | None
+    version: str | None
+    module: str
+    hooks: tuple[str, ...]
+    error: str | None = None  # set when the plugin failed to load
+    blocked: bool = False
+
+
+def _split_env(name: str) -> set[str] | None:
+    raw = os.environ.get(name)
+    if raw is None:
+        return None
+    return {p.strip() for p in raw.split(",") if p.strip()}
+
+
+class Plugins:
+    """Loads plugins once and answers questions about what they registered."""
+
+    def __init__(
+        self,
+        block: Iterable[str] = (),
+        extra: Iterable[tuple[str, Any]] = (),
+        entry_points: bool = True,
+    ) -> None:
+        self.pm = pluggy.PluginManager(GROUP)
+        self.pm.add_hookspecs(hookspecs)
+        self.infos: list[PluginInfo] = []
+        self._dist_of: dict[str, tuple[str | None, str | None]] = {}
+        blocked = set(block) | (_split_env(BLOCK_ENV) or set())
+        only = _split_env(LOAD_ENV)
+        if entry_points:
+            self._load_entry_points(blocked, only)
+        for name, obj in extra:
+            self.pm.register(obj, name=name)
+            self._dist_of[name] = (None, None)
+            self.infos.append(
+                PluginInfo(name=name, distribution=None, version=None,
+                           module=getattr(obj, "__name__", repr(obj)), hooks=self._hooks_of(name))
+            )
+        try:
+            self.pm.check_pending()
+        except pluggy.PluginValidationError as exc:
+            raise PluginError(f"plugin {exc.plugin_name!r}: {_first_line(str(exc))}") from None
+        self._registry: dict[str, dict[str, Registration]] | None = None
+        self._gpu_specs: list[tuple[GpuSpec, str]] | None = None
+
+    # --- loading -------------------------------------------------------------------------
+
+    def _load_entry_points(self, blocked: set[str], only: set[str] | None) -> None:
+        seen: set[str] = set()
+        for ep in sorted(metadata.entry_points(group=GROUP), key=lambda e: e.name):
+            if ep.name in seen:
+                continue
+            seen.add(ep.name)
+            dist = getattr(ep, "dist", None)
+            dist_name = dist.metadata["Name"] if dist is not None else None
+            version = dist.version if dist is not None else None
+            if ep.name in blocked or (only is not None and ep.name not in only):
+                self.infos.append(PluginInfo(name=ep.name, distribution=dist_name, version=version,
+                                             module=ep.value, hooks=(), blocked=True))
+                continue
+            try:
+                obj = ep.load()
+                self.pm.register(obj, name=ep.name)
+            except Exception as exc:  # reported, never swallowed
+                err = f"{type(exc).__name__}: {_first_line(str(exc))}"
+                self.infos.append(PluginInfo(name=ep.name, distribution=dist_name, version=version,
+                                             module=ep.value, hooks=(), error=err))
+                continue
+            self._dist_of[ep.name] = (dist_name, version)
+            self.infos.append(PluginInfo(name=ep.name, distribution=dist_name, version=version,
+                                         module=ep.value, hooks=self._hooks_of(ep.name)))
+
+    def _hooks_of(self, name: str) -> tuple[str, ...]:
+        plugin = self.pm.get_plugin(name)
+        if plugin is None:
+            return ()
+        return tuple(sorted(h.name for h in self.pm.get_hookcallers(plugin) or ()))
+
+    @property
+    def failures(self) -> list[PluginInfo]:
+        return [i for i in self.infos if i.error]
+
+    # --- registry ------------------------------------------------------------------------
+
+    def _collect(self) -> dict[str, dict[str, Registration]]:
+        if self._registry is not None:
+            return self._registry
+        reg: dict[str, dict[str, Registration]] = {k: {} for k in KINDS}
+        for kind, (hook_name, human) in KINDS.items():
+            hook = getattr(self.pm.hook, hook_name)
+            for impl in hook.get_hookimpls():
+                plugin_name = self.pm.get_name(impl.plugin) or "?"
+                dist = self._dist_of.get(plugin_name, (None, None))[0]
+
+                def register(obj: Any, _kind=kind, _plugin=plugin_name, _dist=dist, _human=human) -> None:
+                    name = getattr(obj, "name", None)
+                    if not isinstance(name, str) or not name:
+                        raise PluginError(f"plugin {_plugin!r} registered a {_human} without a name: {obj!r}")
+                    if name in reg[_kind]:
+                        other = reg[_kind][name].plugin
+                        raise PluginError(
+                            f"{_human} {name!r} is registered twice: by {other!r} and by {_plugin!r}"
+                        )
+                    reg[_kind][name] = Registration(_kind, name, obj, _plugin, _dist)
+
+                try:
+                    impl.function(register)
+                except PluginError:
+                    raise
+                except Exception as exc:
+                    raise PluginError(
+                        f"plugin {plugin_name!r} failed in {hook_name}: {type(exc).__name__}: {_first_line(str(exc))}"
+                    ) from None
+        self._registry = reg
+        return reg
+
+    def registrations(self, kind: str) -> dict[str, Registration]:
+        return dict(self._collect()[kind])
+
+    def names(self, kind: str) -> list[str]:
+        return sorted(self._collect()[kind])
+
+    def get(self, kind: str, name: str) -> Registration:
+        regs = self._collect()[kind]
+        if name not in regs:
+            human = KINDS[kind][1]
+            available = ", ".join(sorted(regs)) or "none"
+            hint = f" (install {HINTS[name]})" if name in HINTS else ""
+            raise UnknownName(f"unknown {human} {name!r}{hint}; available: {available}")
+        return regs[name]
+
+    # typed façade ------------------------------------------------------------------------
+    def generator(self, name: str) -> type:
+        return self.get("generator", name).obj
+
+    def search_policy(self, name: str) -> type:
+        return self.get("search", name).obj
+
+    def reward(self, name: str) -> type:
+        return self.get("reward", name).obj
+
+    def classifier(self, name: str) -> type:
+        return self.get("classifier", name).obj
+
+    def micro_profilers(self) -> list[type]:
+        return [r.obj for _, r in sorted(self._collect()["micro_profiler"].items())]
+
+    def collectors(self) -> list[type]:
+        return [r.obj for _, r in sorted(self._collect()["collector"].items())]
+
+    def analyzers(self) -> list[type]:
+        return [r.obj for _, r in sorted(self._collect()["analyzer"].items())]
+
+    def measurements(self) -> dict[str, type]:
+        return {n: r.obj for n, r in self._collect()["measurement"].items()}
+
+    def heuristics(self) -> list[type]:
+        return [r.obj for _, r in sorted(self._collect()["heuristic"].items())]
+
+    def llm_tools(self) -> list[type]:
+        return [r.obj for _, r in sorted(self._collect()["llm_tool"].items())]
+
+    def gpu_specs(self) -> list[tuple[GpuSpec, str]]:
+        if self._gpu_specs is None:
+            specs: list[tuple[GpuSpec, str]] = []
+            for impl in self.pm.hook.kernelpro_register_gpu_specs.get_hookimpls():
+                plugin_name = self.pm.get_name(impl.plugin) or "?"
+                impl.function(lambda spec, _p=plugin_name: specs.append((spec, _p)))
+            self._gpu_specs = specs
+        return self._gpu_specs
+
+    def resolve_gpu(self, device_name: str, arch: str) -> GpuSpec | None:
+        """The ceilings for a device: a plugin's override (calibration) or the table."""
+        override = self.pm.hook.kernelpro_resolve_gpu_spec(device_name=device_name, arch=arch)
+        if override is not None:
+            return override
+        lowered = device_name.lower()
+        for spec, _ in self.gpu_specs():
+            if any(m in lowered for m in spec.match):
+                return spec
+        return None
+
+    # lifecycle ---------------------------------------------------------------------------
+    @property
+    def hook(self) -> Any:
+        return self.pm.hook
+
+    def register_commands(self, cli: Any) -> None:
+        self.pm.hook.kernelpro_register_commands(cli=cli)
+
+    def describe(self) -> list[dict[str, Any]]:
+        """What ``kernelpro plugins --json`` prints."""
+        reg = self._collect()
+        out = []
+        for info in sorted(self.infos, key=lambda i: i.name):
+            things: dict[str, list[str]] = {}
+            for kind, regs in reg.items():
+                names = sorted(n for n, r in regs.items() if r.plugin == info.name)
+                if names:
+                    things[kind] = names
+            gpus = [s.name for s, p in self.gpu_specs() if p == info.name]
+            if gpus:
+                things["gpu_spec"] = gpus
+            out.append({
+                "name": info.name,
+                "distribution": info.distribution,
+                "version": info.version,
+                "module": info.module,
+                "hooks": list(info.hooks),
+                "registers": things,
+                "blocked": info.blocked,
+                "error": info.error,
+            })
+        return out
+
+
+def _first_line(text: str) -> str:
+    text = text.strip()
+    return text.splitlines()[0] if text else ""
+
+
+def instantiate(cls: type, settings: Any, **kwargs: Any) -> Any:
+    return cls(settings, **kwargs)
+
+
+FactoryT = Callable[..., Any]

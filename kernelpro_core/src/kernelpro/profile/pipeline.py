@@ -1,0 +1,191 @@
+"""Profile → classify → advise: the two-stage gate.
+
+1. Stage 1: every available collector of level "kernel" runs its cheap pass.
+2. The configured bottleneck classifier names the bottleneck from those profiles.
+3. Gate: only micro-profilers whose ``applies_to`` matches the bottleneck run.
+4. Stage 2: kernel-level collectors collect just the metrics the gated micro-profilers
+   declared; collectors of the other levels (instruction, system) collect once.
+5. Each gated micro-profiler reads the profile of its own level; architecture
+   heuristics for the GPU add theirs. Findings are sorted by severity, then gain.
+
+A collector that cannot run here contributes one note saying why, and the loop carries
+on with what the others found (or with timing alone).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterable
+
+from kernelpro.api import (
+    ANY,
+    Analyzer,
+    Collector,
+    CollectorError,
+    MicroProfiler,
+    ProfileContext,
+    ProfileTarget,
+)
+from kernelpro.plugins import Plugins, UnknownName
+from kernelpro.records import Analysis, Finding, ProfileData, to_json
+
+SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2, "info": 3}
+
+
+def sort_findings(findings: Iterable[Finding]) -> list[Finding]:
+    return sorted(findings, key=lambda f: (SEVERITY_ORDER.get(f.severity, 9), -(f.estimated_gain or 0.0), f.tool))
+
+
+class Profiler:
+    """Runs the gate for one candidate with the installed plugins."""
+
+    def __init__(self, plugins: Plugins, classifier: str | None = "roofline",
+                 collectors: list[str] | None = None, block_micro_profilers: Iterable[str] = ()) -> None:
+        self.plugins = plugins
+        self.notes: list[str] = []
+        self.classifier = None
+        if classifier:
+            try:
+                self.classifier = plugins.classifier(classifier)()
+            except UnknownName as exc:
+                self.notes.append(f"no bottleneck classification: {exc}")
+        all_collectors = plugins.collectors()
+        if collectors is not None:
+            names = {c.name for c in all_collectors}
+            for name in collectors:
+                if name not in names:
+                    raise UnknownName(f"unknown collector {name!r}; available: {', '.join(sorted(names)) or 'none'}")
+            all_collectors = [c for c in all_collectors if c.name in collectors]
+        self.collectors: list[Collector] = [c() for c in all_collectors]
+        blocked = set(block_micro_profilers)
+        self.micro_profilers: list[MicroProfiler] = [m() for m in plugins.micro_profilers() if m.name not in blocked]
+        self.heuristics = [h() for h in plugins.heuristics()]
+
+    def gated(self, bottleneck, level: str | None = None) -> list[MicroProfiler]:
+        return [m for m in self.micro_profilers
+                if (level is None or m.level == level) and m.applies(bottleneck)]
+
+    def profile(self, target: ProfileTarget, context: ProfileContext,
+                only: Iterable[str] | None = None) -> tuple[Analysis, dict[str, ProfileData]]:
+        """Profile a candidate. ``only`` restricts the micro-profilers to those names
+        (still gated), as the LLM tool "run a named micro-profiler" asks."""
+        notes = list(self.notes)
+        available: list[Collector] = []
+        for c in self.collectors:
+            reason = c.unavailable_reason(target)
+            if reason:
+                notes.append(f"{c.name}: {reason}")
+            else:
+                available.append(c)
+        stage1: dict[str, ProfileData] = {}
+        for c in available:
+            if c.level != "kernel":
+                continue
+            try:
+                stage1[c.level] = c.collect(target, stage=1)
+            except CollectorError as exc:
+                notes.append(f"{c.name}: {exc}")
+        bottleneck = None
+        if self.classifier is not None and stage1:
+            bottleneck = self.classifier.classify(stage1, context)
+        gated = self.gated(bottleneck)
+        if only is not None:
+            wanted = set(only)
+            unknown = wanted - {m.name for m in self.micro_profilers}
+            if unknown:
+                raise UnknownName(f"unknown micro-profiler(s) {', '.join(sorted(unknown))}; available: "
+                                  f"{', '.join(sorted(m.name for m in self.micro_profilers))}")
+            gated = [m for m in self.micro_profilers if m.name in wanted]
+        profiles = dict(stage1)
+        for c in available:
+            try:
+                if c.level == "kernel":
+                    metrics = sorted({x for m in gated if m.level == "kernel" for x in m.metrics})
+                    if metrics:
+                        profiles["kernel"] = c.collect(target, stage=2, metrics=metrics)
+                        # keep stage-1 numbers the stage-2 pass did not repeat
+                        profiles["kernel"] = merge_profiles(stage1.get("kernel"), profiles["kernel"])
+                elif any(m.level == c.level for m in gated):
+                    profiles[c.level] = c.collect(target, stage=1)
+            except CollectorError as exc:
+                notes.append(f"{c.name}: {exc}")
+        for p in profiles.values():
+            notes.extend(p.notes)
+        findings = run_micro_profilers(gated, profiles, bottleneck, context, notes)
+        for h in self.heuristics:
+            if h.applies(context.gpu):
+                try:
+                    findings.extend(h.advise(bottleneck, profiles, context))
+                except Exception as exc:
+                    notes.append(f"heuristic {h.name} failed: {type(exc).__name__}: {exc}")
+        return Analysis(bottleneck=bottleneck, findings=tuple(sort_findings(findings)), notes=tuple(notes)), profiles
+
+    def analyze_file(self, path: Path, context: ProfileContext) -> Analysis:
+        """``kernelpro analyze``: read an existing report, binary or trace."""
+        analyzers: list[Analyzer] = [a() for a in self.plugins.analyzers()]
+        chosen = next((a for a in analyzers if a.accepts(path)), None)
+        if chosen is None:
+            names = ", ".join(sorted(a.name for a in analyzers)) or "none installed"
+            raise CollectorError(f"{path}: no analyzer reads this file (analyzers: {names})")
+        profile = chosen.load(path)
+        bottleneck = None
+        profiles = {profile.level: profile}
+        if profile.level == "kernel" and self.classifier is not None:
+            bottleneck = self.classifier.classify(profiles, context)
+        if bottleneck is not None:
+            gated = self.gated(bottleneck, level=profile.level)
+        else:
+            # nothing classifies this level by itself: every micro-profiler of it runs
+            gated = [m for m in self.micro_profilers if m.level == profile.level]
+        notes = list(self.notes) + list(profile.notes)
+        findings = run_micro_profilers(gated, profiles, bottleneck, context, notes)
+        return Analysis(bottleneck=bottleneck, findings=tuple(sort_findings(findings)), notes=tuple(notes))
+
+
+def run_micro_profilers(gated: list[MicroProfiler], profiles: dict[str, ProfileData], bottleneck: Any,
+                        context: ProfileContext, notes: list[str]) -> list[Finding]:
+    findings: list[Finding] = []
+    for m in gated:
+        profile = profiles.get(m.level)
+        if profile is None:
+            continue
+        try:
+            findings.extend(m.analyze(profile, bottleneck, context))
+        except Exception as exc:  # a broken micro-profiler must not end the run
+            notes.append(f"micro-profiler {m.name} failed: {type(exc).__name__}: {exc}")
+    return findings
+
+
+def merge_profiles(first: ProfileData | None, second: ProfileData) -> ProfileData:
+    if first is None:
+        return second
+    import attrs
+
+    by_name = {k.name: k for k in first.kernels}
+    merged = []
+    for k in second.kernels:
+        old = by_name.get(k.name)
+        if old is not None:
+            k = attrs.evolve(k, metrics={**old.metrics, **k.metrics},
+                             duration_ns=k.duration_ns if k.duration_ns is not None else old.duration_ns)
+        merged.append(k)
+    names = {k.name for k in merged}
+    merged += [k for k in first.kernels if k.name not in names]
+    return attrs.evolve(second, kernels=tuple(merged), notes=tuple(first.notes) + tuple(second.notes))
+
+
+def analysis_json(analysis: Analysis) -> str:
+    return json.dumps(analysis.to_dict(), indent=2)
+
+
+def save_profiles(profiles: dict[str, ProfileData], directory: Path) -> None:
+    """Keep the raw profiles of a candidate (for LLM tools that fetch raw numbers)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for level, p in profiles.items():
+        data = {"level": p.level, "collector": p.collector, "notes": list(p.notes),
+                "kernels": [to_json(k) for k in p.kernels]}
+        (directory / f"{level}.json").write_text(json.dumps(data, indent=1, default=str))
+
+
+_ = ANY  # re-exported for plugin authors reading this module

@@ -1,0 +1,98 @@
+"""The run directory: everything a run produces, written so that a kill at any moment
+loses nothing that was evaluated.
+
+    config.yaml          the resolved configuration
+    problem.py           a copy of the problem
+    baseline.json        the reference's timing
+    candidates/<id>.py   every candidate's source, written before it is evaluated
+    pending.json         drafts written but not yet evaluated (for resume)
+    candidates.jsonl     one line per evaluated candidate (append + fsync)
+    analyses/<id>.json   bottleneck and findings of profiled candidates
+    profiles/<id>/       raw profile data per level
+    evals/<id>/          the worker's job, log and result
+    builds/<id>/         the candidate's compiled binaries (torch_extensions, triton)
+    tree.json            the search tree and the policy's state
+    best.py              the best correct candidate
+    report.md            what was tried and what won
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+
+class RunDir:
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+
+    def create(self) -> None:
+        for sub in ("candidates", "analyses", "profiles", "evals", "builds"):
+            (self.path / sub).mkdir(parents=True, exist_ok=True)
+
+    # paths
+    @property
+    def records_path(self) -> Path:
+        return self.path / "candidates.jsonl"
+
+    @property
+    def tree_path(self) -> Path:
+        return self.path / "tree.json"
+
+    def source_path(self, cid: str) -> Path:
+        return self.path / "candidates" / f"{cid}.py"
+
+    def eval_dir(self, cid: str) -> Path:
+        return self.path / "evals" / cid
+
+    def build_dir(self, cid: str) -> Path:
+        return self.path / "builds" / cid
+
+    def profile_dir(self, cid: str) -> Path:
+        return self.path / "profiles" / cid
+
+    def analysis_path(self, cid: str) -> Path:
+        return self.path / "analyses" / f"{cid}.json"
+
+    # records
+    def append_record(self, record: dict[str, Any]) -> None:
+        line = json.dumps(record, default=str)
+        with open(self.records_path, "a") as fh:
+            fh.write(line + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    def records(self) -> list[dict[str, Any]]:
+        if not self.records_path.exists():
+            return []
+        out = []
+        for line in self.records_path.read_text().splitlines():
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError:
+                # a line cut short by a kill mid-write: that candidate is re-evaluated
+                continue
+        return out
+
+    def write_json(self, name: str, data: Any) -> None:
+        write_atomic(self.path / name, json.dumps(data, indent=1, default=str))
+
+    def read_json(self, name: str, default: Any = None) -> Any:
+        p = self.path / name
+        if not p.exists():
+            return default
+        return json.loads(p.read_text())
+
+
+def write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
