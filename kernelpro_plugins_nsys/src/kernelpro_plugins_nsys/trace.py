@@ -1,0 +1,219 @@
+"""Record a timeline of a candidate's forward calls.
+
+    python -m kernelpro_plugins_nsys.trace --problem P.py [--candidate C.py] --device cuda
+        --out trace.json [--warmup 3] [--iters 3] [--seed 0] [--mode kineto|nvtx]
+
+Method. The model and inputs are built by :func:`kernelpro.evaluate.forward.prepare`
+(the same construction the evaluator uses). ``--warmup`` calls run first, unrecorded
+(compilation, autotuning, the caching allocator filling up). Then each of the ``--iters``
+recorded calls runs inside its own range named ``kernelpro:forward``, followed by a device
+synchronisation *outside* that range, so the GPU work of one call never overlaps the next
+and a synchronisation that the driver adds is never blamed on the forward.
+
+``--mode kineto`` (default) records with ``torch.profiler``: CPU activity always, CUDA
+activity (CUPTI: kernels, runtime/driver calls, copies, memsets) when the device is CUDA,
+shapes, and allocator events (``profile_memory``); Python stacks are off (they multiply
+the trace size and the overhead). The Chrome/Kineto trace JSON is written to ``--out``
+(gzip-compressed when the name ends in ``.gz``) with a ``kernelpro_trace`` object added at
+the top level describing the run.
+
+``--mode nvtx`` records nothing itself: it is the program an external profiler (Nsight
+Systems with ``--capture-range=cudaProfilerApi``) runs. The recorded calls sit between
+``cudaProfilerStart`` and ``cudaProfilerStop``, each inside an NVTX range
+``kernelpro:forward``, with PyTorch's per-operator NVTX ranges (``emit_nvtx``) inside.
+
+Exit status 0 on success; on failure one line on stderr and status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import sys
+import time
+from pathlib import Path
+
+FORWARD_RANGE = "kernelpro:forward"
+TRACE_META_KEY = "kernelpro_trace"
+
+
+def command(
+    problem: Path,
+    candidate: Path | None,
+    out: Path,
+    device: str = "cuda",
+    warmup: int = 3,
+    iters: int = 3,
+    seed: int = 0,
+    mode: str = "kineto",
+    python: str = sys.executable,
+) -> list[str]:
+    """The argv that runs this module."""
+    argv = [python, "-m", "kernelpro_plugins_nsys.trace", "--problem", str(problem)]
+    if candidate is not None:
+        argv += ["--candidate", str(candidate)]
+    argv += [
+        "--device", device, "--out", str(out), "--warmup", str(warmup),
+        "--iters", str(iters), "--seed", str(seed), "--mode", mode,
+    ]
+    return argv
+
+
+def _profiler_activities(torch, cuda: bool) -> list:
+    from torch.profiler import ProfilerActivity
+
+    activities = [ProfilerActivity.CPU]
+    if cuda:
+        activities.append(ProfilerActivity.CUDA)
+    return activities
+
+
+def _experimental_config(torch):
+    """Ask Kineto for its CUDA synchronisation events where this torch build knows them."""
+    try:
+        return torch._C._profiler._ExperimentalConfig(enable_cuda_sync_events=True)
+    except (AttributeError, TypeError):
+        return None
+
+
+def record_kineto(model, inputs, device: str, warmup: int, iters: int, out: Path) -> dict:
+    """Run warm-up calls, then record ``iters`` calls with torch.profiler; write ``out``."""
+    import torch
+    from torch.profiler import profile, record_function
+
+    cuda = device.startswith("cuda")
+
+    def sync() -> None:
+        if cuda:
+            torch.cuda.synchronize()
+
+    with torch.no_grad():
+        for _ in range(warmup):
+            model(*inputs)
+        sync()
+        kwargs = dict(
+            activities=_profiler_activities(torch, cuda),
+            record_shapes=True,
+            profile_memory=True,
+            with_stack=False,
+        )
+        config = _experimental_config(torch) if cuda else None
+        if config is not None:
+            kwargs["experimental_config"] = config
+        forward_s: list[float] = []
+        with profile(**kwargs) as prof:
+            for _ in range(iters):
+                t0 = time.perf_counter()
+                with record_function(FORWARD_RANGE):
+                    model(*inputs)
+                sync()
+                forward_s.append(time.perf_counter() - t0)
+    raw = out.with_name(out.name + ".raw.json")
+    prof.export_chrome_trace(str(raw))
+    try:
+        data = json.loads(raw.read_text())
+    finally:
+        raw.unlink(missing_ok=True)
+    return {"data": data, "forward_wall_ms": [s * 1e3 for s in forward_s]}
+
+
+def run_nvtx(model, inputs, device: str, warmup: int, iters: int) -> dict:
+    """Warm up, then run ``iters`` calls annotated for an external timeline profiler."""
+    import torch
+
+    cuda = device.startswith("cuda")
+    forward_s: list[float] = []
+    with torch.no_grad():
+        for _ in range(warmup):
+            model(*inputs)
+        if cuda:
+            torch.cuda.synchronize()
+            torch.cuda.cudart().cudaProfilerStart()
+        with torch.autograd.profiler.emit_nvtx(record_shapes=False):
+            for _ in range(iters):
+                t0 = time.perf_counter()
+                if cuda:
+                    torch.cuda.nvtx.range_push(FORWARD_RANGE)
+                model(*inputs)
+                if cuda:
+                    torch.cuda.nvtx.range_pop()
+                    torch.cuda.synchronize()
+                forward_s.append(time.perf_counter() - t0)
+        if cuda:
+            torch.cuda.cudart().cudaProfilerStop()
+    return {"forward_wall_ms": [s * 1e3 for s in forward_s]}
+
+
+def _meta(args: argparse.Namespace, torch) -> dict:
+    meta = {
+        "problem": str(args.problem),
+        "candidate": str(args.candidate) if args.candidate else None,
+        "device": args.device,
+        "warmup": args.warmup,
+        "iters": args.iters,
+        "seed": args.seed,
+        "mode": args.mode,
+        "torch": torch.__version__,
+        "forward_range": FORWARD_RANGE,
+    }
+    if args.device.startswith("cuda") and torch.cuda.is_available():
+        meta["gpu_name"] = torch.cuda.get_device_name()
+        major, minor = torch.cuda.get_device_capability()
+        meta["arch"] = f"sm_{major}{minor}"
+    return meta
+
+
+def write_trace(data: dict, out: Path) -> None:
+    """Write trace JSON to ``out``; gzip when the name ends in ``.gz``."""
+    text = json.dumps(data)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if out.name.endswith(".gz"):
+        with gzip.open(out, "wt", encoding="utf-8") as fh:
+            fh.write(text)
+    else:
+        out.write_text(text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m kernelpro_plugins_nsys.trace")
+    ap.add_argument("--problem", required=True, type=Path)
+    ap.add_argument("--candidate", type=Path)
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--out", type=Path, help="trace file to write (kineto mode)")
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--iters", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--mode", choices=("kineto", "nvtx"), default="kineto")
+    args = ap.parse_args(argv)
+    if args.mode == "kineto" and args.out is None:
+        print("trace failed: --out is required with --mode kineto", file=sys.stderr)
+        return 1
+    if args.iters < 1 or args.warmup < 0:
+        print("trace failed: --iters must be >= 1 and --warmup >= 0", file=sys.stderr)
+        return 1
+
+    try:
+        import torch
+
+        from kernelpro.evaluate.forward import prepare
+
+        if args.device.startswith("cuda") and not torch.cuda.is_available():
+            raise RuntimeError(f"device {args.device} requested but torch sees no CUDA device")
+        model, inputs = prepare(args.problem, args.candidate, args.device, args.seed)
+        if args.mode == "kineto":
+            recorded = record_kineto(model, inputs, args.device, args.warmup, args.iters, args.out)
+            data = recorded["data"]
+            data[TRACE_META_KEY] = dict(_meta(args, torch), forward_wall_ms=recorded["forward_wall_ms"])
+            write_trace(data, args.out)
+        else:
+            run_nvtx(model, inputs, args.device, args.warmup, args.iters)
+    except Exception as exc:  # one line for the collector, never a traceback
+        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        print(f"trace failed: {type(exc).__name__}: {msg}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
