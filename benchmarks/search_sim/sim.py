@@ -13,12 +13,14 @@ from typing import Any
 import attrs
 
 from kernelpro.api import Reward, SearchPolicy
+from kernelpro.rewards.speed import LogSpeedupSettings
 from kernelpro.search.tree import Tree
 
 from search_sim.landscapes import DIMS, LEVELS, Landscape, Point
 
-# the built-in reward: log speedup, clamped; failures score the floor
-REWARD_CLAMP = math.log(1000.0)
+# the built-in reward (kernelpro.rewards.speed): log speedup clamped to +-cap; failures
+# score the floor
+REWARD_CLAMP = LogSpeedupSettings().cap
 
 
 def sim_reward(verdict: str, speedup: float | None) -> float:

@@ -309,7 +309,8 @@ class MCTS(SearchPolicy):
         if self._restored:
             for node in tree:
                 node.virtual_loss = 0
-                node.stats.pop("pending", None)
+                if "pending" in node.stats:
+                    node.stats["pending"] = 0
             self._restored = False
         if backup:
             for node in list(tree):
