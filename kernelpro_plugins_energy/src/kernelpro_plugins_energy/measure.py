@@ -1,0 +1,371 @@
+"""Energy per call from the NVML total-energy counter.
+
+Method
+------
+The counter (``nvmlDeviceGetTotalEnergyConsumption``, millijoules since the driver
+loaded) does not advance continuously: on the H200 it changed about ten times a second.
+Reading it at two arbitrary instants would mis-count up to one update period of energy at
+each end (about 7 % of a 1.5 s window). So every window is aligned to counter updates:
+
+1. Warm-up for ``warmup_s``: calls run back to back; the time of one call is measured
+   with synchronized chunks, and a *chunk* is sized to last about ``chunk_target_s``.
+2. Start edge: chunks run, each followed by ``sync()`` and a counter read, until the
+   counter changes. That update instant opens the window; value ``e0``, host time ``t0``.
+3. Main phase: calls are launched back to back without synchronizing (the device queue
+   stays full) until ``window_s`` has passed and at least ``min_calls_per_trial`` calls
+   were made (at most ``max_window_s``). The counter is polled every ``poll_interval_s``
+   only to count its updates.
+4. End edge: ``sync()``, then chunks with ``sync()`` and a read after each, until the
+   counter changes again: value ``e1``, time ``t1``. It changed during the last chunk.
+
+``e1 - e0`` is the energy between two counter updates. It holds the calls launched after
+the start edge except for the part of the last chunk after the closing update, plus the
+part of the chunk before the window that ran after the opening update; the two fractions
+are uniform and cancel on average, so ``(e1 - e0) / calls`` is unbiased and off by at
+most one chunk in ``calls`` (reported as ``energy_count_resolution``). Trials are chained:
+the end edge of one trial opens the next, so the device never idles between them.
+
+Reported per measurement (median over trials unless named otherwise): joules per call,
+its interquartile range and coefficient of variation, average power over the window,
+the power integrated from a background sampler (the cross-check), calls per trial,
+window length, counter updates per window and their rate, and optionally the idle power
+measured just before (``subtract_idle`` then reports the dynamic energy
+``gross - idle_power_w * time_per_call``).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+import attrs
+
+from kernelpro.api import Measurement, MeasurementError
+
+from kernelpro_plugins_energy import stats
+from kernelpro_plugins_energy.nvml_access import PREFIX, OpenCounter, open_counter
+from kernelpro_plugins_energy.sampler import PowerSampler
+
+
+def _positive(instance: Any, attribute: attrs.Attribute, value: float) -> None:
+    if not value > 0:
+        raise ValueError(f"energy.{attribute.name} must be > 0, got {value!r}")
+
+
+def _at_least_one(instance: Any, attribute: attrs.Attribute, value: int) -> None:
+    if int(value) < 1:
+        raise ValueError(f"energy.{attribute.name} must be >= 1, got {value!r}")
+
+
+@attrs.frozen
+class EnergySettings:
+    """Config keys of the ``energy`` measurement (section ``measurements.energy``)."""
+
+    # 1.5 s holds ~15 updates of a 10 Hz counter (the rate seen on the H200)
+    window_s: float = attrs.field(default=1.5, validator=_positive)
+    trials: int = attrs.field(default=5, validator=_at_least_one)
+    subtract_idle: bool = False
+    idle_window_s: float = attrs.field(default=1.0, validator=_positive)
+    sample_power: bool = True
+    sample_interval_s: float = attrs.field(default=0.01, validator=_positive)
+    # fewer updates than this in one window: the counter is too coarse for the window
+    min_counter_updates: int = attrs.field(default=5, validator=_at_least_one)
+    # bounds the edge ambiguity (one chunk) to <= 1/20 of a trial for very slow calls
+    min_calls_per_trial: int = attrs.field(default=20, validator=_at_least_one)
+    max_window_s: float = attrs.field(default=10.0, validator=_positive)
+    warmup_s: float = attrs.field(default=0.25, validator=_positive)
+    # 20 update periods of a 10 Hz counter: a counter that has not moved is broken
+    edge_timeout_s: float = attrs.field(default=2.0, validator=_positive)
+    # a synchronized chunk of ~1 ms keeps the edge ambiguity under 0.1 % of a 1.5 s window
+    chunk_target_s: float = attrs.field(default=0.001, validator=_positive)
+    # polling every 10 ms sees every update of a 10 Hz counter
+    poll_interval_s: float = attrs.field(default=0.01, validator=_positive)
+
+
+@attrs.frozen
+class Trial:
+    """One window between two counter updates."""
+
+    energy_mj: float
+    seconds: float
+    calls: int
+    updates: int
+
+    @property
+    def energy_j_per_call(self) -> float:
+        return self.energy_mj / 1000.0 / self.calls
+
+    @property
+    def power_w(self) -> float:
+        return self.energy_mj / 1000.0 / self.seconds
+
+    @property
+    def seconds_per_call(self) -> float:
+        return self.seconds / self.calls
+
+
+class EnergyMeasurement(Measurement):
+    """Joules per call of a forward, from the NVML total-energy counter.
+
+    Seam for tests: ``nvml`` (a module-like object with pynvml's functions), ``clock``
+    (seconds, monotonic) and ``sleep`` replace the real ``pynvml``, ``time.perf_counter``
+    and ``time.sleep``. Core constructs it as ``EnergyMeasurement(settings)``.
+    """
+
+    name = "energy"
+    description = "energy per call from the NVML total-energy counter, aligned to counter updates"
+    Settings = EnergySettings
+
+    def __init__(
+        self,
+        settings: EnergySettings | None = None,
+        *,
+        nvml: Any | None = None,
+        clock: Callable[[], float] = time.perf_counter,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        super().__init__(settings)
+        self._nvml = nvml
+        self._clock = clock
+        self._sleep = sleep
+        self._device = "cuda"
+        self._counter: OpenCounter | None = None
+        self._reason: str | None = None
+        self._opened_for: str | None = None
+
+    # --- availability --------------------------------------------------------------------
+
+    def unavailable_reason(self, device: str) -> str | None:
+        """None when energy can be measured on ``device``; else one line. Also selects the
+        device that :meth:`measure` reads."""
+        self._device = device
+        self._open()
+        return self._reason
+
+    def _open(self) -> OpenCounter:
+        if self._opened_for != self._device:
+            self.close()
+            self._counter, self._reason = open_counter(self._device, self._nvml)
+            self._opened_for = self._device
+        if self._counter is None:
+            raise MeasurementError(self._reason or f"{PREFIX}: unknown reason")
+        return self._counter
+
+    def close(self) -> None:
+        if self._counter is not None:
+            self._counter.close()
+        self._counter = None
+        self._opened_for = None
+
+    # --- measurement ---------------------------------------------------------------------
+
+    def measure(self, call: Callable[[], Any], sync: Callable[[], None]) -> dict[str, float]:
+        """Measure energy per call of ``call``; see the module docstring for the method."""
+        counter = self._open()
+        s = self.settings
+        try:
+            sync()
+            idle_w = self._idle_power_w(counter) if s.subtract_idle else None
+            chunk, warm_seconds_per_call = self._warm_up(call, sync)
+            sampler = None
+            if s.sample_power:
+                sampler = PowerSampler(counter.nvml, counter.handle, s.sample_interval_s, self._clock)
+                sampler.start()
+            try:
+                e0, t0, _ = self._busy_edge(call, sync, chunk, counter, counter.read_mj())
+                start_t = t0
+                trials = []
+                for _ in range(s.trials):
+                    trial, e0, t0 = self._trial(call, sync, chunk, counter, e0, t0)
+                    trials.append(trial)
+                end_t = t0
+            finally:
+                if sampler is not None:
+                    sampler.stop()
+        except MeasurementError:
+            raise
+        except Exception as exc:  # NVML failing mid-way: one line, not a traceback
+            text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise MeasurementError(f"energy measurement failed: {type(exc).__name__}: {text}") from None
+        self._check_updates(trials)
+        return self._summarise(trials, chunk, idle_w, sampler, start_t, end_t, warm_seconds_per_call)
+
+    def _warm_up(self, call: Callable[[], Any], sync: Callable[[], None]) -> tuple[int, float]:
+        """Run for ``warmup_s``; return the chunk size and the seconds per call seen."""
+        s = self.settings
+        start = self._clock()
+        chunk = 1
+        seconds_per_call = 0.0
+        while True:
+            t_a = self._clock()
+            for _ in range(chunk):
+                call()
+            sync()
+            t_b = self._clock()
+            seconds_per_call = (t_b - t_a) / chunk
+            if t_b - t_a < s.chunk_target_s and chunk < 1 << 20:
+                chunk *= 2
+            if t_b - start >= s.warmup_s:
+                break
+        if seconds_per_call > 0:
+            chunk = max(1, round(s.chunk_target_s / seconds_per_call))
+        return chunk, seconds_per_call
+
+    def _busy_edge(
+        self,
+        call: Callable[[], Any],
+        sync: Callable[[], None],
+        chunk: int,
+        counter: OpenCounter,
+        last_mj: int,
+    ) -> tuple[int, float, int]:
+        """Run synchronized chunks until the counter differs from ``last_mj``.
+
+        Returns the new value, the host time it was seen and the calls made. Raises when the counter does
+        not move within ``edge_timeout_s``.
+        """
+        deadline = self._clock() + self.settings.edge_timeout_s
+        calls = 0
+        while True:
+            for _ in range(chunk):
+                call()
+            sync()
+            calls += chunk
+            value = counter.read_mj()
+            now = self._clock()
+            if value != last_mj:
+                if value < last_mj:
+                    raise MeasurementError(
+                        f"{PREFIX}: the energy counter of {counter.name} went backwards "
+                        f"({last_mj} -> {value} mJ); was the driver reloaded?"
+                    )
+                return value, now, calls
+            if now > deadline:
+                raise MeasurementError(
+                    f"{PREFIX}: the energy counter of {counter.name} did not change in "
+                    f"{self.settings.edge_timeout_s:g} s of work"
+                )
+
+    def _trial(
+        self,
+        call: Callable[[], Any],
+        sync: Callable[[], None],
+        chunk: int,
+        counter: OpenCounter,
+        e0: int,
+        t0: float,
+    ) -> tuple[Trial, int, float]:
+        """One window opened by the update seen at ``(e0, t0)``; returns it and its closing edge."""
+        s = self.settings
+        deadline = t0 + s.window_s
+        hard_deadline = t0 + max(s.max_window_s, s.window_s)
+        calls = 0
+        updates = 0
+        last = e0
+        next_poll = t0 + s.poll_interval_s
+        while True:
+            call()
+            calls += 1
+            now = self._clock()
+            if now >= hard_deadline or (now >= deadline and calls >= s.min_calls_per_trial):
+                break
+            if now >= next_poll:
+                value = counter.read_mj()
+                if value != last:
+                    updates += 1
+                    last = value
+                next_poll = now + s.poll_interval_s
+        sync()
+        value = counter.read_mj()
+        if value != last:  # an update between the last poll and the drain: counted, not an edge
+            updates += 1
+            last = value
+        e1, t1, edge_calls = self._busy_edge(call, sync, chunk, counter, last)
+        calls += edge_calls
+        updates += 1  # the closing update
+        trial = Trial(energy_mj=float(e1 - e0), seconds=t1 - t0, calls=calls, updates=updates)
+        return trial, e1, t1
+
+    def idle_power_w(self) -> float:
+        """Average power of the idle device over ``idle_window_s`` (the caller leaves the
+        device idle), between two counter updates."""
+        return self._idle_power_w(self._open())
+
+    def _idle_power_w(self, counter: OpenCounter) -> float:
+        """Average power of the idle device over ``idle_window_s``, between two updates."""
+        e_a, t_a = self._idle_edge(counter, counter.read_mj())
+        self._sleep(self.settings.idle_window_s)
+        e_b, t_b = self._idle_edge(counter, counter.read_mj())
+        return (e_b - e_a) / 1000.0 / (t_b - t_a)
+
+    def _idle_edge(self, counter: OpenCounter, last_mj: int) -> tuple[int, float]:
+        deadline = self._clock() + self.settings.edge_timeout_s
+        while True:
+            self._sleep(0.001)  # 1 ms detection latency, < 0.1 % of the idle window
+            value = counter.read_mj()
+            now = self._clock()
+            if value != last_mj:
+                return value, now
+            if now > deadline:
+                raise MeasurementError(
+                    f"{PREFIX}: the energy counter of {counter.name} did not change in "
+                    f"{self.settings.edge_timeout_s:g} s while idle"
+                )
+
+    def _check_updates(self, trials: list[Trial]) -> None:
+        s = self.settings
+        fewest = min(trials, key=lambda t: t.updates)
+        if fewest.updates < s.min_counter_updates:
+            rate_hz = fewest.updates / fewest.seconds if fewest.seconds > 0 else 0.0
+            need_s = s.min_counter_updates / rate_hz if rate_hz > 0 else float("inf")
+            raise MeasurementError(
+                f"{PREFIX}: window too short: the energy counter changed {fewest.updates} times in "
+                f"{fewest.seconds:.2f} s (need >= {s.min_counter_updates}); "
+                f"set measurements.energy.window_s >= {need_s:.1f}"
+            )
+
+    def _summarise(
+        self,
+        trials: list[Trial],
+        chunk: int,
+        idle_w: float | None,
+        sampler: PowerSampler | None,
+        start_t: float,
+        end_t: float,
+        warm_seconds_per_call: float,
+    ) -> dict[str, float]:
+        gross = [t.energy_j_per_call for t in trials]
+        if idle_w is not None:
+            per_call = [t.energy_j_per_call - idle_w * t.seconds_per_call for t in trials]
+        else:
+            per_call = gross
+        total_mj = sum(t.energy_mj for t in trials)
+        total_s = sum(t.seconds for t in trials)
+        out: dict[str, float] = {
+            "energy_j_per_call": stats.median(per_call),
+            "energy_j_per_call_iqr": stats.iqr(per_call),
+            "energy_j_per_call_min": min(per_call),
+            "energy_j_per_call_max": max(per_call),
+            "energy_cv": stats.cv(per_call),
+            "power_w": stats.median([t.power_w for t in trials]),
+            "calls_per_trial": stats.median([float(t.calls) for t in trials]),
+            "time_per_call_ms": stats.median([t.seconds_per_call * 1000.0 for t in trials]),
+            "window_s": total_s / len(trials),
+            "trials": float(len(trials)),
+            "counter_updates": float(min(t.updates for t in trials)),
+            "counter_update_hz": sum(t.updates for t in trials) / total_s,
+            "energy_count_resolution": chunk / min(t.calls for t in trials),
+            "chunk_calls": float(chunk),
+        }
+        if idle_w is not None:
+            out["idle_power_w"] = idle_w
+            out["energy_j_per_call_gross"] = stats.median(gross)
+        if sampler is not None:
+            integral = stats.integrate_power_w(sampler.window(start_t, end_t))
+            if integral is not None:
+                energy_j, seconds = integral
+                out["power_w_sampled"] = energy_j / seconds
+                out["power_samples"] = float(len(sampler.window(start_t, end_t)))
+                out["power_sampled_ratio"] = out["power_w_sampled"] / (total_mj / 1000.0 / total_s)
+                out["power_sampled_instant"] = 1.0 if sampler.source == "instant" else 0.0
+        return out
