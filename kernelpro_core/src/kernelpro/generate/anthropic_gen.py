@@ -84,6 +84,7 @@ class AnthropicSettings:
     base_url: str | None = None  # None: ANTHROPIC_BASE_URL, else the SDK default
     api_key_env: str = "ANTHROPIC_API_KEY"
     max_tokens: int = attrs.field(default=16000, validator=_non_negative)
+    # sent only when set, and never with thinking (which requires the default)
     temperature: float | None = attrs.field(default=None, validator=_optional_non_negative)
     thinking_budget: int = attrs.field(default=0, validator=_non_negative)  # 0: off
     # drafts per expansion; the loop asks for this many, and a larger request is capped
@@ -280,7 +281,9 @@ class AnthropicGenerator(Generator):
             params["thinking"] = {"type": "enabled", "budget_tokens": s.thinking_budget}
             min_output += s.thinking_budget
         elif s.temperature is not None:
-            params["temperature"] = s.temperature  # the API requires the default with thinking
+            # this SDK's messages.create has no temperature argument (current models fix
+            # it); endpoints that still take one get it as an extra body field
+            params["extra_body"] = {"temperature": s.temperature}
         estimate = estimate_tokens(len(json.dumps([params["system"], params["messages"], tool_defs])))
         params["max_tokens"] = self.ledger.reserve(estimate, s.max_tokens, min_output)
 
