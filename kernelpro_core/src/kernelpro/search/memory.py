@@ -263,13 +263,14 @@ class SearchMemory:
 
     def _repeated_failures(self, digest: str) -> list[str]:
         rows = self._query(
-            "SELECT change_key, verdict, COUNT(*), MIN(description), MIN(params_json)"
+            # SQLite takes bare columns from the row holding MAX(id): the latest wording
+            "SELECT change_key, verdict, COUNT(*), description, params_json, MAX(id)"
             " FROM outcomes WHERE problem_digest = ? AND verdict != 'correct'"
             " GROUP BY change_key, verdict HAVING COUNT(*) >= ? ORDER BY COUNT(*) DESC, change_key",
             (digest, REPEAT_FAILURES),
         )
         out = []
-        for _key, verdict, count, description, params_json in rows[:4]:
+        for _key, verdict, count, description, params_json, _ in rows[:4]:
             phrase = _FAILURE_PHRASE.get(verdict, f"failed ({verdict})")
             what = _quote(description, json.loads(params_json))
             out.append(f"{what} {phrase} {count} times on this problem")
@@ -277,6 +278,7 @@ class SearchMemory:
 
     def _best_here(self, digest: str) -> list[str]:
         rows = self._query(
+            # bare columns come from the row holding MAX(speedup)
             "SELECT description, params_json, MAX(speedup), COUNT(DISTINCT run_id) FROM outcomes"
             " WHERE problem_digest = ? AND verdict = 'correct' AND speedup IS NOT NULL"
             " GROUP BY change_key ORDER BY MAX(speedup) DESC LIMIT 3",
