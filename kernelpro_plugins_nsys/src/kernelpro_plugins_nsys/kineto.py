@@ -100,18 +100,19 @@ def parse(data: dict[str, Any], source_path: Path | None = None) -> Timeline:
     runtime: list[RuntimeCall] = []
     gpu: list[GpuActivity] = []
     allocs: list[AllocEvent] = []
-    flow_ts: dict[tuple[float, Any], int] = {}  # (ts, tid) of an ac2g flow end -> correlation
+    # (ts, tid) of an ac2g flow's end (on the device activity) -> correlation id
+    flow_ts: dict[tuple[float, Any], int] = {}
+    for ev in data["traceEvents"]:
+        if isinstance(ev, dict) and ev.get("ph") == "f" and ev.get("cat") == "ac2g" and "id" in ev:
+            ts = ev.get("ts")
+            if isinstance(ts, (int, float)) and _int(ev["id"]) is not None:
+                flow_ts[(round(float(ts), 3), ev.get("tid"))] = _int(ev["id"])
 
     for ev in data["traceEvents"]:
         if not isinstance(ev, dict):
             continue
         ph = ev.get("ph")
         cat = ev.get("cat")
-        if ph == "f" and cat == "ac2g" and "id" in ev:
-            ts = ev.get("ts")
-            if isinstance(ts, (int, float)):
-                flow_ts[(round(float(ts), 3), ev.get("tid"))] = _int(ev["id"]) or 0
-            continue
         if ph == "i" and ev.get("name") == "[memory]":
             args = ev.get("args") or {}
             nbytes = _int(args.get("Bytes"))
