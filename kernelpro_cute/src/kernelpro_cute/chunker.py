@@ -413,13 +413,14 @@ def chunk_cpp(text: str) -> list[Chunk]:
         qualified = "::".join([*scope, name]) if name else "::".join(scope)
         chunks.append(Chunk(kind, base, qualified, start_line, end_line, _one_line(header)))
 
-    def scan(a: int, b: int, scope: list[str], depth: int) -> None:
+    def scan(a: int, b: int, scope: list[str], depth: int, in_class: bool) -> None:
         pos = a
         stmt = a
         while pos < b:
             c = masked[pos]
             if c == ";":
-                _statement(stmt, pos, scope)
+                if not in_class:  # member aliases stay part of their class's chunk
+                    _statement(stmt, pos, scope)
                 stmt = pos + 1
             elif c == "}":
                 stmt = pos + 1
@@ -436,12 +437,12 @@ def chunk_cpp(text: str) -> list[Chunk]:
                 if h.kind in ("namespace", "extern"):
                     if depth < MAX_DEPTH:
                         inner = [*scope, h.name] if h.name else scope
-                        scan(pos + 1, close, inner, depth + 1)
+                        scan(pos + 1, close, inner, depth + 1, False)
                 elif h.kind in _CLASS_KEYS:
                     end = close
                     emit(h.kind, h.name, scope, stmt, end, header)
                     if depth < MAX_DEPTH:
-                        scan(pos + 1, close, [*scope, h.name or "<anon>"], depth + 1)
+                        scan(pos + 1, close, [*scope, h.name or "<anon>"], depth + 1, True)
                 elif h.kind in ("enum", "function"):
                     emit(h.kind, h.name, scope, stmt, close, header)
                 pos = close + 1
@@ -455,7 +456,7 @@ def chunk_cpp(text: str) -> list[Chunk]:
         if m:
             emit("alias", m.group(1), scope, a, b, stmt)
 
-    scan(0, len(masked), [], 0)
+    scan(0, len(masked), [], 0, False)
     chunks.extend(_macros(text, lines))
     chunks.sort(key=lambda ch: (ch.start_line, -ch.end_line))
     return chunks
