@@ -118,7 +118,8 @@ class Plugins:
         try:
             self.pm.check_pending()
         except pluggy.PluginValidationError as exc:
-            raise PluginError(f"plugin {exc.plugin_name!r}: {_first_line(str(exc))}") from None
+            name = self.pm.get_name(exc.plugin) if getattr(exc, "plugin", None) is not None else "?"
+            raise PluginError(f"plugin {name!r}: {_first_line(str(exc))}") from None
         self._registry: dict[str, dict[str, Registration]] | None = None
         self._gpu_specs: list[tuple[GpuSpec, str]] | None = None
 

@@ -21,7 +21,7 @@ from typing import Any
 from kernelpro.config import EvaluatorConfig, unstructure
 from kernelpro.records import EvalResult, Verdict, from_json
 
-SIGNAL_NAMES = {getattr(signal, n): n for n in dir(signal) if n.startswith("SIG") and not n.startswith("SIG_")}
+SIGNAL_NAMES = {s.value: s.name for s in signal.Signals}
 
 
 def build_env(build_dir: Path) -> dict[str, str]:

@@ -1,0 +1,85 @@
+"""Config loading and validation: one line per problem, with its path."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from kernelpro import config as cfg
+from kernelpro.plugins import Plugins
+
+from helpers import kernelpro
+
+
+def _write(tmp_path, data):
+    p = tmp_path / "c.yaml"
+    p.write_text(yaml.safe_dump(data) if not isinstance(data, str) else data)
+    return p
+
+
+def _problems(tmp_path, data):
+    with pytest.raises(cfg.ConfigError) as exc:
+        config = cfg.load_config(_write(tmp_path, data))
+        cfg.validate(config, Plugins())
+    return exc.value.problems
+
+
+def test_defaults_load_and_round_trip():
+    config = cfg.load_config()
+    assert config.generator.name == "torch_compile"
+    assert config.evaluator.trials == 5
+    again = cfg.structure(yaml.safe_load(cfg.to_yaml(config)), cfg.Config)
+    assert again == config
+
+
+def test_wrong_types_are_reported_with_paths(tmp_path):
+    problems = _problems(tmp_path, {"budget": "many", "evaluator": {"trials": 2.5, "rep_ms": "x"}})
+    assert "budget: expected int, got 'many'" in problems
+    assert "evaluator.trials: expected int, got 2.5" in problems
+    assert "evaluator.rep_ms: expected float, got 'x'" in problems
+
+
+def test_unknown_keys_are_errors(tmp_path):
+    assert _problems(tmp_path, {"evaluator": {"trails": 3}}) == ["evaluator.trails: unknown key"]
+    assert _problems(tmp_path, {"colour": "blue"}) == ["colour: unknown key"]
+
+
+def test_plugin_params_are_validated_by_the_plugin(tmp_path):
+    problems = _problems(tmp_path, {"search": {"name": "greedy", "params": {"patience": "high"}}})
+    assert problems == ["search.params.patience: expected int, got 'high'"]
+    problems = _problems(tmp_path, {"generator": {"name": "torch_compile", "params": {"mode": 1}}})
+    assert problems == ["generator.params.mode: unknown key"]
+
+
+def test_unknown_plugin_lists_available(tmp_path):
+    (problem,) = _problems(tmp_path, {"search": {"name": "anneal"}})
+    assert problem.startswith("search.name: unknown search policy 'anneal'")
+    assert "greedy" in problem
+
+
+def test_bad_values_and_yaml(tmp_path):
+    assert _problems(tmp_path, {"device": "tpu"}) == ["device: expected auto, cuda or cpu, got 'tpu'"]
+    (problem,) = _problems(tmp_path, "budget: [1,\n")
+    assert "not valid YAML" in problem
+    (problem,) = _problems(tmp_path, "- a list\n")
+    assert "expected a mapping" in problem
+
+
+def test_config_validate_cli(tmp_path):
+    good = _write(tmp_path, {"budget": 3})
+    res = kernelpro("config", "validate", str(good))
+    assert res.returncode == 0 and "ok" in res.stdout
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("search:\n  name: greedy\n  params:\n    patience: high\nbudget: x\n")
+    res = kernelpro("config", "validate", str(bad))
+    assert res.returncode == 2
+    lines = [ln for ln in res.stderr.splitlines() if ln.startswith("error:")]
+    assert "error: budget: expected int, got 'x'" in lines
+    assert "Traceback" not in res.stderr
+
+
+def test_config_show_prints_resolved(tmp_path):
+    res = kernelpro("config", "show", "-c", str(_write(tmp_path, {"budget": 3})))
+    assert res.returncode == 0
+    shown = yaml.safe_load(res.stdout)
+    assert shown["budget"] == 3 and shown["evaluator"]["trials"] == 5

@@ -1,0 +1,59 @@
+"""Each way a candidate can end gets its own verdict, and none ends the caller."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import attrs
+import pytest
+
+from kernelpro.config import EvaluatorConfig
+from kernelpro.evaluate.runner import evaluate
+from kernelpro.records import Verdict
+
+from helpers import DATA
+
+FAST = EvaluatorConfig(trials=2, warmup_ms=2, rep_ms=10, min_reps=3, rounds=1, timeout_s=60)
+
+
+def _eval(tmp_path: Path, name: str, config: EvaluatorConfig = FAST):
+    return evaluate(DATA / "tiny_problem.py", DATA / name, device="cpu", config=config,
+                    workdir=tmp_path / name)
+
+
+@pytest.mark.parametrize("name,verdict,reason", [
+    ("good.py", Verdict.CORRECT, ""),
+    ("wrong.py", Verdict.INCORRECT, "outside atol"),
+    ("raises.py", Verdict.RUNTIME_ERROR, "deliberate failure in forward"),
+    ("segfault.py", Verdict.CRASH, "SIGSEGV"),
+    ("aborts.py", Verdict.CRASH, "SIGABRT"),
+    ("exits.py", Verdict.EXITED, "without a result"),
+    ("no_modelnew.py", Verdict.INVALID, "no ModelNew"),
+])
+def test_verdicts(tmp_path, name, verdict, reason):
+    res = _eval(tmp_path, name)
+    assert res.verdict is verdict, res.reason
+    assert reason in res.reason
+
+
+def test_hang_times_out(tmp_path):
+    res = _eval(tmp_path, "hangs.py", attrs.evolve(FAST, timeout_s=8))
+    assert res.verdict is Verdict.TIMEOUT
+    assert "stage: correctness" in res.reason
+
+
+def test_compile_error_is_trimmed(tmp_path):
+    res = _eval(tmp_path, "bad_cpp.py", attrs.evolve(FAST, timeout_s=240))
+    assert res.verdict is Verdict.COMPILE_ERROR, res.reason
+    assert res.compile is not None and not res.compile.ok
+    assert "error" in res.compile.log.lower()
+    assert len(res.compile.log.splitlines()) <= 40
+
+
+def test_correct_result_carries_timing_and_correctness(tmp_path):
+    res = _eval(tmp_path, "good.py")
+    assert res.correct
+    assert res.correctness.trials == 3  # 2 trials + the N(0,1) trial
+    assert res.timing.n >= 3 and res.baseline.n >= 3
+    assert res.timing.method == "perf_counter"
+    assert res.speedup == pytest.approx(res.baseline.median_ms / res.timing.median_ms)

@@ -1,0 +1,77 @@
+"""A test-only plugin distribution. It contributes a generator that echoes the reference
+(optionally broken on purpose), a reward, and lifecycle observers that log events to the
+file named by KERNELPRO_TESTPLUGIN_LOG. Setting KERNELPRO_TESTPLUGIN_FAIL makes the
+import fail, to test how load failures are reported."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import attrs
+
+from kernelpro.api import Generator, Reward
+from kernelpro.hookspecs import hookimpl
+from kernelpro.records import CandidateDraft
+
+if os.environ.get("KERNELPRO_TESTPLUGIN_FAIL"):
+    raise ImportError("kernelpro_testplugin was asked to fail (KERNELPRO_TESTPLUGIN_FAIL)")
+
+
+@attrs.frozen
+class EchoSettings:
+    broken: bool = False  # emit candidates that compute the wrong thing
+
+
+class EchoGenerator(Generator):
+    name = "testplugin_echo"
+    description = "ModelNew = the reference itself (or a wrong variant)"
+    Settings = EchoSettings
+
+    def generate(self, request):
+        body = "        return super().forward(*args) + 1.0\n" if self.settings.broken else \
+            "        return super().forward(*args)\n"
+        source = (request.problem.source.rstrip() + "\n\n\nclass ModelNew(Model):\n"
+                  "    def forward(self, *args):\n" + body)
+        n = len(request.tried)
+        return [CandidateDraft(source=source, generator=self.name, description=f"echo #{n + i}",
+                               params={"i": n + i}) for i in range(request.n)]
+
+
+class NegatedReward(Reward):
+    name = "testplugin_negated"
+
+    def score(self, result, context):
+        return self.floor if not result.correct else -(result.runtime_ms or 0.0)
+
+
+def _log(event: str, **data) -> None:
+    path = os.environ.get("KERNELPRO_TESTPLUGIN_LOG")
+    if path:
+        with open(path, "a") as fh:
+            fh.write(json.dumps({"event": event, **data}) + "\n")
+
+
+@hookimpl
+def kernelpro_register_generators(register):
+    register(EchoGenerator)
+
+
+@hookimpl
+def kernelpro_register_rewards(register):
+    register(NegatedReward)
+
+
+@hookimpl
+def kernelpro_run_started(run):
+    _log("run_started", problem=run.problem.name)
+
+
+@hookimpl
+def kernelpro_candidate_evaluated(run, record):
+    _log("candidate_evaluated", id=record["id"], verdict=record["verdict"])
+
+
+@hookimpl
+def kernelpro_run_finished(run, summary):
+    _log("run_finished", evaluated=summary["evaluated"])
