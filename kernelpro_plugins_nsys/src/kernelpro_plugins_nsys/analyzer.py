@@ -18,7 +18,7 @@ from kernelpro_plugins_nsys import kineto, nsys_sqlite
 from kernelpro_plugins_nsys.profile import LEVEL, to_profile_data
 
 JSON_SUFFIXES = (".json", ".json.gz")
-SQLITE_SUFFIXES = (".sqlite", ".sqlite3", ".db")
+SQLITE_SUFFIXES = (".sqlite", ".sqlite3")
 
 
 class TraceAnalyzer(Analyzer):
