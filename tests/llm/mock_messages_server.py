@@ -99,7 +99,7 @@ class MockMessagesServer:
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="mock-messages", daemon=True)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,), name="mock-messages", daemon=True)
         self._thread.start()
         self._timer = threading.Timer(self.lifetime_s, self.stop)
         self._timer.daemon = True

@@ -290,7 +290,8 @@ class CompileCheck(LLMTool):
     description = (
         "Compile a CUDA C++ source (the contents of a .cu file) with nvcc -Xptxas -v and "
         "return the compiler errors, or on success the registers, shared memory and spills "
-        "of every kernel. Includes of torch/extension.h are resolved. Does not run anything."
+        "of every kernel. Does not run anything. Pass the kernels and plain C++ helpers: "
+        "torch/extension.h includes are resolved but add about a minute."
     )
     input_schema = {
         "type": "object",

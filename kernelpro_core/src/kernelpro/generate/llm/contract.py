@@ -2,7 +2,8 @@
 
 A reply holds one line ``Change: <what this version changes>`` and one fenced Python code
 block with a complete candidate file (imports, the kernel, ``class ModelNew``). When the
-reply has several Python blocks, the last one that mentions ``ModelNew`` is the candidate.
+reply has several Python blocks, the last one that defines ``ModelNew`` at top level is
+the candidate.
 The candidate must pass :func:`kernelpro.problem.check_candidate` and, unless disabled,
 use the configured kernel language.
 """
@@ -17,6 +18,7 @@ from kernelpro.problem import Problem, ProblemError, check_candidate
 
 #: a fenced block: ```tag ...\n body ``` ; the tag may be empty
 _FENCE = re.compile(r"^```[ \t]*([\w+.-]*)[^\n]*\n(.*?)^```[ \t]*$", re.S | re.M)
+_DEFINES_MODEL_NEW = re.compile(r"^(class\s+ModelNew\b|ModelNew\s*=)", re.M)
 _PYTHON_TAGS = frozenset({"", "python", "py", "python3"})
 _CHANGE_LINE = re.compile(r"^\s*[*_#>\s-]*change\s*[*_]*\s*:\s*(.+?)\s*$", re.I | re.M)
 
@@ -64,10 +66,10 @@ def candidate_source(text: str) -> str:
         if text.count("```") % 2 == 1:
             raise ContractError("the code block is not closed (the answer was cut off?)")
         raise ContractError("the answer has no ```python code block")
-    with_model = [b for b in blocks if "ModelNew" in b]
-    if not with_model:
+    defining = [b for b in blocks if _DEFINES_MODEL_NEW.search(b)]
+    if not defining:
         raise ContractError("the code block does not define class ModelNew")
-    return with_model[-1].strip("\n") + "\n"
+    return defining[-1].strip("\n") + "\n"
 
 
 def description(text: str) -> str:
