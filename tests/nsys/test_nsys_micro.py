@@ -91,8 +91,8 @@ def test_allocator_churn(tmp_path):
     assert f.severity == "high"  # 240 us of malloc/free in a 500 us call
     assert f.evidence["malloc_calls_per_forward"] == 1 and f.evidence["free_calls_per_forward"] == 1
     # reserved memory grows and shrinks once per call; the very first event of the trace
-    # has no predecessor to compare with, so the first call shows one change
-    assert f.evidence["reserved_changes_per_forward"] == pytest.approx(5 / 3)
+    # has no predecessor to compare with, so the first call shows one change;
+    assert f.evidence["reserved_changes_per_forward"] == 2  # median over the calls
 
 
 def test_allocator_churn_from_allocator_events_alone(tmp_path):

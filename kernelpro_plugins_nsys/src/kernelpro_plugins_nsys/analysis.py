@@ -16,8 +16,8 @@ Method, for each forward window (the host-side range of one recorded call):
 - synchronisations, copies and allocator calls are counted from the CUDA API calls and the
   device copies, allocator events from Kineto's ``[memory]`` events in the window.
 
-Per-forward values are averaged over the recorded forwards (the driver records 3 after
-3 warm-up calls). All times in microseconds, sizes in bytes.
+Per-call values are medians over the recorded forwards (the driver records 3 after 3
+warm-up calls), see :meth:`SystemTimeline.per_call`. All times in microseconds, sizes in bytes.
 """
 
 from __future__ import annotations
@@ -120,16 +120,17 @@ class SystemTimeline:
     trace_path: str | None = None
     meta: dict[str, Any] = attrs.field(factory=dict)
 
-    def mean(self, field: str) -> float:
-        """Mean of a ForwardStats field over the recorded forwards (0.0 with none)."""
+    def per_call(self, field: str) -> float:
+        """A ForwardStats field for a typical call: the median over the recorded forwards
+        (robust to one call disturbed by the profiler starting); 0.0 with none."""
         if not self.forwards:
             return 0.0
-        return statistics.fmean(float(getattr(f, field)) for f in self.forwards)
+        return float(statistics.median(float(getattr(f, field)) for f in self.forwards))
 
     @property
     def gpu_busy_share(self) -> float:
-        span = self.mean("span_us")
-        return self.mean("gpu_busy_us") / span if span > 0 else 0.0
+        span = self.per_call("span_us")
+        return self.per_call("gpu_busy_us") / span if span > 0 else 0.0
 
     @property
     def gpu_idle_share(self) -> float:
@@ -140,11 +141,11 @@ class SystemTimeline:
             return f"{self.source}: no forward calls found"
         return (
             f"{self.source} {self.device}: {len(self.forwards)} forwards ({self.window_kind}), "
-            f"span {self.mean('span_us'):.1f} us, host {self.mean('host_us'):.1f} us, "
-            f"GPU busy {self.mean('gpu_busy_us'):.1f} us ({100 * self.gpu_busy_share:.1f}%), "
-            f"{self.mean('kernels'):.0f} kernels / {self.mean('launches'):.0f} launches, "
-            f"{self.mean('syncs'):.1f} syncs, {self.mean('htod_copies') + self.mean('dtoh_copies'):.1f} "
-            f"host-device copies, {self.mean('malloc_calls') + self.mean('free_calls'):.1f} malloc/free calls"
+            f"span {self.per_call('span_us'):.1f} us, host {self.per_call('host_us'):.1f} us, "
+            f"GPU busy {self.per_call('gpu_busy_us'):.1f} us ({100 * self.gpu_busy_share:.1f}%), "
+            f"{self.per_call('kernels'):.0f} kernels / {self.per_call('launches'):.0f} launches, "
+            f"{self.per_call('syncs'):.1f} syncs, {self.per_call('htod_copies') + self.per_call('dtoh_copies'):.1f} "
+            f"host-device copies, {self.per_call('malloc_calls') + self.per_call('free_calls'):.1f} malloc/free calls"
         )
 
 

@@ -100,15 +100,15 @@ class LaunchBound(SystemMicroProfiler):
         tl = _payload(profile)
         if tl is None or tl.device != "cuda":
             return []
-        launches = tl.mean("launches")
-        kernels = tl.mean("kernels")
-        median_us = tl.mean("median_kernel_us")
+        launches = tl.per_call("launches")
+        kernels = tl.per_call("kernels")
+        median_us = tl.per_call("median_kernel_us")
         idle = tl.gpu_idle_share
         if launches < MANY_LAUNCHES or median_us > SHORT_KERNEL_US or idle < LAUNCH_IDLE_SHARE:
             return []
-        span = tl.mean("span_us")
-        busy = tl.mean("gpu_busy_us")
-        host_per_launch = tl.mean("host_us") / launches
+        span = tl.per_call("span_us")
+        busy = tl.per_call("gpu_busy_us")
+        host_per_launch = tl.per_call("host_us") / launches
         return [self.finding(
             severity="high" if idle >= 0.6 else "medium",
             title="Launch-bound forward: many short kernels, GPU idle between them",
@@ -149,7 +149,7 @@ class HostSync(SystemMicroProfiler):
         tl = _payload(profile)
         if tl is None or tl.device != "cuda":
             return []
-        syncs = tl.mean("syncs")
+        syncs = tl.per_call("syncs")
         if syncs < 1:  # at least one per call on average
             return []
         sites: dict[str, int] = {}
@@ -158,9 +158,9 @@ class HostSync(SystemMicroProfiler):
                 sites[site] = sites.get(site, 0) + n
         n_fw = len(tl.forwards)
         where = ", ".join(f"{s} x{n / n_fw:g}" for s, n in sorted(sites.items(), key=lambda x: -x[1]))
-        span = tl.mean("span_us")
-        blocked = tl.mean("sync_us")
-        bubble = tl.mean("sync_bubble_us")
+        span = tl.per_call("span_us")
+        blocked = tl.per_call("sync_us")
+        bubble = tl.per_call("sync_bubble_us")
         return [self.finding(
             severity="high" if (bubble + blocked) / span >= 0.2 or syncs >= 3 else "medium",
             title="Host-device synchronisation inside forward",
@@ -198,12 +198,12 @@ class HostDeviceCopies(SystemMicroProfiler):
         tl = _payload(profile)
         if tl is None or tl.device != "cuda":
             return []
-        htod, dtoh = tl.mean("htod_copies"), tl.mean("dtoh_copies")
+        htod, dtoh = tl.per_call("htod_copies"), tl.per_call("dtoh_copies")
         if htod + dtoh < 1:
             return []
-        htod_b, dtoh_b = tl.mean("htod_bytes"), tl.mean("dtoh_bytes")
-        copy_us = tl.mean("htod_us") + tl.mean("dtoh_us")
-        span = tl.mean("span_us")
+        htod_b, dtoh_b = tl.per_call("htod_bytes"), tl.per_call("dtoh_bytes")
+        copy_us = tl.per_call("htod_us") + tl.per_call("dtoh_us")
+        span = tl.per_call("span_us")
         share = copy_us / span if span > 0 else 0.0
         return [self.finding(
             severity="medium" if share >= 0.05 or htod + dtoh >= 2 else "low",
@@ -242,13 +242,13 @@ class AllocatorChurn(SystemMicroProfiler):
         tl = _payload(profile)
         if tl is None or tl.device != "cuda":
             return []
-        mallocs, frees = tl.mean("malloc_calls"), tl.mean("free_calls")
-        reserved = tl.mean("reserved_changes")
-        events = tl.mean("alloc_events")
-        kernels = max(1.0, tl.mean("kernels"))
-        api_us = tl.mean("alloc_api_us")
-        span = tl.mean("span_us")
-        alloc_bytes = tl.mean("alloc_bytes")
+        mallocs, frees = tl.per_call("malloc_calls"), tl.per_call("free_calls")
+        reserved = tl.per_call("reserved_changes")
+        events = tl.per_call("alloc_events")
+        kernels = max(1.0, tl.per_call("kernels"))
+        api_us = tl.per_call("alloc_api_us")
+        span = tl.per_call("span_us")
+        alloc_bytes = tl.per_call("alloc_bytes")
         driver_churn = mallocs + frees >= 1 or reserved >= 1
         event_churn = events >= CHURN_EVENTS_MIN and events >= CHURN_EVENTS_PER_KERNEL * kernels
         if not (driver_churn or event_churn):
@@ -285,7 +285,7 @@ class AllocatorChurn(SystemMicroProfiler):
                 "reserved_changes_per_forward": reserved,
                 "alloc_events_per_forward": events,
                 "alloc_bytes_per_forward": alloc_bytes,
-                "kernels_per_forward": tl.mean("kernels"),
+                "kernels_per_forward": tl.per_call("kernels"),
             },
         )]
 
@@ -301,10 +301,10 @@ class CpuOverhead(SystemMicroProfiler):
         tl = _payload(profile)
         if tl is None:
             return []
-        host = tl.mean("host_us")
-        span = tl.mean("span_us")
-        python = tl.mean("python_us")
-        host_only = tl.mean("host_only_op_us") if tl.device == "cuda" else 0.0
+        host = tl.per_call("host_us")
+        span = tl.per_call("span_us")
+        python = tl.per_call("python_us")
+        host_only = tl.per_call("host_only_op_us") if tl.device == "cuda" else 0.0
         overhead = python + host_only
         if host <= 0 or span <= 0:
             return []
@@ -321,7 +321,7 @@ class CpuOverhead(SystemMicroProfiler):
         top = ", ".join(f"{n} {us:.0f} us" for n, us in sorted(top_ops.items(), key=lambda x: -x[1])[:3])
         if tl.device == "cuda":
             gpu_part = (
-                f"the GPU is busy {tl.mean('gpu_busy_us'):.1f} us ({100 * busy_share:.1f}%) of "
+                f"the GPU is busy {tl.per_call('gpu_busy_us'):.1f} us ({100 * busy_share:.1f}%) of "
                 f"the {span:.1f} us call"
             )
         else:
@@ -368,8 +368,8 @@ class IdleGaps(SystemMicroProfiler):
         gaps = sorted((g for f in tl.forwards for g in f.gaps), key=lambda g: -g.dur_us)
         if idle < GAP_IDLE_SHARE or not gaps or gaps[0].dur_us < GAP_MIN_US:
             return []
-        span = tl.mean("span_us")
-        idle_us = tl.mean("idle_us")
+        span = tl.per_call("span_us")
+        idle_us = tl.per_call("idle_us")
         listed = "; ".join(
             f"{g.dur_us:.1f} us at +{g.offset_us:.1f} us while the host ran {_short(g.host_context, 50)}"
             + (f", ended by {_short(g.next_activity, 60)}" if g.next_activity else "")
@@ -417,7 +417,7 @@ class KernelTimeShare(SystemMicroProfiler):
             f"{k.mean_us:.1f} us each)"
             for k in top
         )
-        evidence = {"distinct_kernels": float(len(tl.kernels)), "kernel_us_per_forward": tl.mean("kernel_us")}
+        evidence = {"distinct_kernels": float(len(tl.kernels)), "kernel_us_per_forward": tl.per_call("kernel_us")}
         for i, k in enumerate(top[:3], 1):
             evidence[f"top{i}_share"] = k.share
             evidence[f"top{i}_us_per_forward"] = k.total_us / n_fw
@@ -425,7 +425,7 @@ class KernelTimeShare(SystemMicroProfiler):
             severity="info",
             title="Kernel time share",
             message=(
-                f"{len(tl.kernels)} distinct kernels take {tl.mean('kernel_us'):.1f} us per "
+                f"{len(tl.kernels)} distinct kernels take {tl.per_call('kernel_us'):.1f} us per "
                 f"forward. By share: {listed}."
             ),
             action=(
@@ -433,7 +433,7 @@ class KernelTimeShare(SystemMicroProfiler):
                 f"kernel time; profile it at kernel level (ncu) before rewriting the others."
             ),
             # upper bound: the call time saved if this kernel took no time at all
-            estimated_gain=_gain(first.total_us / n_fw, tl.mean("span_us")),
+            estimated_gain=_gain(first.total_us / n_fw, tl.per_call("span_us")),
             kernel=first.name,
             evidence=evidence,
         )]
