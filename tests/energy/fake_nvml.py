@@ -130,3 +130,38 @@ class FakeNvml:
 
     def nvmlDeviceGetPowerUsage(self, handle):
         return int(round(self.device.power_w * 1000.0))
+
+
+class RealTimeDevice(SimDevice):
+    """Constant power over the real ``time.perf_counter`` clock, for the sampler thread:
+    the counter publishes ``power_w * t`` at updates every ``update_period_s``."""
+
+    def __init__(self, power_w=300.0, update_period_s=0.05):
+        super().__init__(busy_power_w=power_w, idle_power_w=power_w, update_period_s=update_period_s,
+                         phase_s=0.0)
+        self.power_w = power_w
+
+    def clock(self) -> float:
+        import time
+
+        return time.perf_counter()
+
+    def energy_at(self, t: float) -> float:
+        return self.power_w * t
+
+    def last_update_time(self) -> float:
+        import time
+
+        now = time.perf_counter()
+        return math.floor(now / self.update_period_s) * self.update_period_s
+
+    def call(self) -> None:
+        import time
+
+        self.calls += 1
+        time.sleep(self.call_s)
+
+    def sleep(self, seconds: float) -> None:
+        import time
+
+        time.sleep(seconds)

@@ -139,14 +139,17 @@ class EnergyMeasurement(Measurement):
         """None when energy can be measured on ``device``; else one line. Also selects the
         device that :meth:`measure` reads."""
         self._device = device
-        self._open()
+        self._ensure_open()
         return self._reason
 
-    def _open(self) -> OpenCounter:
+    def _ensure_open(self) -> None:
         if self._opened_for != self._device:
             self.close()
             self._counter, self._reason = open_counter(self._device, self._nvml)
             self._opened_for = self._device
+
+    def _open(self) -> OpenCounter:
+        self._ensure_open()
         if self._counter is None:
             raise MeasurementError(self._reason or f"{PREFIX}: unknown reason")
         return self._counter

@@ -1,0 +1,160 @@
+"""The measurement loop against a simulated device and counter (tests/energy/fake_nvml.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from fake_nvml import FakeNvml, RealTimeDevice, SimDevice
+from kernelpro.api import MeasurementError
+from kernelpro_plugins_energy import stats
+from kernelpro_plugins_energy.measure import EnergyMeasurement, EnergySettings
+
+
+@pytest.fixture(autouse=True)
+def _no_visible_devices(monkeypatch):
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+
+
+def _meter(device: SimDevice, nvml: FakeNvml | None = None, **settings) -> EnergyMeasurement:
+    settings.setdefault("sample_power", False)
+    meter = EnergyMeasurement(EnergySettings(**settings), nvml=nvml or FakeNvml(device),
+                              clock=device.clock, sleep=device.sleep)
+    assert meter.unavailable_reason("cuda") is None
+    return meter
+
+
+@pytest.mark.parametrize("call_s", [2e-5, 1e-4, 1e-3, 7e-3, 0.05])
+@pytest.mark.parametrize("phase_s", [0.0, 0.013, 0.061, 0.099])
+def test_energy_per_call_matches_the_simulated_truth(call_s, phase_s):
+    device = SimDevice(call_s=call_s, phase_s=phase_s, sync_s=1e-5, read_s=2e-5)
+    out = _meter(device).measure(device.call, device.sync)
+    # alignment to counter updates: error bounded by one chunk in the window, not by a
+    # counter period (a naive before/after read would be off by up to 2 x 0.1 s / 1.5 s)
+    assert out["energy_j_per_call"] == pytest.approx(device.true_energy_j_per_call, rel=0.005)
+    assert out["power_w"] == pytest.approx(device.busy_power_w, rel=0.005)
+    assert out["trials"] == 5
+    assert out["window_s"] >= 1.5
+    assert out["counter_update_hz"] == pytest.approx(10.0, rel=0.05)
+    assert out["counter_updates"] >= 15
+    assert out["time_per_call_ms"] == pytest.approx(call_s * 1000, rel=0.01)
+    assert out["energy_count_resolution"] <= 0.05
+    assert out["energy_cv"] < 0.01
+    assert "idle_power_w" not in out and "power_w_sampled" not in out
+
+
+def test_chunks_and_calls_per_trial_follow_the_call_time():
+    device = SimDevice(call_s=1e-5)
+    out = _meter(device).measure(device.call, device.sync)
+    assert out["chunk_calls"] == 100  # 1 ms chunk target / 10 us per call
+    assert out["calls_per_trial"] == pytest.approx(out["window_s"] / 1e-5, rel=0.01)
+
+
+def test_slow_calls_stretch_the_window_to_the_minimum_number_of_calls():
+    device = SimDevice(call_s=0.2)
+    out = _meter(device, trials=2).measure(device.call, device.sync)
+    assert out["calls_per_trial"] >= 20
+    assert out["window_s"] >= 4.0
+    assert out["energy_j_per_call"] == pytest.approx(device.true_energy_j_per_call, rel=0.05)
+
+
+def test_idle_power_is_measured_and_subtracted():
+    device = SimDevice(call_s=1e-3, busy_power_w=400.0, idle_power_w=60.0)
+    out = _meter(device, subtract_idle=True).measure(device.call, device.sync)
+    assert out["idle_power_w"] == pytest.approx(60.0, rel=0.01)
+    assert out["energy_j_per_call_gross"] == pytest.approx(0.4, rel=0.005)
+    assert out["energy_j_per_call"] == pytest.approx((400.0 - 60.0) * 1e-3, rel=0.01)
+
+
+def test_window_too_short_is_one_line():
+    device = SimDevice(call_s=1e-3)
+    meter = _meter(device, window_s=0.25, min_counter_updates=5)
+    with pytest.raises(MeasurementError) as info:
+        meter.measure(device.call, device.sync)
+    message = str(info.value)
+    assert message.startswith("energy unavailable: window too short: the energy counter changed 3 times in 0.30 s")
+    assert message.endswith("(need >= 5); set measurements.energy.window_s >= 0.5")
+    assert "\n" not in message
+
+
+def test_a_counter_that_never_changes_is_reported():
+    device = SimDevice(call_s=1e-3)
+    meter = _meter(device, nvml=FakeNvml(device, frozen_counter=True))
+    with pytest.raises(MeasurementError) as info:
+        meter.measure(device.call, device.sync)
+    assert str(info.value) == (
+        "energy unavailable: the energy counter of NVIDIA H200 did not change in 2 s of work"
+    )
+
+
+def test_nvml_failing_mid_measurement_is_one_line():
+    device = SimDevice(call_s=1e-3)
+    nvml = FakeNvml(device)
+    meter = _meter(device, nvml=nvml)
+    real_read = nvml.nvmlDeviceGetTotalEnergyConsumption
+
+    def failing(handle):
+        if nvml.reads > 50:
+            raise RuntimeError("GPU is lost\nsecond line")
+        return real_read(handle)
+
+    nvml.nvmlDeviceGetTotalEnergyConsumption = failing
+    with pytest.raises(MeasurementError) as info:
+        meter.measure(device.call, device.sync)
+    assert str(info.value) == "energy measurement failed: RuntimeError: GPU is lost"
+
+
+def test_the_same_meter_measures_reference_then_candidate():
+    device = SimDevice(call_s=1e-3, busy_power_w=400.0)
+    meter = _meter(device, trials=3)
+    ref = meter.measure(device.call, device.sync)
+    device.busy_power_w = 300.0  # the "candidate": same time, less power
+    cand = meter.measure(device.call, device.sync)
+    assert ref["energy_j_per_call"] == pytest.approx(0.4, rel=0.005)
+    assert cand["energy_j_per_call"] == pytest.approx(0.3, rel=0.005)
+
+
+def test_power_samples_cross_check_the_counter():
+    """Real clock: the sampler thread runs while calls sleep 1 ms each."""
+    device = RealTimeDevice(power_w=300.0, update_period_s=0.05)
+    device.call_s = 0.001
+    nvml = FakeNvml(device)
+    meter = EnergyMeasurement(
+        EnergySettings(window_s=0.3, trials=2, min_counter_updates=3, warmup_s=0.05,
+                       sample_interval_s=0.005),
+        nvml=nvml, clock=device.clock, sleep=device.sleep,
+    )
+    assert meter.unavailable_reason("cuda") is None
+    out = meter.measure(device.call, device.sync)
+    assert out["power_w"] == pytest.approx(300.0, rel=0.02)
+    assert out["power_w_sampled"] == pytest.approx(300.0, rel=1e-6)
+    assert out["power_samples"] >= 10
+    assert out["power_sampled_ratio"] == pytest.approx(1.0, rel=0.02)
+    assert out["power_sampled_instant"] == 0.0  # the fake has no field values: the average is used
+
+
+@pytest.mark.parametrize("field,value", [("window_s", 0.0), ("trials", 0), ("min_counter_updates", 0)])
+def test_settings_are_validated(field, value):
+    with pytest.raises(ValueError, match=f"energy.{field} must be"):
+        EnergySettings(**{field: value})
+
+
+def test_settings_structure_through_core_config():
+    from kernelpro.config import ConfigError, structure
+
+    settings = structure({"window_s": 2.0, "trials": 3, "subtract_idle": True}, EnergySettings, "measurement_params.energy")
+    assert settings == EnergySettings(window_s=2.0, trials=3, subtract_idle=True)
+    with pytest.raises(ConfigError):
+        structure({"window_s": -1.0}, EnergySettings, "measurement_params.energy")
+
+
+def test_stats():
+    values = [1.0, 2.0, 4.0, 8.0, 16.0]
+    assert stats.percentile(values, 25) == 2.0
+    assert stats.percentile(values, 90) == pytest.approx(8.0 + 0.6 * 8.0)
+    assert stats.iqr(values) == 6.0
+    assert stats.median(values) == 4.0
+    assert stats.cv([2.0, 2.0]) == 0.0
+    assert stats.cv([1.0, 3.0]) == pytest.approx(2 ** 0.5 / 2)
+    energy, seconds = stats.integrate_power_w([(0.0, 100.0), (1.0, 300.0), (3.0, 300.0)])
+    assert (energy, seconds) == (200.0 + 600.0, 3.0)
+    assert stats.integrate_power_w([(0.0, 1.0)]) is None
