@@ -204,24 +204,47 @@ class _Locator:
         return None
 
 
+class _Index:
+    """Sorted views of a timeline so that each window is a slice, not a full scan."""
+
+    def __init__(self, timeline: Timeline) -> None:
+        self.timeline = timeline
+        self.ops = [o for o in timeline.host_ops if o.kind == "op"]  # sorted by start
+        self.op_starts = [o.start_us for o in self.ops]
+        self.calls = list(timeline.runtime)
+        self.call_starts = [c.start_us for c in self.calls]
+        self.by_corr: dict[int, list[GpuActivity]] = defaultdict(list)
+        self.uncorrelated: list[GpuActivity] = []
+        for a in timeline.gpu:
+            if a.correlation is None:
+                self.uncorrelated.append(a)
+            else:
+                self.by_corr[a.correlation].append(a)
+        self.uncorrelated_starts = [a.start_us for a in self.uncorrelated]
+        dev = "cuda" if timeline.has_gpu else "cpu"
+        self.allocs = [a for a in timeline.allocs if a.device == dev]
+        self.alloc_ts = [a.ts_us for a in self.allocs]
+
+    @staticmethod
+    def between(items: list, starts: list[float], lo: float, hi: float) -> list:
+        return items[bisect.bisect_left(starts, lo):bisect.bisect_right(starts, hi)]
+
+
 def forward_stats(
-    timeline: Timeline, window: ForwardWindow, next_start: float | None, tid: Any
+    index: _Index, window: ForwardWindow, next_start: float | None, tid: Any
 ) -> tuple[ForwardStats, list[GpuActivity]]:
     """Statistics of one forward window; also returns its device activities."""
     w0, w1 = window.start_us, window.end_us
-    inside = lambda s, e: s >= w0 - EPS_US and e <= w1 + EPS_US  # noqa: E731
+    lo, hi = w0 - EPS_US, w1 + EPS_US
 
-    ops = [o for o in timeline.host_ops if o.kind == "op" and o.tid == tid and inside(o.start_us, o.end_us)]
+    ops = [o for o in index.between(index.ops, index.op_starts, lo, hi) if o.tid == tid and o.end_us <= hi]
     tops = top_level(ops)
     locator = _Locator(tops)
-    calls = [c for c in timeline.runtime if c.tid == tid and inside(c.start_us, c.end_us)]
-    corr = {c.correlation for c in calls if c.correlation is not None}
+    calls = [c for c in index.between(index.calls, index.call_starts, lo, hi) if c.tid == tid and c.end_us <= hi]
+    acts = [a for c in calls if c.correlation is not None for a in index.by_corr.get(c.correlation, ())]
     limit = next_start if next_start is not None else float("inf")
-    acts = [
-        a for a in timeline.gpu
-        if (a.correlation in corr)
-        or (a.correlation is None and w0 - EPS_US <= a.start_us < limit)
-    ]
+    acts += [a for a in index.between(index.uncorrelated, index.uncorrelated_starts, lo, limit) if a.start_us < limit]
+    acts.sort(key=lambda a: a.start_us)
 
     span_end = max([w1] + [a.end_us for a in acts])
     busy = merge((a.start_us, a.end_us) for a in acts)
@@ -279,21 +302,20 @@ def forward_stats(
     alloc_calls = [c for c in calls if c.name in ALLOC_APIS]
     malloc_calls = [c for c in alloc_calls if "Free" not in c.name and "Release" not in c.name
                     and "Unmap" not in c.name]
-    dev = "cuda" if timeline.has_gpu else "cpu"
-    dev_allocs = [a for a in timeline.allocs if a.device == dev]
-    prev_reserved = None
     reserved_changes = alloc_n = free_n = alloc_bytes = 0
-    for a in dev_allocs:
-        in_window = w0 - EPS_US <= a.ts_us <= w1 + EPS_US
-        if in_window:
-            if a.bytes > 0:
-                alloc_n += 1
-                alloc_bytes += a.bytes
-            elif a.bytes < 0:
-                free_n += 1
-            if prev_reserved is not None and a.total_reserved is not None and a.total_reserved != prev_reserved:
-                reserved_changes += 1
+    first = bisect.bisect_left(index.alloc_ts, lo)
+    # reserved memory before the window: the last event before it that reports it
+    prev_reserved = next((a.total_reserved for a in reversed(index.allocs[max(0, first - 64):first])
+                          if a.total_reserved is not None), None)
+    for a in index.between(index.allocs, index.alloc_ts, lo, hi):
+        if a.bytes > 0:
+            alloc_n += 1
+            alloc_bytes += a.bytes
+        elif a.bytes < 0:
+            free_n += 1
         if a.total_reserved is not None:
+            if prev_reserved is not None and a.total_reserved != prev_reserved:
+                reserved_changes += 1
             prev_reserved = a.total_reserved
 
     ops_union = _length(merge((o.start_us, o.end_us) for o in tops))
@@ -364,13 +386,14 @@ def kernel_shares(acts: list[GpuActivity]) -> tuple[KernelShare, ...]:
 def analyze(timeline: Timeline) -> SystemTimeline:
     """Per-forward statistics and kernel shares of a timeline."""
     main_tid = _main_tid(timeline)
+    index = _Index(timeline)
     forwards: list[ForwardStats] = []
     all_acts: list[GpuActivity] = []
     windows = list(timeline.windows)
     for i, window in enumerate(windows):
         next_start = windows[i + 1].start_us if i + 1 < len(windows) else None
         tid = window.tid if window.tid is not None else main_tid
-        stats, acts = forward_stats(timeline, window, next_start, tid)
+        stats, acts = forward_stats(index, window, next_start, tid)
         forwards.append(stats)
         all_acts += acts
     meta_keys = ("gpu_name", "arch", "torch", "device", "iters", "warmup", "problem", "candidate", "mode")
