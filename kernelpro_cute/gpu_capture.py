@@ -1,17 +1,24 @@
 """GPU evidence for kernelpro_cute (run on the H200 from the repository root).
 
-What it does, in order, each step recorded even when a later one fails:
-1. Builds the CuTe WGMMA candidate (examples/gemm_bf16_wgmma.py) with load_inline and
-   ``kernelpro_cute.build_flags()`` in a fresh extensions directory; records the wall time.
-2. Correctness against torch.matmul on fresh random bf16 inputs (3 seeds at 4096^3 plus
-   two smaller shapes, one with fewer K tiles than pipeline stages): relative error
-   ||C - C_ref||_F / ||C_ref||_F, computed in fp32, and the max abs error.
-3. Timing against torch.matmul: CUDA events around each call, 20 warm-up calls then 50
-   timed calls each, interleaved; median and IQR in ms; TFLOP/s = 2*M*N*K / median.
-4. ``cuobjdump -sass`` of the built .so: HGMMA / UTMALDG / SYNCS instruction counts.
-5. ``kernelpro eval`` and ``kernelpro analyze`` on the candidate when this kernelpro has
-   them.
-Everything goes to $OUT/cute.tar.gz (summary.json, sass.txt excerpt, logs).
+Two CuTe candidates: ``examples/gemm_bf16_wgmma.py`` (the evidence candidate: 128x128
+tile, TMA + WGMMA, 2 warpgroups) and ``examples/gemm_bf16_wgmma_ws.py`` (warp-specialized
+128x256 tile, 3 warpgroups). Steps, each recorded even when a later one fails:
+
+1. Build both with load_inline and ``kernelpro_cute.build_flags()`` in a fresh extensions
+   directory, in parallel threads (nvcc runs in subprocesses); wall time of each build
+   (concurrent builds share the CPU, so these are upper bounds of a lone build).
+2. Per candidate, in a child process with a time limit (a deadlocked kernel cannot hang
+   the capture): correctness against torch.matmul on fresh random bf16 inputs (3 seeds at
+   4096^3 plus two smaller shapes, one with fewer K tiles than pipeline stages), relative
+   error ||C - C_ref||_F / ||C_ref||_F in fp32 and max abs error; then timing at 4096^3
+   against torch.matmul: CUDA events around each call, 20 warm-up calls then 50 timed
+   calls each, interleaved; median and IQR in ms; TFLOP/s = 2*M*N*K / median.
+3. ``cuobjdump -sass`` of each built .so: HGMMA / UTMALDG / SYNCS ... instruction counts.
+4. ``kernelpro eval`` of the evidence candidate (started first, in the background, so its
+   build overlaps ours; waited for before any of our GPU work) and ``kernelpro analyze``
+   of its .so, when this kernelpro has those commands.
+
+Everything goes to $OUT/cute.tar.gz (summary.json, SASS excerpts, tool outputs, logs).
 """
 
 from __future__ import annotations
@@ -31,10 +38,17 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 PROBLEM = HERE / "examples" / "gemm_bf16_problem.py"
 CANDIDATE = HERE / "examples" / "gemm_bf16_wgmma.py"
+CANDIDATES = {
+    "cute_wgmma": CANDIDATE,
+    "cute_wgmma_ws": HERE / "examples" / "gemm_bf16_wgmma_ws.py",
+}
 # a result within this relative Frobenius error of torch.matmul counts as correct: bf16
-# output rounding alone is ~2^-9 = 2e-3 relative per element; fp32 accumulation order
-# differences are far smaller
+# output rounding alone gives ~2^-9 = 2e-3 relative per element; differences in fp32
+# accumulation order are far smaller; a wrong tile or layout gives O(1)
 REL_ERR_LIMIT = 1e-2
+#: seconds a candidate's correctness + timing child may take (the build is cached by then)
+CHILD_TIMEOUT_S = 90
+EVAL_TIMEOUT_S = 200
 
 
 def _log(msg: str) -> None:
@@ -48,28 +62,49 @@ def _kernelpro_cmd() -> list[str]:
     return [sys.executable, "-c", "import sys; from kernelpro.cli import main; sys.exit(main())"]
 
 
-def _load_candidate():
+def _load_candidate(name: str, path: Path):
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("kp_cute_candidate", CANDIDATE)
+    spec = importlib.util.spec_from_file_location(f"kp_{name}_candidate", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-def step_build(work: Path, summary: dict):
-    os.environ["TORCH_EXTENSIONS_DIR"] = str(work / "torch_extensions")
+# --- 1. build ------------------------------------------------------------------------------
+
+
+def step_build(summary: dict) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
     import kernelpro_cute
 
     summary["corpus"] = str(kernelpro_cute.locate().root)
     summary["build_flags"] = kernelpro_cute.build_flags()
-    cand = _load_candidate()
-    t0 = time.perf_counter()
-    ext = cand._extension()
-    summary["build_s"] = round(time.perf_counter() - t0, 1)
-    summary["so_path"] = ext.__file__
-    _log(f"built {ext.__file__} in {summary['build_s']} s")
-    return cand
+
+    def build(item):
+        name, path = item
+        module = _load_candidate(name, path)
+        t0 = time.perf_counter()
+        ext = module._extension()
+        return ext.__file__, round(time.perf_counter() - t0, 1)
+
+    summary["builds"] = {}
+    with ThreadPoolExecutor(max_workers=len(CANDIDATES)) as pool:
+        futures = {name: pool.submit(build, item) for name, item in zip(CANDIDATES, CANDIDATES.items())}
+        for name, fut in futures.items():
+            try:
+                so, secs = fut.result()
+            except Exception as exc:
+                msg = f"{type(exc).__name__}: {str(exc)[-4000:]}"
+                summary["builds"][name] = {"error": msg}
+                _log(f"build {name} failed: {msg}")
+                continue
+            summary["builds"][name] = {"so_path": so, "build_s": secs}
+            _log(f"built {name}: {so} in {secs} s")
+
+
+# --- 2. correctness and timing (child process) -------------------------------------------
 
 
 def _rel_err(out, ref) -> tuple[float, float]:
@@ -80,13 +115,20 @@ def _rel_err(out, ref) -> tuple[float, float]:
     return rel, diff.abs().max().item()
 
 
-def step_correctness(cand, summary: dict) -> None:
+def child_main(name: str, result_path: Path) -> int:
+    """Correctness then timing of one candidate; writes JSON to ``result_path`` as it goes."""
     import torch
 
+    result: dict = {"gpu_name": torch.cuda.get_device_name()}
+
+    def save() -> None:
+        result_path.write_text(json.dumps(result, indent=2))
+
+    cand = _load_candidate(name, CANDIDATES[name])
     model = cand.ModelNew().cuda()
     checks = []
     shapes = [(4096, 4096, 4096, s) for s in (1, 2, 3)] + [
-        (256, 384, 192, 4),  # 3 K tiles: fewer than the 4 pipeline stages
+        (256, 512, 192, 4),  # 3 K tiles: fewer than the 4 pipeline stages
         (1024, 512, 2048, 5),
     ]
     for M, N, K, seed in shapes:
@@ -101,69 +143,104 @@ def step_correctness(cand, summary: dict) -> None:
         checks.append({"M": M, "N": N, "K": K, "seed": seed, "rel_err": rel,
                        "max_abs_err": max_abs, "ref_abs_max": ref.float().abs().max().item(),
                        "passed": ok})
-        _log(f"correctness {M}x{N}x{K} seed {seed}: rel {rel:.3e} max_abs {max_abs:.3e} -> {'ok' if ok else 'FAIL'}")
+        _log(f"correctness {name} {M}x{N}x{K} seed {seed}: rel {rel:.3e} max_abs {max_abs:.3e} -> {'ok' if ok else 'FAIL'}")
+        result["checks"] = checks
+        save()
     try:
-        model(torch.zeros(100, 64, device="cuda", dtype=torch.bfloat16),
-              torch.zeros(64, 128, device="cuda", dtype=torch.bfloat16))
-        summary["bad_shape_rejected"] = False
+        model(torch.ones(100, 64, device="cuda", dtype=torch.bfloat16),
+              torch.ones(64, 128, device="cuda", dtype=torch.bfloat16))
+        result["bad_shape_rejected"] = False
     except ValueError as exc:
-        summary["bad_shape_rejected"] = str(exc)
-    summary["correctness"] = checks
-    summary["correct"] = all(c["passed"] for c in checks)
+        result["bad_shape_rejected"] = str(exc)
+    result["passed"] = all(c["passed"] for c in checks)
+    save()
+    if not result["passed"]:
+        return 1
 
-
-def step_timing(cand, summary: dict) -> None:
-    import torch
-
-    model = cand.ModelNew().cuda()
     M = N = K = 4096
     A = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
     B = torch.randn(K, N, device="cuda", dtype=torch.bfloat16)
-    fns = {"cute_wgmma": lambda: model(A, B), "torch_matmul": lambda: torch.matmul(A, B)}
+    fns = {name: lambda: model(A, B), "torch_matmul": lambda: torch.matmul(A, B)}
     for _ in range(20):
         for fn in fns.values():
             fn()
     torch.cuda.synchronize()
-    times = {k: [] for k in fns}
+    times: dict[str, list[float]] = {k: [] for k in fns}
     for _ in range(50):
-        for name, fn in fns.items():
+        for key, fn in fns.items():
             start = torch.cuda.Event(enable_timing=True)
             end = torch.cuda.Event(enable_timing=True)
             start.record()
             fn()
             end.record()
             end.synchronize()
-            times[name].append(start.elapsed_time(end))
-    result = {}
-    for name, ts in times.items():
+            times[key].append(start.elapsed_time(end))
+    timing = {}
+    for key, ts in times.items():
         ts = sorted(ts)
         med = ts[len(ts) // 2]
-        iqr = ts[(3 * len(ts)) // 4] - ts[len(ts) // 4]
-        result[name] = {"median_ms": med, "iqr_ms": iqr, "n": len(ts),
-                        "tflops": 2 * M * N * K / (med * 1e-3) / 1e12}
-        _log(f"timing {name}: median {med:.4f} ms, IQR {iqr:.4f} ms, {result[name]['tflops']:.0f} TFLOP/s")
-    result["speedup_vs_torch"] = result["torch_matmul"]["median_ms"] / result["cute_wgmma"]["median_ms"]
-    summary["timing_4096"] = result
-    summary["gpu_name"] = torch.cuda.get_device_name()
+        timing[key] = {"median_ms": med, "iqr_ms": ts[(3 * len(ts)) // 4] - ts[len(ts) // 4],
+                       "n": len(ts), "tflops": 2 * M * N * K / (med * 1e-3) / 1e12}
+        _log(f"timing {key}: median {med:.4f} ms, {timing[key]['tflops']:.0f} TFLOP/s")
+    timing[name]["speedup_vs_torch"] = timing["torch_matmul"]["median_ms"] / timing[name]["median_ms"]
+    result["timing_4096"] = timing
+    save()
+    return 0
+
+
+def step_run_children(summary: dict, out_dir: Path) -> None:
+    summary["runs"] = {}
+    for name, build in summary.get("builds", {}).items():
+        if "so_path" not in build:
+            continue
+        result_path = out_dir / f"run_{name}.json"
+        t0 = time.perf_counter()
+        try:
+            proc = subprocess.run(
+                [sys.executable, __file__, "--child", name, str(result_path)],
+                capture_output=True, text=True, timeout=CHILD_TIMEOUT_S, env=os.environ.copy())
+            rc, log = proc.returncode, proc.stdout + proc.stderr
+        except subprocess.TimeoutExpired as exc:
+            rc = "timeout"
+            log = ((exc.stdout or b"").decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")) + \
+                  ((exc.stderr or b"").decode(errors="replace") if isinstance(exc.stderr, bytes) else (exc.stderr or ""))
+        (out_dir / f"run_{name}.log").write_text(log)
+        run = json.loads(result_path.read_text()) if result_path.exists() else {}
+        run["rc"] = rc
+        run["wall_s"] = round(time.perf_counter() - t0, 1)
+        summary["runs"][name] = run
+        _log(f"run {name}: rc {rc}, passed {run.get('passed')}, {run['wall_s']} s")
+        if rc != 0:
+            _log(log[-3000:])
+    summary["correct"] = bool(summary["runs"].get("cute_wgmma", {}).get("passed"))
+
+
+# --- 3. SASS -------------------------------------------------------------------------------
 
 
 def step_sass(summary: dict, out_dir: Path) -> None:
     exe = shutil.which("cuobjdump")
     if exe is None:
-        summary["sass"] = "cuobjdump not on PATH"
+        summary["sass_counts"] = "cuobjdump not on PATH"
         return
-    proc = subprocess.run([exe, "-sass", summary["so_path"]], capture_output=True, text=True,
-                          timeout=120)
-    text = proc.stdout
-    counts = {}
-    for op in ("HGMMA", "UTMALDG", "SYNCS", "WARPGROUP", "LDS", "STG", "BAR"):
-        counts[op] = len(re.findall(rf"\b{op}[\.\s]", text))
-    summary["sass_counts"] = counts
-    summary["sass_rc"] = proc.returncode
-    keep = [line for line in text.splitlines()
-            if re.search(r"Function|HGMMA|UTMALDG|SYNCS|WARPGROUP|\.target|arch", line)]
-    (out_dir / "sass_excerpt.txt").write_text("\n".join(keep[:4000]) + "\n")
-    _log(f"sass: {counts}")
+    summary["sass_counts"] = {}
+    for name, build in summary.get("builds", {}).items():
+        if "so_path" not in build:
+            continue
+        proc = subprocess.run([exe, "-sass", build["so_path"]], capture_output=True, text=True,
+                              timeout=120)
+        text = proc.stdout
+        counts: dict = {"rc": proc.returncode}
+        for op in ("HGMMA", "UTMALDG", "SYNCS", "WARPGROUP", "USETMAXREG", "STG", "BAR"):
+            counts[op] = len(re.findall(rf"\b{op}[\.\s]", text))
+        summary["sass_counts"][name] = counts
+        keep = [line for line in text.splitlines()
+                if re.search(r"Function|HGMMA|UTMALDG|SYNCS|WARPGROUP|USETMAXREG|\.target|arch", line)]
+        (out_dir / f"sass_excerpt_{name}.txt").write_text("\n".join(keep[:4000]) + "\n")
+        _log(f"sass {name}: {counts}")
+
+
+# --- 4. kernelpro commands -------------------------------------------------------------------
 
 
 def _run_tool(args: list[str], out_file: Path, timeout_s: int) -> dict:
@@ -177,64 +254,107 @@ def _run_tool(args: list[str], out_file: Path, timeout_s: int) -> dict:
     return {"cmd": args, "rc": proc.returncode, "wall_s": round(time.perf_counter() - t0, 1)}
 
 
-def step_kernelpro(summary: dict, out_dir: Path) -> None:
+def start_eval(summary: dict, out_dir: Path):
+    """Start ``kernelpro eval`` of the evidence candidate in the background (its own
+    build overlaps ours); None when this kernelpro has no eval command."""
     kp = _kernelpro_cmd()
     help_eval = subprocess.run(kp + ["eval", "--help"], capture_output=True, text=True)
     if help_eval.returncode != 0:
-        summary["kernelpro_eval"] = "kernelpro eval not available: " + (help_eval.stderr.strip().splitlines() or [""])[-1]
-    else:
-        summary["kernelpro_eval"] = _run_tool(
-            kp + ["eval", str(PROBLEM), str(CANDIDATE), "--device", "cuda", "--json"],
-            out_dir / "kernelpro_eval.json", timeout_s=150)
-        _log(f"kernelpro eval: {summary['kernelpro_eval']}")
+        last = (help_eval.stderr.strip().splitlines() or [""])[-1]
+        summary["kernelpro_eval"] = f"kernelpro eval not available: {last}"
+        return None
+    args = kp + ["eval", str(PROBLEM), str(CANDIDATE), "--device", "cuda", "--json"]
+    summary["kernelpro_eval"] = {"cmd": args}
+    out = open(out_dir / "kernelpro_eval.json", "w")
+    err = open(out_dir / "kernelpro_eval.stderr.txt", "w")
+    proc = subprocess.Popen(args, stdout=out, stderr=err, text=True)
+    return proc, time.perf_counter(), out, err
+
+
+def finish_eval(handle, summary: dict) -> None:
+    """Wait for the eval started by :func:`start_eval` (killed after EVAL_TIMEOUT_S)."""
+    if handle is None:
+        return
+    proc, t0, out, err = handle
+    remaining = max(1.0, EVAL_TIMEOUT_S - (time.perf_counter() - t0))
+    try:
+        rc = proc.wait(timeout=remaining)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        rc = "timeout"
+    out.close()
+    err.close()
+    summary["kernelpro_eval"].update(rc=rc, wall_s=round(time.perf_counter() - t0, 1))
+    _log(f"kernelpro eval: rc {rc} in {summary['kernelpro_eval']['wall_s']} s")
+
+
+def step_analyze(summary: dict, out_dir: Path) -> None:
+    kp = _kernelpro_cmd()
+    so = summary.get("builds", {}).get("cute_wgmma", {}).get("so_path")
     help_an = subprocess.run(kp + ["analyze", "--help"], capture_output=True, text=True)
-    if help_an.returncode == 0 and summary.get("so_path"):
+    if help_an.returncode == 0 and so:
         summary["kernelpro_analyze"] = _run_tool(
-            kp + ["analyze", summary["so_path"]], out_dir / "kernelpro_analyze.txt", timeout_s=60)
+            kp + ["analyze", so], out_dir / "kernelpro_analyze.txt", timeout_s=60)
         _log(f"kernelpro analyze: {summary['kernelpro_analyze']}")
+
+
+# --- driver --------------------------------------------------------------------------------
 
 
 def main() -> int:
     out_root = Path(os.environ.get("OUT", "."))
     out_dir = Path(tempfile.mkdtemp(prefix="cute_out_"))
     work = Path(tempfile.mkdtemp(prefix="kp_cute_build_"))
+    os.environ["TORCH_EXTENSIONS_DIR"] = str(work / "torch_extensions")
     summary: dict = {"started_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())}
-    cand = None
-    for name, step in (("build", lambda: step_build(work, summary)),
-                       ("correctness", lambda: step_correctness(cand, summary)),
-                       ("timing", lambda: step_timing(cand, summary)),
+    t_start = time.perf_counter()
+    eval_handle = None
+    try:
+        eval_handle = start_eval(summary, out_dir)
+    except Exception as exc:
+        summary.setdefault("errors", {})["eval_start"] = f"{type(exc).__name__}: {exc}"
+    for name, step in (("build", lambda: step_build(summary)),
+                       ("eval", lambda: finish_eval(eval_handle, summary)),  # GPU free after
+                       ("runs", lambda: step_run_children(summary, out_dir)),
                        ("sass", lambda: step_sass(summary, out_dir)),
-                       ("kernelpro", lambda: step_kernelpro(summary, out_dir))):
-        if name in ("correctness", "timing", "sass") and cand is None:
+                       ("analyze", lambda: step_analyze(summary, out_dir))):
+        if name in ("runs", "sass") and not any("so_path" in b for b in summary.get("builds", {}).values()):
             summary.setdefault("skipped", []).append(name)
             continue
         try:
-            value = step()
-            if name == "build":
-                cand = value
+            step()
         except Exception as exc:  # record and keep going: every step's evidence matters
-            summary.setdefault("errors", {})[name] = f"{type(exc).__name__}: {exc}"
+            summary.setdefault("errors", {})[name] = f"{type(exc).__name__}: {str(exc)[:3000]}"
             (out_dir / f"error_{name}.txt").write_text(traceback.format_exc())
-            _log(f"step {name} failed: {type(exc).__name__}: {str(exc)[:2000]}")
+            _log(f"step {name} failed: {type(exc).__name__}: {str(exc)[:3000]}")
+    summary["wall_s"] = round(time.perf_counter() - t_start, 1)
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
     out_root.mkdir(parents=True, exist_ok=True)
     with tarfile.open(out_root / "cute.tar.gz", "w:gz") as tar:
         for f in sorted(out_dir.iterdir()):
             tar.add(f, arcname=f.name)
-    # short table
+
     _log("\n=== kernelpro_cute GPU capture ===")
-    _log(f"gpu            {summary.get('gpu_name')}")
-    _log(f"build_s        {summary.get('build_s')}")
-    _log(f"correct        {summary.get('correct')}")
-    t = summary.get("timing_4096", {})
-    if t:
-        _log(f"cute  ms       {t['cute_wgmma']['median_ms']:.4f}  ({t['cute_wgmma']['tflops']:.0f} TFLOP/s)")
-        _log(f"torch ms       {t['torch_matmul']['median_ms']:.4f}  ({t['torch_matmul']['tflops']:.0f} TFLOP/s)")
-        _log(f"speedup        {t['speedup_vs_torch']:.3f}")
-    _log(f"sass           {summary.get('sass_counts')}")
+    for name, build in summary.get("builds", {}).items():
+        run = summary.get("runs", {}).get(name, {})
+        timing = run.get("timing_4096", {})
+        line = f"{name:<14} build {build.get('build_s', 'FAILED')!s:>6} s  correct {run.get('passed')!s:<5}"
+        if name in timing:
+            t, ref = timing[name], timing["torch_matmul"]
+            line += (f"  {t['median_ms']:.4f} ms {t['tflops']:.0f} TFLOP/s  torch {ref['median_ms']:.4f} ms"
+                     f" {ref['tflops']:.0f} TFLOP/s  x{t['speedup_vs_torch']:.3f}")
+        sass = summary.get("sass_counts", {})
+        if isinstance(sass, dict) and name in sass:
+            line += f"  HGMMA {sass[name].get('HGMMA')} UTMALDG {sass[name].get('UTMALDG')}"
+        _log(line)
+    _log(f"kernelpro eval {summary.get('kernelpro_eval')}")
     _log(f"errors         {summary.get('errors', {})}")
+    _log(f"wall           {summary['wall_s']} s")
     return 0 if summary.get("correct") else 1
 
 
 if __name__ == "__main__":
+    if len(sys.argv) == 4 and sys.argv[1] == "--child":
+        sys.exit(child_main(sys.argv[2], Path(sys.argv[3])))
     sys.exit(main())
