@@ -189,7 +189,9 @@ def disassemble(path: Path, preferred_arch: str | None = None, timeout_s: float 
         res = usage.get(k.mangled)
         from_log = log_usage.get(k.mangled)
         resources = (res.merged(from_log) if res else from_log)
-        warnings = tuple(m.text for m in messages if m.kernel == k.mangled)
+        # an unnamed diagnostic belongs to the kernel only when the file has just one
+        warnings = tuple(m.text for m in messages if m.kernel == k.mangled
+                         or (m.kernel is None and len(raw) == 1))
         kernels.append(SassKernel(name=names.get(k.mangled, k.mangled), mangled=k.mangled,
                                   arch=k.arch, instructions=k.instructions, loops=k.loops,
                                   resources=resources, warnings=warnings, source_file=str(path)))

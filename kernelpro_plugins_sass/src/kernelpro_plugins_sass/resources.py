@@ -108,14 +108,17 @@ _BARRIERS = re.compile(r"used (\d+) barriers")
 _SMEM = re.compile(r"(\d+) bytes smem")
 _CMEM0 = re.compile(r"(\d+) bytes cmem\[0\]")
 _CODE = re.compile(r"\((C\d{4})\)")
-_IN_FUNCTION = re.compile(r"in the function '([^']+)'")
+_IN_FUNCTION = re.compile(r"in (?:the )?function '([^']+)'")
 
 
 def parse_ptxas_log(text: str) -> tuple[dict[str, ResourceUsage], tuple[CompilerMessage, ...]]:
     """Parse ptxas' verbose output (as printed through nvcc, Triton or torch's ninja build).
 
     Returns per-kernel usage keyed by mangled name, and the diagnostics: every ``warning``
-    line and every ``info`` line that carries a ``(Cnnnn)`` advisory code.
+    line and every ``info`` line that carries a ``(Cnnnn)`` advisory code. A diagnostic's
+    kernel is the one it names ("in [the] function 'X'"); ptxas prints advisories before the
+    "Compiling entry function" line of their kernel, so the surrounding context is no guide
+    and unnamed diagnostics keep ``kernel=None``.
     """
     values: dict[str, dict[str, int]] = {}
     messages: list[CompilerMessage] = []
@@ -155,7 +158,7 @@ def parse_ptxas_log(text: str) -> tuple[dict[str, ResourceUsage], tuple[Compiler
             named = _IN_FUNCTION.search(line)
             messages.append(CompilerMessage(
                 text=line, code=code.group(1) if code else None,
-                kernel=named.group(1) if named else current,
+                kernel=named.group(1) if named else None,
                 severity="warning" if is_warning else "info"))
     usage = {name: ResourceUsage(**fields, source="ptxas -v") for name, fields in values.items()
              if fields}
