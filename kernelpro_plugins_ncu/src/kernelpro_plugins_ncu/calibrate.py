@@ -1,0 +1,211 @@
+"""``kernelpro calibrate``: measured ceilings of the GPU in hand, cached per device name.
+
+Method (torch, CUDA events, warm-up first, median of repetitions, random data, never
+zeros, since some GPUs move or multiply zeros faster):
+
+* device-copy bandwidth: ``dst.copy_(src)`` of a 1 GiB random buffer; bandwidth counts the
+  bytes read plus the bytes written (2 x size / time), in GB/s (1e9 bytes).
+* matrix throughput: ``a @ b`` of random n x n matrices (n = 8192) in bf16, fp16, tf32,
+  fp32 (TF32 off) and fp64; 2 n^3 FLOPs per product, in TFLOP/s.
+
+The result is written to ``$XDG_CACHE_HOME/kernelpro/calibration/<device-name>.json``
+(``~/.cache`` when XDG_CACHE_HOME is unset). :func:`resolve_gpu_spec` then returns the
+registered datasheet spec with these ceilings in place and ``source="calibrated"``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import re
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from kernelpro.records import GpuSpec
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "kernelpro" / "calibration"
+
+
+def cache_path(device_name: str) -> Path:
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", device_name.strip()).strip("_") or "gpu"
+    return cache_dir() / f"{safe}.json"
+
+
+def load_calibration(device_name: str) -> dict[str, Any] | None:
+    path = cache_path(device_name)
+    if not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _time_ms(torch, fn, reps: int, warmup: int) -> float:
+    """Median milliseconds of ``fn`` over ``reps`` calls, timed with CUDA events."""
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times)
+
+
+def _copy_ms(torch, dev, nbytes: int, reps: int, warmup: int) -> float:
+    src = torch.rand(nbytes // 4, device=dev, dtype=torch.float32) + 0.5  # random, no zeros
+    dst = torch.empty_like(src)
+    return _time_ms(torch, lambda: dst.copy_(src), reps, warmup)
+
+
+_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "tf32": "float32", "fp32": "float32", "fp64": "float64"}
+
+
+def _matmul_ms(torch, dev, name: str, size: int, reps: int, warmup: int) -> float:
+    dtype = getattr(torch, _DTYPES[name])
+    a = torch.randn(size, size, device=dev, dtype=dtype)
+    b = torch.randn(size, size, device=dev, dtype=dtype)
+    return _time_ms(torch, lambda: torch.matmul(a, b), reps, warmup)
+
+
+def measure(device: str = "cuda", copy_bytes: int = 1 << 30, matmul_n: int = 8192,
+            reps: int = 10, warmup: int = 3, dtypes: tuple[str, ...] = (
+                "bf16", "fp16", "tf32", "fp32", "fp64")) -> dict[str, Any]:
+    """Measure the ceilings of ``device``; returns the cache record (see module doc)."""
+    import torch
+
+    if not torch.cuda.is_available():
+        raise RuntimeError("no CUDA device: calibration measures a GPU")
+    dev = torch.device(device)
+    props = torch.cuda.get_device_properties(dev)
+    result: dict[str, Any] = {
+        "device_name": props.name,
+        "arch": f"sm_{props.major}{props.minor}",
+        "sm_count": props.multi_processor_count,
+        "l2_bytes": int(getattr(props, "L2_cache_size", 0) or 0),
+        "memory_bytes": int(props.total_memory),
+        "measured_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "torch": torch.__version__,
+        "method": f"CUDA events, {warmup} warm-up, median of {reps}, random data; copy "
+                  f"{copy_bytes} B counting read+write; matmul n={matmul_n}, 2n^3 FLOPs",
+    }
+    with torch.cuda.device(dev):
+        ms = _copy_ms(torch, dev, copy_bytes, reps, warmup)
+        result["copy_ms"] = ms
+        result["dram_bandwidth_gbs"] = 2 * copy_bytes / (ms * 1e-3) / 1e9
+        old_tf32 = torch.backends.cuda.matmul.allow_tf32
+        try:
+            for name in dtypes:
+                torch.backends.cuda.matmul.allow_tf32 = name == "tf32"
+                size = matmul_n if name not in ("fp32", "fp64") else matmul_n // 2
+                ms = _matmul_ms(torch, dev, name, size, reps, warmup)
+                result[f"{name}_matmul_ms"] = ms
+                result[f"{name}_matmul_n"] = size
+                result[f"{name}_tflops"] = 2 * size**3 / (ms * 1e-3) / 1e12
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = old_tf32
+    return result
+
+
+def save_calibration(record: dict[str, Any]) -> Path:
+    path = cache_path(record["device_name"])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=1, sort_keys=True))
+    return path
+
+
+def table_spec(device_name: str, specs: tuple[GpuSpec, ...] | None = None) -> GpuSpec | None:
+    """The registered spec whose ``match`` substrings occur in the device name."""
+    if specs is None:
+        from kernelpro.gpus import SPECS
+
+        specs = SPECS
+    lowered = device_name.lower()
+    for spec in specs:
+        if any(m.lower() in lowered for m in spec.match):
+            return spec
+    return None
+
+
+def calibrated_spec(device_name: str, arch: str, record: dict[str, Any],
+                    base: GpuSpec | None) -> GpuSpec:
+    """``base`` with measured ceilings in place (or a spec built from the record alone)."""
+    measured = {
+        "dram_bandwidth_gbs": record.get("dram_bandwidth_gbs"),
+        "bf16_tflops": record.get("bf16_tflops"),
+        "fp16_tflops": record.get("fp16_tflops"),
+        "tf32_tflops": record.get("tf32_tflops"),
+        "fp32_tflops": record.get("fp32_tflops"),
+        "fp64_tflops": record.get("fp64_tflops"),
+    }
+    measured = {k: float(v) for k, v in measured.items() if isinstance(v, (int, float)) and v > 0}
+    if base is not None:
+        return attrs.evolve(base, source="calibrated", **measured)
+    needed = ("dram_bandwidth_gbs", "bf16_tflops", "fp16_tflops", "tf32_tflops", "fp32_tflops",
+              "fp64_tflops")
+    if not all(k in measured for k in needed):
+        raise ValueError(f"calibration of {device_name} lacks {', '.join(k for k in needed if k not in measured)}")
+    return GpuSpec(name=device_name, match=(device_name.lower(),), arch=record.get("arch") or arch,
+                   sm_count=int(record.get("sm_count") or 0), l2_bytes=int(record.get("l2_bytes") or 0),
+                   smem_per_sm_bytes=0, source="calibrated", **measured)
+
+
+def resolve_gpu_spec(device_name: str, arch: str) -> GpuSpec | None:
+    """Calibrated ceilings for ``device_name`` when a calibration is cached, else None."""
+    record = load_calibration(device_name)
+    if record is None:
+        return None
+    try:
+        return calibrated_spec(device_name, arch, record, table_spec(device_name))
+    except ValueError:
+        return None
+
+
+def register_command(cli) -> None:
+    """Add ``kernelpro calibrate`` to the click group ``cli``."""
+    import click
+
+    @cli.command("calibrate")
+    @click.option("--device", default="cuda", show_default=True, help="CUDA device to measure")
+    @click.option("--reps", default=10, show_default=True, help="timed repetitions per measurement")
+    @click.option("--json", "as_json", is_flag=True, help="print the record as JSON")
+    def calibrate(device: str, reps: int, as_json: bool) -> None:
+        """Measure copy bandwidth and matrix throughput of the GPU and cache them."""
+        try:
+            import torch
+        except ImportError:
+            click.echo("calibrate needs PyTorch with CUDA: pip install torch", err=True)
+            sys.exit(2)
+        if not torch.cuda.is_available():
+            click.echo("calibrate needs a CUDA GPU and none is visible (torch.cuda.is_available() "
+                       "is False); run it on the machine that will be profiled", err=True)
+            sys.exit(2)
+        try:
+            record = measure(device=device, reps=reps)
+        except RuntimeError as exc:  # CUDA errors: one line
+            click.echo(f"calibration failed: {str(exc).strip().splitlines()[0]}", err=True)
+            sys.exit(1)
+        path = save_calibration(record)
+        if as_json:
+            click.echo(json.dumps(record, indent=1, sort_keys=True))
+            return
+        click.echo(f"{record['device_name']} ({record['arch']}): copy "
+                   f"{record['dram_bandwidth_gbs']:.0f} GB/s, bf16 {record.get('bf16_tflops', 0):.0f}, "
+                   f"fp16 {record.get('fp16_tflops', 0):.0f}, tf32 {record.get('tf32_tflops', 0):.0f}, "
+                   f"fp32 {record.get('fp32_tflops', 0):.1f}, fp64 {record.get('fp64_tflops', 0):.1f} TFLOP/s")
+        click.echo(f"cached in {path}")

@@ -1,0 +1,294 @@
+"""``NcuCollector``: runs a candidate's forward under Nsight Compute.
+
+The command is ``ncu --clock-control none --profile-from-start off --target-processes all
+... python -m kernelpro_plugins_ncu.forward_io ... <kernelpro.evaluate.forward arguments>``:
+clocks are never locked, and only the kernels launched inside the forward driver's
+``cudaProfilerStart``/``Stop`` range are profiled (the candidate's own kernels, after
+warm-up; not the reference, not an L2 flush). Every kernel launched there is profiled;
+consumers weight them by duration.
+
+Stage 1 collects the Speed Of Light, Launch Statistics and Occupancy sections plus DRAM
+bytes, FLOP counts and tensor-pipe activity. Stage 2 collects only the metrics asked for
+(the gated micro-profilers' union) and, optionally, the Source Counters section with
+source import for per-line attribution. The report is exported to a ``.ncu-rep`` in the
+target's workdir, with a JSON sidecar (command, wall time, forward I/O bytes).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import ClassVar, Sequence
+
+import attrs
+
+from kernelpro.api import Collector, CollectorError, ProfileTarget
+from kernelpro.evaluate import forward
+from kernelpro.records import ProfileData
+
+from kernelpro_plugins_ncu import metrics as M
+from kernelpro_plugins_ncu import report as R
+
+_FIXES = (
+    (re.compile(r"ERR_NVGPUCTRPERM"),
+     "ncu may not read the GPU performance counters (ERR_NVGPUCTRPERM): run as root, or load "
+     "the nvidia driver with NVreg_RestrictProfilingToAdminUsers=0 "
+     "(https://developer.nvidia.com/ERR_NVGPUCTRPERM); continuing with timing only"),
+    (re.compile(r"LibraryNotLoaded"),
+     "ncu cannot load its profiling library here (LibraryNotLoaded): this runtime (for example "
+     "a gVisor sandbox) gives no access to hardware counters; profile on a host or VM with "
+     "direct GPU access; continuing with timing only"),
+    (re.compile(r"(?i)profiling is not supported on this device|device.*not supported"),
+     "ncu does not support this GPU (too old or unsupported by this Nsight Compute version): "
+     "install a newer Nsight Compute; continuing with timing only"),
+    (re.compile(r"(?i)no cuda-capable device|CUDA driver version is insufficient"),
+     "ncu found no usable CUDA device or driver: check nvidia-smi; continuing with timing only"),
+)
+_UNKNOWN_METRIC = re.compile(
+    r"(?:Failed to find metric|(?:Invalid|Unknown) metric(?: name)?)[:\s]+(?:regex:)?['\"]?([A-Za-z0-9_.]+)")
+_NO_KERNELS = re.compile(r"No kernels were profiled")
+
+# metric families that ``ncu --query-metrics`` lists; others (launch__, device__, ...) are
+# kept without checking
+_QUERIED_PREFIXES = ("sm__", "smsp__", "l1tex__", "lts__", "dram__", "gpu__", "gpc__",
+                     "tpc__", "fbpa__", "idc__", "pcie__", "nvlrx__", "nvltx__")
+
+
+def find_ncu(configured: str | None = None) -> str | None:
+    """The ncu executable: the configured path, PATH, or the usual install places."""
+    if configured:
+        return configured if Path(configured).exists() or shutil.which(configured) else None
+    found = shutil.which("ncu")
+    if found:
+        return found
+    for pattern in ("/usr/local/cuda/bin/ncu", "/opt/nvidia/nsight-compute/*/ncu",
+                    "/usr/local/NVIDIA-Nsight-Compute*/ncu"):
+        hits = sorted(Path("/").glob(pattern.lstrip("/")))
+        if hits:
+            return str(hits[-1])
+    return None
+
+
+def diagnose(output: str) -> str | None:
+    """One line with the fix when ncu's output shows it cannot profile here at all."""
+    for pattern, line in _FIXES:
+        if pattern.search(output):
+            return line
+    return None
+
+
+@attrs.frozen
+class NcuSettings:
+    ncu_path: str | None = None  # default: PATH, then /usr/local/cuda/bin, /opt/nvidia/...
+    timeout_s: float = 600.0  # per ncu invocation
+    warmup: int = 3  # forward calls before the profiled one (compilation, autotuning)
+    kernel_filter: str | None = None  # regex on kernel names (ncu --kernel-name regex:...)
+    max_kernels: int = 256  # ncu --launch-count: bounds the replay time of large forwards
+    source_lines: bool = True  # stage 2: Source Counters section with --import-source yes
+    cache_control: str = "all"  # flush caches between replay passes (ncu default)
+    export_csv: bool = False  # also write <report>.raw.csv next to the .ncu-rep
+    filter_metrics: bool = True  # drop names ncu --query-metrics does not list
+    record_io_bytes: bool = True  # record the forward's input/parameter/output bytes
+
+
+class NcuCollector(Collector):
+    """Nsight Compute, kernel level: stage 1 (roofline inputs) and stage 2 (asked metrics)."""
+
+    name = "ncu"
+    level = "kernel"
+    Settings = NcuSettings
+    description = "Nsight Compute counters of the candidate's own kernels (clocks unlocked)"
+
+    #: reasons found by an earlier run that make ncu unusable on this machine, per ncu path
+    _known_unavailable: ClassVar[dict[str, str]] = {}
+    _metric_catalogue: ClassVar[dict[str, frozenset[str]]] = {}
+    #: metric names ncu rejected earlier in this process, per ncu path
+    _rejected: ClassVar[dict[str, set[str]]] = {}
+
+    def __init__(self, settings: NcuSettings | None = None) -> None:
+        super().__init__(settings)
+        self._stage1: dict[str, list] = {}
+
+    # --- availability -----------------------------------------------------------------------
+
+    def unavailable_reason(self, target: ProfileTarget) -> str | None:
+        if not str(target.device).startswith("cuda"):
+            return f"ncu profiles CUDA devices only, and the device is {target.device!r}; timing only"
+        ncu = find_ncu(self.settings.ncu_path)
+        if ncu is None:
+            return ("ncu (Nsight Compute) not found: install Nsight Compute (it comes with the "
+                    "CUDA toolkit) and put ncu on PATH or set ncu_path; continuing with timing only")
+        return self._known_unavailable.get(ncu)
+
+    # --- command ------------------------------------------------------------------------------
+
+    def metric_catalogue(self, ncu: str) -> frozenset[str]:
+        """Base metric names ``ncu --query-metrics`` lists for the device in hand (cached per
+        process); empty when the query fails."""
+        if ncu in self._metric_catalogue:
+            return self._metric_catalogue[ncu]
+        names: set[str] = set()
+        try:
+            proc = subprocess.run([ncu, "--query-metrics"], capture_output=True, text=True,
+                                  timeout=60)
+            for line in proc.stdout.splitlines():
+                m = re.match(r"^([a-z0-9]+__[A-Za-z0-9_]+)\s", line)
+                if m:
+                    names.add(m.group(1))
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        catalogue = frozenset(names) if len(names) > 200 else frozenset()
+        self._metric_catalogue[ncu] = catalogue
+        return catalogue
+
+    def select_metrics(self, ncu: str, wanted: Sequence[str]) -> tuple[list[str], list[str]]:
+        """Split ``wanted`` into (kept, dropped) by the device's metric catalogue."""
+        wanted = M.unique(wanted)
+        if not self.settings.filter_metrics:
+            return wanted, []
+        catalogue = self.metric_catalogue(ncu)
+        rejected = self._rejected.get(ncu, set())
+        kept, dropped = [], [m for m in wanted if m in rejected]
+        wanted = [m for m in wanted if m not in rejected]
+        for name in wanted:
+            base = M.base_name(name)
+            if catalogue and base.startswith(_QUERIED_PREFIXES) and base not in catalogue:
+                dropped.append(name)
+            else:
+                kept.append(name)
+        return kept, dropped
+
+    def forward_argv(self, target: ProfileTarget, io_json: Path | None) -> list[str]:
+        argv = forward.command(target.problem_path, target.candidate_path, device=target.device,
+                               warmup=self.settings.warmup, iters=1, python=target.python)
+        if io_json is not None:
+            i = argv.index("kernelpro.evaluate.forward")
+            argv[i] = "kernelpro_plugins_ncu.forward_io"
+            argv[i + 1:i + 1] = ["--io-json", str(io_json)]
+        return argv
+
+    def ncu_argv(self, ncu: str, stage: int, metric_names: Sequence[str], report: Path) -> list[str]:
+        argv = [ncu, "--clock-control", "none", "--profile-from-start", "off",
+                "--target-processes", "all", "--cache-control", self.settings.cache_control,
+                "--launch-count", str(self.settings.max_kernels), "--print-units", "base",
+                "-f", "--export", str(report)]
+        if self.settings.kernel_filter:
+            argv += ["--kernel-name", f"regex:{self.settings.kernel_filter}"]
+        if stage == 1:
+            for section in M.STAGE1_SECTIONS:
+                argv += ["--section", section]
+        elif self.settings.source_lines:
+            argv += ["--section", "SourceCounters", "--import-source", "yes"]
+        if metric_names:
+            argv += ["--metrics", ",".join(metric_names)]
+        return argv
+
+    # --- running ------------------------------------------------------------------------------
+
+    def _run(self, argv: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                env=env, cwd=str(cwd), start_new_session=True)
+        try:
+            out, _ = proc.communicate(timeout=self.settings.timeout_s)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            proc.communicate()
+            raise CollectorError(
+                f"ncu did not finish within {self.settings.timeout_s:.0f} s (raise the ncu "
+                "collector's timeout_s or narrow kernel_filter/max_kernels)")
+        return subprocess.CompletedProcess(argv, proc.returncode, out, "")
+
+    def _env(self, target: ProfileTarget) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update({k: str(v) for k, v in target.env.items()})
+        # the profiled python must import this package and core, installed or not
+        here = str(Path(__file__).resolve().parents[1])
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (here, env.get("PYTHONPATH", "")) if p)
+        return env
+
+    def collect(self, target: ProfileTarget, stage: int, metrics: Sequence[str] = ()) -> ProfileData:
+        reason = self.unavailable_reason(target)
+        if reason:
+            raise CollectorError(reason)
+        ncu = find_ncu(self.settings.ncu_path)
+        assert ncu is not None
+        workdir = Path(target.workdir)
+        workdir.mkdir(parents=True, exist_ok=True)
+        report = workdir / f"ncu_stage{stage}.ncu-rep"
+        io_json = workdir / "forward_io.json" if self.settings.record_io_bytes else None
+        wanted = list(M.STAGE1_METRICS) if stage == 1 else [*M.STAGE2_BASE_METRICS, *metrics]
+        kept, dropped = self.select_metrics(ncu, wanted)
+        env = self._env(target)
+        notes = [f"ncu does not know these metrics here, skipped: {', '.join(dropped)}"] if dropped else []
+
+        started = time.perf_counter()
+        for _attempt in range(4):
+            argv = self.ncu_argv(ncu, stage, kept, report) + self.forward_argv(target, io_json)
+            proc = self._run(argv, env, workdir)
+            output = proc.stdout or ""
+            unknown = [m for m in _UNKNOWN_METRIC.findall(output) if m in kept]
+            if proc.returncode != 0 and unknown:
+                kept = [m for m in kept if m not in unknown]
+                self._rejected.setdefault(ncu, set()).update(unknown)
+                notes.append(f"ncu rejected these metrics, skipped: {', '.join(unknown)}")
+                continue
+            break
+        wall_s = time.perf_counter() - started
+        (workdir / f"ncu_stage{stage}.log").write_text(output)
+
+        fatal = diagnose(output)
+        if fatal:
+            self._known_unavailable[ncu] = fatal
+            raise CollectorError(fatal)
+        if _NO_KERNELS.search(output) or (proc.returncode == 0 and not report.exists()):
+            return R.profile_data([], {"stage": stage, "wall_s": wall_s}, notes + [
+                "ncu profiled no kernel: nothing ran on the GPU inside the profiled range"])
+        if proc.returncode != 0 or not report.exists():
+            raise CollectorError(_failure_line(output, proc.returncode))
+
+        kernels, payload = R.read_report(report, ncu)
+        io = {}
+        if io_json is not None and io_json.exists():
+            try:
+                io = json.loads(io_json.read_text())
+            except ValueError:
+                io = {}
+        sidecar = {"stage": stage, "wall_s": wall_s, "command": argv, "io": io,
+                   "metrics_requested": kept, "metrics_dropped": dropped}
+        report.with_suffix(".json").write_text(json.dumps(sidecar, indent=1))
+        if self.settings.export_csv:
+            try:
+                csv_text = R.ncu_import_csv(report, ncu, "raw")
+                report.with_suffix(".raw.csv").write_text(csv_text)
+            except CollectorError as exc:
+                notes.append(str(exc))
+        key = str(target.candidate_path)
+        if stage == 1:
+            self._stage1[key] = kernels
+        elif key in self._stage1:
+            kernels = R.merge_kernels(self._stage1[key], kernels)
+        payload.update({"stage": stage, "wall_s": wall_s, "report": str(report), "io": io})
+        return R.profile_data(kernels, payload, notes)
+
+
+def _failure_line(output: str, returncode: int) -> str:
+    """The most telling line of a failed ncu run."""
+    lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
+    for ln in reversed(lines):
+        if ln.startswith("forward failed:"):
+            return f"the profiled forward failed: {ln[len('forward failed:'):].strip()[:200]}"
+    for ln in lines:
+        if "==ERROR==" in ln:
+            return f"ncu failed: {ln.replace('==ERROR==', '').strip()[:200]}"
+    tail = lines[-1][:200] if lines else "no output"
+    return f"ncu exited with status {returncode}: {tail}"
+

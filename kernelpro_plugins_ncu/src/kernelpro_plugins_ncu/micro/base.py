@@ -1,0 +1,122 @@
+"""Shared machinery of the kernel-level micro-profilers.
+
+A micro-profiler looks at each profiled kernel that takes a meaningful share of the
+forward's time, decides whether its problem is present, and returns a
+:class:`kernelpro.records.Finding` with the numbers, the action, an estimated gain (the
+fraction of the *forward's* time it could save: kernel time share x fraction of that
+kernel's time the problem costs) and the source lines the report attributes to it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Mapping
+
+from kernelpro.api import MicroProfiler, ProfileContext
+from kernelpro.records import Bottleneck, Finding, KernelProfile, ProfileData
+
+from kernelpro_plugins_ncu import metrics as M
+
+# severity from estimated gain (fraction of forward time): >=20% high, >=5% medium
+HIGH_GAIN = 0.20
+MEDIUM_GAIN = 0.05
+
+
+def severity_for(gain: float) -> str:
+    if gain >= HIGH_GAIN:
+        return "high"
+    if gain >= MEDIUM_GAIN:
+        return "medium"
+    return "low"
+
+
+def short_name(kernel: str, width: int = 60) -> str:
+    """Kernel name without its parameter list, shortened."""
+    name = kernel.split("(", 1)[0].strip()
+    if name.startswith("void "):
+        name = name[5:]
+    return name if len(name) <= width else name[: width - 3] + "..."
+
+
+def clip(x: float, lo: float = 0.0, hi: float = 1.0) -> float:
+    return max(lo, min(hi, x))
+
+
+class KernelMicroProfiler(MicroProfiler):
+    """Per-kernel micro-profiler: subclasses implement :meth:`check`."""
+
+    level = "kernel"
+    title: ClassVar[str] = ""
+    #: kernels below this share of the profiled time are not examined
+    min_time_share: ClassVar[float] = 0.02
+    #: instanced Source Counters metrics whose hot lines this profiler names
+    source_metrics: ClassVar[tuple[str, ...]] = ()
+    #: at most this many findings (the largest gains) per profile
+    max_findings: ClassVar[int] = 3
+
+    def analyze(self, profile: ProfileData, bottleneck: Bottleneck | None,
+                context: ProfileContext) -> list[Finding]:
+        if profile.level != "kernel" or not profile.kernels:
+            return []
+        kernels = list(profile.kernels)
+        durations = [float(k.duration_ns or 0.0) for k in kernels]
+        total = sum(durations)
+        findings = []
+        for index, kernel in enumerate(kernels):
+            share = durations[index] / total if total > 0 else 1.0 / len(kernels)
+            if share < self.min_time_share:
+                continue
+            finding = self.check(kernel, share, index, profile, bottleneck, context)
+            if finding is not None:
+                findings.append(finding)
+        findings.sort(key=lambda f: -(f.estimated_gain or 0.0))
+        return findings[: self.max_findings]
+
+    def check(self, kernel: KernelProfile, share: float, index: int, profile: ProfileData,
+              bottleneck: Bottleneck | None, context: ProfileContext) -> Finding | None:
+        raise NotImplementedError
+
+    # --- helpers -----------------------------------------------------------------------------
+
+    def source_lines(self, profile: ProfileData, index: int, kernel: KernelProfile) -> tuple[str, ...]:
+        """Hot source lines for this profiler's metrics (Source Counters), best effort."""
+        payload = profile.payload if isinstance(profile.payload, dict) else {}
+        spots_all = payload.get("source_hotspots") or []
+        if index < len(spots_all):
+            spots = spots_all[index] or {}
+            for metric in self.source_metrics:
+                if spots.get(metric):
+                    return tuple(f"{loc} ({metric}: {value:.0f})" for loc, value in spots[metric][:3])
+        return ()
+
+    def finding(self, kernel: KernelProfile, share: float, index: int, profile: ProfileData,
+                gain: float, message: str, action: str, evidence: Mapping[str, float],
+                severity: str | None = None, title: str | None = None) -> Finding:
+        gain = round(clip(gain), 4)
+        ev = {k: float(v) for k, v in evidence.items() if v is not None}
+        ev["kernel_time_share"] = round(share, 4)
+        who = short_name(kernel.name)
+        share_txt = f" ({share:.0%} of the profiled time)" if share < 0.995 else ""
+        return Finding(
+            tool=self.name, severity=severity or severity_for(gain), title=title or self.title,
+            message=f"{who}{share_txt}: {message}", action=action, estimated_gain=gain,
+            level="kernel", kernel=kernel.name, evidence=ev,
+            source_lines=self.source_lines(profile, index, kernel))
+
+
+def io_bytes(profile: ProfileData) -> dict[str, float]:
+    """The forward's input, parameter and output bytes recorded by the collector."""
+    payload = profile.payload if isinstance(profile.payload, dict) else {}
+    io = payload.get("io") or {}
+    return {k: float(v) for k, v in io.items() if isinstance(v, (int, float))}
+
+
+def metric(kernel: KernelProfile, name: str) -> float | None:
+    value = kernel.metrics.get(name)
+    return None if value is None else float(value)
+
+
+def payload_of(profile: ProfileData) -> dict[str, Any]:
+    return profile.payload if isinstance(profile.payload, dict) else {}
+
+
+__all__ = ["KernelMicroProfiler", "severity_for", "short_name", "clip", "io_bytes", "metric", "M"]

@@ -1,0 +1,314 @@
+"""Execution-side micro-profilers: warp stalls, issue slots, divergence, tensor cores, FMA
+fusion, and the at-the-roofline verdict."""
+
+from __future__ import annotations
+
+import attrs
+
+from kernelpro.api import ProfileContext
+from kernelpro.records import Bottleneck, Finding, ProfileData
+
+from kernelpro_plugins_ncu.micro.base import M, KernelMicroProfiler, clip, metric
+
+STALL_ADVICE = {
+    "long_scoreboard": ("waiting for global/local memory (L1TEX) results",
+                        "put more independent loads in flight per thread (unroll, load several elements "
+                        "before using them, prefetch the next tile with cp.async/TMA), and keep more warps resident"),
+    "barrier": ("waiting at __syncthreads",
+                "balance the work done between barriers, use fewer block-wide barriers (warp-level "
+                "primitives, double buffering)"),
+    "mio_throttle": ("the memory-input/output queue (shared memory, special functions) is full",
+                     "issue fewer, wider shared-memory accesses, remove bank conflicts"),
+    "short_scoreboard": ("waiting for shared memory or special-function results",
+                         "remove bank conflicts, reuse values from registers instead of re-reading shared memory"),
+    "math_pipe_throttle": ("a math pipe is saturated",
+                           "move work to an idle pipe (tensor cores for matrix work, FMA instead of separate mul/add)"),
+    "lg_throttle": ("the local/global memory queue is full",
+                    "use wider (16-byte) accesses and fewer of them; remove local-memory spills"),
+    "wait": ("fixed-latency dependencies between consecutive instructions",
+             "add instruction-level parallelism: several independent accumulators, unrolled loops"),
+    "tex_throttle": ("the texture/L1 unit is saturated", "use fewer, wider memory instructions"),
+    "branch_resolving": ("waiting for branch targets", "reduce data-dependent branching in hot loops"),
+    "no_instruction": ("instruction fetch misses", "shrink the hot loop's code (less unrolling/inlining)"),
+    "dispatch_stall": ("the dispatcher could not issue", "usually transient; check the pipe mix"),
+    "drain": ("memory stores draining at exit", "usually minor; fewer scattered stores at the end"),
+    "imc_miss": ("constant-cache misses", "use fewer distinct constants per warp, uniform indices"),
+    "membar": ("memory fences", "use fewer or narrower fences (__threadfence_block instead of __threadfence)"),
+    "sleeping": ("warps sleeping (nanosleep/yield)", "remove back-off loops from the hot path"),
+    "misc": ("miscellaneous", "no specific action"),
+    "not_selected": ("eligible but another warp was chosen", "nothing to do: the scheduler has enough warps"),
+}
+
+
+@attrs.frozen
+class WarpStallSettings:
+    # a stall reason worth naming covers at least this share of all stall cycles
+    min_reason_share: float = 0.25
+    # kernels already at this fraction of the roofline are left alone
+    max_roofline_fraction: float = 0.8
+
+
+class WarpStallReasons(KernelMicroProfiler):
+    name = "warp_stalls"
+    title = "Dominant warp-stall reasons"
+    description = "what warps wait for between issued instructions, by reason"
+    Settings = WarpStallSettings
+    applies_to = frozenset({"latency", "memory", "compute"})
+    metrics = (*M.STALL_METRICS, M.ISSUE_ACTIVE_PCT)
+    source_metrics = ("smsp__pcsamp_sample_count",)
+
+    def check(self, kernel, share, index, profile, bottleneck, context):
+        if bottleneck is not None and (bottleneck.roofline_fraction or 0.0) >= self.settings.max_roofline_fraction:
+            return None
+        stalls = {r: metric(kernel, M.stall_metric(r)) for r in M.STALL_REASONS}
+        stalls = {r: v for r, v in stalls.items() if v is not None and r not in ("selected", "not_selected")}
+        total = sum(stalls.values())
+        if total <= 0:
+            return None
+        ranked = sorted(stalls.items(), key=lambda kv: -kv[1])
+        top = [(r, v) for r, v in ranked if v / total >= self.settings.min_reason_share][:2]
+        if not top or top[0][0] == "misc":
+            return None
+        issue = metric(kernel, M.ISSUE_ACTIVE_PCT)
+        parts = [f"{r.replace('_', ' ')} {v:.1f} cycles per issued instruction ({v / total:.0%}; "
+                 f"{STALL_ADVICE.get(r, ('', ''))[0]})" for r, v in top]
+        issue_txt = f" Issue slots are busy {issue:.0f}% of cycles." if issue is not None else ""
+        stall_share = top[0][1] / total
+        gain = share * 0.5 * stall_share * clip(1 - (issue or 0.0) / 100)
+        return self.finding(
+            kernel, share, index, profile, gain,
+            message=(f"warps spend {total:.1f} cycles stalled between issued instructions; dominant: "
+                     + "; ".join(parts) + "." + issue_txt),
+            action="; ".join(f"{r.replace('_', ' ')}: {STALL_ADVICE.get(r, ('', 'no specific action'))[1]}"
+                             for r, _ in top) + ".",
+            evidence={"stall_cycles_per_issue": total, **{f"stall_{r}": v for r, v in ranked[:6]},
+                      "issue_active_pct": issue})
+
+
+@attrs.frozen
+class IssueSlotSettings:
+    # schedulers issuing in fewer than this share of cycles are starved (Nsight Compute's
+    # scheduler rule warns when fewer than one warp is eligible per cycle)
+    max_issue_pct: float = 30.0
+    max_eligible_warps: float = 1.0
+
+
+class IssueSlotUtilization(KernelMicroProfiler):
+    name = "issue_slots"
+    title = "Low issue-slot use"
+    description = "schedulers find no eligible warp in most cycles"
+    Settings = IssueSlotSettings
+    applies_to = frozenset({"latency", "compute"})
+    metrics = (M.ISSUE_ACTIVE_PCT, M.IPC, M.ELIGIBLE_WARPS, M.ACTIVE_WARPS_PER_SCHEDULER)
+
+    def check(self, kernel, share, index, profile, bottleneck, context):
+        issue = metric(kernel, M.ISSUE_ACTIVE_PCT)
+        eligible = metric(kernel, M.ELIGIBLE_WARPS)
+        if issue is None or issue >= self.settings.max_issue_pct:
+            return None
+        if eligible is not None and eligible >= self.settings.max_eligible_warps:
+            return None
+        active = metric(kernel, M.ACTIVE_WARPS_PER_SCHEDULER)
+        ipc = metric(kernel, M.IPC)
+        extra = ", ".join(x for x in (
+            f"{eligible:.2f} eligible" if eligible is not None else "",
+            f"{active:.1f} active warps per scheduler" if active is not None else "",
+            f"IPC {ipc:.2f}" if ipc is not None else "") if x)
+        gain = share * 0.5 * clip(1 - issue / self.settings.max_issue_pct)
+        return self.finding(
+            kernel, share, index, profile, gain,
+            message=(f"the warp schedulers issue an instruction in only {issue:.1f}% of cycles ({extra}): "
+                     f"warps are mostly waiting, not computing."),
+            action=("Raise the number of ready warps: more resident warps (occupancy, more blocks), more "
+                    "independent work per thread (ILP), and shorter dependency chains; see the warp-stall "
+                    "finding for what they wait on."),
+            evidence={"issue_active_pct": issue, "eligible_warps_per_scheduler": eligible,
+                      "active_warps_per_scheduler": active, "ipc": ipc})
+
+
+@attrs.frozen
+class DivergenceSettings:
+    # average active threads per executed warp instruction below this (of 32): Nsight
+    # Compute's thread-divergence guidance flags low warp execution efficiency
+    max_threads_per_inst: float = 24.0
+
+
+class ThreadDivergence(KernelMicroProfiler):
+    name = "thread_divergence"
+    title = "Thread divergence"
+    description = "warp instructions executed with only part of the warp's threads active"
+    Settings = DivergenceSettings
+    applies_to = frozenset({"compute", "latency", "memory"})
+    metrics = (M.THREADS_PER_INST, M.THREADS_PRED_ON_PER_INST, M.BRANCH_TARGETS, M.BRANCH_DIVERGENT)
+    source_metrics = ("smsp__branch_targets_threads_divergent",)
+
+    def check(self, kernel, share, index, profile, bottleneck, context):
+        threads = metric(kernel, M.THREADS_PER_INST)
+        if threads is None or threads >= self.settings.max_threads_per_inst:
+            return None
+        divergent = metric(kernel, M.BRANCH_DIVERGENT)
+        targets = metric(kernel, M.BRANCH_TARGETS)
+        branch_txt = (f"; {divergent:.3g} of {targets:.3g} branch targets diverge"
+                      if divergent is not None and targets else "")
+        efficiency = threads / 32.0
+        gain = share * 0.6 * (1 - efficiency)
+        return self.finding(
+            kernel, share, index, profile, gain,
+            message=(f"on average {threads:.1f} of 32 threads are active per executed warp instruction "
+                     f"({efficiency:.0%} efficiency){branch_txt}: lanes of a warp take different paths "
+                     f"or loop different trip counts, and the warp runs each path in turn."),
+            action=("Make the work uniform within each warp: assign work so all 32 lanes take the same "
+                    "branch (sort or bin items by path/length, map branch choices to whole warps), replace "
+                    "branches with predicated arithmetic, and split long per-lane loops into equal chunks."),
+            evidence={"threads_per_instruction": threads, "warp_efficiency": efficiency,
+                      "divergent_branch_targets": divergent, "branch_targets": targets})
+
+
+@attrs.frozen
+class TensorIdleSettings:
+    # FP32 FLOPs above this share of the kernel's roofline time with no tensor work
+    min_fp32_time_fraction: float = 0.15
+    # operand loads (shared+global, thread-level) per FFMA in this range: GEMM/convolution-like
+    # reuse; elementwise FMA chains load far less often, streaming kernels far more
+    min_loads_per_ffma: float = 1 / 32
+    max_loads_per_ffma: float = 2.0
+    min_fp32_flops: float = 1e8
+
+
+class TensorCoresIdle(KernelMicroProfiler):
+    name = "tensor_cores_idle"
+    title = "Tensor cores idle on matrix-shaped work"
+    description = "scalar FP32 multiply-adds with GEMM-like operand reuse and no tensor-core work"
+    Settings = TensorIdleSettings
+    applies_to = frozenset({"compute", "latency", "memory"})
+    metrics = (M.FFMA, M.FADD, M.FMUL, M.SHARED_LD_INST, M.GLOBAL_LD_INST, M.PIPE_FMA_PCT,
+               M.PIPE_TENSOR_HMMA_PCT, M.PIPE_TENSOR_GMMA_PCT, *[n for v in M.TENSOR_OPS.values() for n in v])
+
+    def check(self, kernel, share, index, profile, bottleneck, context):
+        m = kernel.metrics
+        ffma = M.get(m, M.FFMA)
+        fp32 = M.fp32_flops(m)
+        if fp32 < self.settings.min_fp32_flops or ffma <= 0:
+            return None
+        tensor = sum(M.tensor_ops_by_type(m).values())
+        if tensor > 0.01 * fp32 or M.tensor_pipe_pct(m) > 1.0:
+            return None
+        loads = 32.0 * (M.get(m, M.SHARED_LD_INST) + M.get(m, M.GLOBAL_LD_INST))
+        loads_per_ffma = loads / ffma
+        if not (self.settings.min_loads_per_ffma <= loads_per_ffma <= self.settings.max_loads_per_ffma):
+            return None
+        gpu = context.gpu
+        seconds = (kernel.duration_ns or 0.0) * 1e-9
+        fma_pct = metric(kernel, M.PIPE_FMA_PCT)
+        if gpu is not None and seconds > 0:
+            fp32_fraction = fp32 / (gpu.fp32_tflops * 1e12) / seconds
+            speedup = gpu.tf32_tflops / gpu.fp32_tflops
+        else:
+            fp32_fraction = (fma_pct or 0.0) / 100.0
+            speedup = 7.0  # Hopper/Ampere TF32 tensor vs FP32 FMA peak ratio (495/67, 156/19.5)
+        if fp32_fraction < self.settings.min_fp32_time_fraction and (fma_pct or 0.0) < 100 * self.settings.min_fp32_time_fraction:
+            return None
+        rate = fp32 / seconds / 1e12 if seconds > 0 else None
+        rate_txt = f" at {rate:.1f} TFLOP/s" if rate else ""
+        fma_txt = f", FMA pipe {fma_pct:.0f}% busy" if fma_pct is not None else ""
+        gain = share * clip(max(fp32_fraction, (fma_pct or 0.0) / 100.0)) * (1 - 1 / speedup)
+        return self.finding(
+            kernel, share, index, profile, gain,
+            message=(f"{fp32 / 1e9:.2f} GFLOP of scalar FP32 math{rate_txt}{fma_txt} and no tensor-core "
+                     f"work, with {loads_per_ffma:.2f} operand loads per FFMA (matrix-multiply-like reuse): "
+                     f"tensor cores run this {speedup:.0f}x faster in TF32 and more in bf16/fp16."),
+            action=("Run the contraction on tensor cores: torch.matmul/bmm with TF32 allowed "
+                    "(torch.backends.cuda.matmul.allow_tf32=True) or bf16/fp16 inputs with FP32 accumulation, "
+                    "or mma.sync/wgmma tiles (CUTLASS, Triton tl.dot) in a custom kernel."),
+            evidence={"fp32_flops": fp32, "tensor_ops": tensor, "loads_per_ffma": loads_per_ffma,
+                      "fp32_time_fraction": fp32_fraction, "fma_pipe_pct": fma_pct})
+
+
+@attrs.frozen
+class UnfusedSettings:
+    # separate FMUL+FADD pairs that could be one FFMA, as a share of FP32 instructions
+    min_fusable_share: float = 0.25
+    # FP32 instructions below this share of all executed instructions are not worth it
+    min_fp32_inst_share: float = 0.1
+
+
+class UnfusedFp32(KernelMicroProfiler):
+    name = "unfused_fp32"
+    title = "Unfused FP32 multiply and add"
+    description = "FMUL and FADD executed separately where one FFMA would do"
+    Settings = UnfusedSettings
+    applies_to = frozenset({"compute", "latency"})
+    metrics = (M.FADD, M.FMUL, M.FFMA, M.INST_EXECUTED, M.PIPE_FMA_PCT)
+
+    def check(self, kernel, share, index, profile, bottleneck, context):
+        fadd, fmul, ffma = (M.get(kernel.metrics, n) for n in (M.FADD, M.FMUL, M.FFMA))
+        total = fadd + fmul + ffma
+        if total <= 0:
+            return None
+        pairs = min(fadd, fmul)
+        fusable = pairs / total
+        if fusable < self.settings.min_fusable_share:
+            return None
+        inst = metric(kernel, M.INST_EXECUTED)
+        fp32_share = (total / 32.0) / inst if inst else None
+        if fp32_share is not None and fp32_share < self.settings.min_fp32_inst_share:
+            return None
+        fma_pct = metric(kernel, M.PIPE_FMA_PCT)
+        weight = clip((fma_pct or 50.0) / 100.0, 0.2, 1.0)
+        gain = share * fusable * weight
+        share_txt = f" ({fp32_share:.0%} of executed instructions)" if fp32_share is not None else ""
+        return self.finding(
+            kernel, share, index, profile, gain,
+            message=(f"{fmul:.3g} FMUL and {fadd:.3g} FADD against {ffma:.3g} FFMA thread instructions"
+                     f"{share_txt}: up to {pairs:.3g} multiply/add pairs ({fusable:.0%} of FP32 instructions) "
+                     f"could each be one fused multiply-add."),
+            action=("Let multiplies and adds contract into FFMA: write fmaf(a, b, c) (or a*b+c without "
+                    "__fmul_rn/__fadd_rn), do not compile with -fmad=false, keep the multiply and add in the "
+                    "same expression; in Triton use tl.fma or plain a*b+c."),
+            evidence={"fadd": fadd, "fmul": fmul, "ffma": ffma, "fusable_share": fusable,
+                      "fp32_instruction_share": fp32_share, "fma_pipe_pct": fma_pct})
+
+
+@attrs.frozen
+class AtRooflineSettings:
+    # Nsight Compute calls >80% of peak high utilisation; 0.75 leaves room for the
+    # difference between datasheet/calibrated ceilings and sustained rates
+    min_roofline_fraction: float = 0.75
+
+
+class AtRoofline(KernelMicroProfiler):
+    name = "at_roofline"
+    title = "At the roofline already"
+    description = "the candidate runs near its roofline limit: only fusion or a new algorithm helps"
+    Settings = AtRooflineSettings
+    applies_to = frozenset({"memory", "compute"})
+    metrics = ()
+
+    def analyze(self, profile: ProfileData, bottleneck: Bottleneck | None,
+                context: ProfileContext) -> list[Finding]:
+        if bottleneck is None or bottleneck.roofline_fraction is None:
+            return []
+        f = bottleneck.roofline_fraction
+        if f < self.settings.min_roofline_fraction:
+            return []
+        ev = bottleneck.evidence
+        if bottleneck.kind == "memory":
+            what = (f"DRAM traffic of {ev.get('dram_bytes', 0) / 1e6:.0f} MB at "
+                    f"{ev.get('dram_bandwidth_achieved_gbs', 0):.0f} of {ev.get('dram_bandwidth_peak_gbs', 0):.0f} GB/s")
+            action = ("Tuning this kernel further gains little. Move fewer bytes: fuse it with its producer or "
+                      "consumer, use a smaller data type (bf16/fp8) where accuracy allows, or change the "
+                      "algorithm so data is read once.")
+        else:
+            what = (f"{ev.get('flops', 0) / 1e9:.1f} GFLOP at {ev.get('achieved_tflops', 0):.0f} TFLOP/s "
+                    f"on the {bottleneck.pipe or 'compute'} pipe")
+            action = ("Tuning this kernel further gains little. Do less arithmetic (an algorithm with fewer "
+                      "FLOPs, skipping zero/masked blocks), use a faster type (fp8/bf16 tensor cores) where "
+                      "accuracy allows, or fuse neighbouring element-wise work into it.")
+        return [Finding(
+            tool=self.name, severity="info", title=self.title,
+            message=(f"the candidate runs at {f:.0%} of its roofline ({bottleneck.kind}-bound: {what}); "
+                     f"the remaining headroom is at most {max(0.0, 1 - f):.0%}."),
+            action=action, estimated_gain=round(max(0.0, 1 - f), 4), level="kernel", kernel=None,
+            evidence={"roofline_fraction": f, **{k: v for k, v in ev.items()
+                                                if k in ("dram_bytes", "flops", "achieved_tflops",
+                                                         "dram_bandwidth_achieved_gbs")}})]

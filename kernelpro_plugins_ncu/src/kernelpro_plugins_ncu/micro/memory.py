@@ -1,0 +1,257 @@
+"""Memory-side micro-profilers: coalescing, bank conflicts, local memory, caches, DRAM traffic."""
+
+from __future__ import annotations
+
+import attrs
+
+from kernelpro.api import ProfileContext
+from kernelpro.records import Bottleneck, Finding, KernelProfile, ProfileData
+
+from kernelpro_plugins_ncu.micro.base import M, KernelMicroProfiler, clip, io_bytes, metric, short_name
+
+
+def _mem_factor(kernel: KernelProfile) -> float:
+    """How much of the kernel's time memory traffic plausibly governs (0.3..1), from the
+    busiest memory unit's throughput."""
+    pct = max(kernel.metrics.get(M.MEM_THROUGHPUT_PCT, 0.0), kernel.metrics.get(M.DRAM_THROUGHPUT_PCT, 0.0),
+              kernel.metrics.get(M.L1_THROUGHPUT_PCT, 0.0))
+    return clip(pct / 100.0, 0.3, 1.0)
+
+
+@attrs.frozen
+class UncoalescedSettings:
+    # bytes used per fetched 32-byte sector below this percentage: at least 40% of the
+    # fetched bytes are wasted (Nsight Compute flags excessive sectors at ~10% and up)
+    min_efficiency_pct: float = 60.0
+
+
+class UncoalescedGlobalAccess(KernelMicroProfiler):
+    name = "uncoalesced_global"
+    title = "Uncoalesced global memory access"
+    description = "global loads/stores that use only part of each 32-byte sector they fetch"
+    Settings = UncoalescedSettings
+    applies_to = frozenset({"memory", "latency"})
+    metrics = (M.GLD_BYTES_PER_SECTOR_PCT, M.GST_BYTES_PER_SECTOR_PCT, M.GLD_SECTORS, M.GLD_REQUESTS,
+               M.GST_SECTORS, M.GST_REQUESTS)
+    source_metrics = ("memory_l2_theoretical_sectors_global_excessive",
+                      "derived__memory_l2_theoretical_sectors_global_excessive")
+
+    def check(self, kernel, share, index, profile, bottleneck, context):
+        parts = []
+        waste_sectors = 0.0
+        total_sectors = 0.0
+        ev = {}
+        for op, pct_name, sectors_name, requests_name in (
+                ("loads", M.GLD_BYTES_PER_SECTOR_PCT, M.GLD_SECTORS, M.GLD_REQUESTS),
+                ("stores", M.GST_BYTES_PER_SECTOR_PCT, M.GST_SECTORS, M.GST_REQUESTS)):
+            pct = metric(kernel, pct_name)
+            sectors = metric(kernel, sectors_name) or 0.0
+            requests = metric(kernel, requests_name) or 0.0
+            total_sectors += sectors
+            if pct is None or sectors <= 0:
+                continue
+            ev[f"{op}_bytes_per_sector_pct"] = pct
+            ev[f"{op}_sectors"] = sectors
+            if requests > 0:
+                ev[f"{op}_sectors_per_request"] = sectors / requests
+            if pct < self.settings.min_efficiency_pct:
+                waste_sectors += sectors * (1 - pct / 100.0)
+                per_req = f", {sectors / requests:.1f} sectors per request" if requests else ""
+                parts.append(f"global {op} use {pct:.1f}% of each fetched 32-byte sector "
+                             f"({pct * 0.32:.1f} of 32 bytes){per_req}")
+        if not parts or total_sectors <= 0:
+            return None
+        waste = waste_sectors / total_sectors
+        gain = share * waste * _mem_factor(kernel)
+        return self.finding(
+            kernel, share, index, profile, gain,
+            message="; ".join(parts) + f". {waste:.0%} of the global sectors moved are wasted bytes.",
+            action=("Make consecutive threads (threadIdx.x) touch consecutive addresses: swap the index "
+                    "roles so the fastest-varying thread index walks the contiguous dimension, or stage "
+                    "the tile through shared memory (coalesced loads, transposed reads from a padded "
+                    "tile); use 16-byte vector accesses (float4) on contiguous data."),
+            evidence=ev)
+
+
+@attrs.frozen
+class BankConflictSettings:
+    # shared wavefronts per shared instruction above this: accesses are serialised (1.0 is
+    # conflict-free for 32-bit accesses)
+    max_wavefronts_per_inst: float = 1.5
+    # share of shared wavefronts caused by bank conflicts above which we report
+    min_conflict_share: float = 0.3
+
+
+class SharedBankConflicts(KernelMicroProfiler):
+    name = "shared_bank_conflicts"
+    title = "Shared-memory bank conflicts"
+    description = "shared loads/stores serialised into several wavefronts by bank conflicts"
+    Settings = BankConflictSettings
+    applies_to = frozenset({"memory", "latency", "compute"})
+    metrics = (M.SHARED_LD_CONFLICTS, M.SHARED_ST_CONFLICTS, M.SHARED_LD_WAVEFRONTS,
+               M.SHARED_ST_WAVEFRONTS, M.SHARED_LD_INST, M.SHARED_ST_INST)
+    source_metrics = ("derived__memory_l1_wavefronts_shared_excessive", "memory_l1_wavefronts_shared_excessive")
+
+    def check(self, kernel, share, index, profile, bottleneck, context):
+        conflicts = (metric(kernel, M.SHARED_LD_CONFLICTS) or 0.0) + (metric(kernel, M.SHARED_ST_CONFLICTS) or 0.0)
+        wavefronts = (metric(kernel, M.SHARED_LD_WAVEFRONTS) or 0.0) + (metric(kernel, M.SHARED_ST_WAVEFRONTS) or 0.0)
+        inst = (metric(kernel, M.SHARED_LD_INST) or 0.0) + (metric(kernel, M.SHARED_ST_INST) or 0.0)
+        if inst <= 0 or wavefronts <= 0:
+            return None
+        per_inst = wavefronts / inst
+        conflict_share = conflicts / wavefronts
+        if per_inst <= self.settings.max_wavefronts_per_inst or conflict_share < self.settings.min_conflict_share:
+            return None
+        parts = []
+        for op, c, w, i in (("loads", M.SHARED_LD_CONFLICTS, M.SHARED_LD_WAVEFRONTS, M.SHARED_LD_INST),
+                            ("stores", M.SHARED_ST_CONFLICTS, M.SHARED_ST_WAVEFRONTS, M.SHARED_ST_INST)):
+            ni = metric(kernel, i) or 0.0
+            if ni > 0:
+                parts.append(f"shared {op}: {(metric(kernel, w) or 0) / ni:.1f} wavefronts per instruction")
+        excess = 1 - 1 / per_inst
+        l1 = clip(kernel.metrics.get(M.L1_THROUGHPUT_PCT, 50.0) / 100.0, 0.3, 1.0)
+        gain = share * excess * l1
+        return self.finding(
+            kernel, share, index, profile, gain,
+            message=(f"{'; '.join(parts)} (1.0 is conflict-free); {conflict_share:.0%} of the "
+                     f"{wavefronts:.3g} shared wavefronts come from bank conflicts ({conflicts:.3g})."),
+            action=("Spread each warp's shared accesses over the 32 banks: pad the row length "
+                    "(float tile[32][33] instead of [32][32]) or XOR-swizzle the column index; read "
+                    "rows, not columns, of a shared tile within a warp."),
+            evidence={"wavefronts_per_instruction": per_inst, "conflict_share": conflict_share,
+                      "bank_conflicts": conflicts, "shared_wavefronts": wavefronts,
+                      "shared_instructions": inst})
+
+
+@attrs.frozen
+class LocalMemorySettings:
+    # local-memory sectors above this share of global+local sectors are worth removing
+    min_local_share: float = 0.01
+
+
+class LocalMemorySpilling(KernelMicroProfiler):
+    name = "local_memory"
+    title = "Local-memory traffic (register spills or stack arrays)"
+    description = "per-thread data living in local memory: register spills, run-time-indexed arrays"
+    Settings = LocalMemorySettings
+    applies_to = frozenset({"any"})
+    metrics = (M.LOCAL_LD_SECTORS, M.LOCAL_ST_SECTORS, M.LOCAL_LD_INST, M.LOCAL_ST_INST,
+               M.GLD_SECTORS, M.GST_SECTORS, M.REGISTERS_PER_THREAD)
+    source_metrics = ("derived__smsp__inst_executed_op_local",)
+
+    def check(self, kernel, share, index, profile, bottleneck, context):
+        local = (metric(kernel, M.LOCAL_LD_SECTORS) or 0.0) + (metric(kernel, M.LOCAL_ST_SECTORS) or 0.0)
+        local_inst = (metric(kernel, M.LOCAL_LD_INST) or 0.0) + (metric(kernel, M.LOCAL_ST_INST) or 0.0)
+        glob = (metric(kernel, M.GLD_SECTORS) or 0.0) + (metric(kernel, M.GST_SECTORS) or 0.0)
+        if local <= 0:
+            return None
+        local_share = local / (local + glob) if local + glob > 0 else 1.0
+        if local_share < self.settings.min_local_share:
+            return None
+        regs = metric(kernel, M.REGISTERS_PER_THREAD)
+        regs_txt = f" with {regs:.0f} registers per thread" if regs else ""
+        gain = share * clip(local_share, 0.0, 0.6)
+        return self.finding(
+            kernel, share, index, profile, gain,
+            message=(f"{local:.3g} local-memory sectors ({local_share:.0%} of global+local sector traffic) "
+                     f"from {local_inst:.3g} local load/store instructions{regs_txt}: thread-private data "
+                     f"spills to memory."),
+            action=("Keep per-thread state in registers: index small arrays only with compile-time "
+                    "constants (fully unrolled loops), relax the register cap (__launch_bounds__ with a "
+                    "smaller minBlocksPerSM, no -maxrregcount), shrink live accumulators, or move large "
+                    "per-thread arrays to shared memory."),
+            evidence={"local_sectors": local, "local_instructions": local_inst, "local_share": local_share,
+                      "registers_per_thread": regs})
+
+
+@attrs.frozen
+class CacheHitRateSettings:
+    # L2 hit rate below this while the kernel re-reads data: reuse misses the cache
+    max_l2_hit_pct: float = 50.0
+    # DRAM reads above this multiple of the forward's inputs+parameters mean data is re-read
+    min_reread_factor: float = 1.5
+
+
+class CacheHitRate(KernelMicroProfiler):
+    name = "cache_hit_rate"
+    title = "Data reuse missing L1/L2"
+    description = "re-read data that misses L2 (and L1) and comes from DRAM again"
+    Settings = CacheHitRateSettings
+    applies_to = frozenset({"memory", "latency"})
+    metrics = (M.L1_HIT_PCT, M.L2_HIT_PCT, M.L2_READ_SECTORS_FROM_L1, M.DRAM_READ_BYTES, M.GLD_SECTORS)
+
+    def check(self, kernel, share, index, profile, bottleneck, context):
+        l2 = metric(kernel, M.L2_HIT_PCT)
+        dram_read = metric(kernel, M.DRAM_READ_BYTES)
+        io = io_bytes(profile)
+        unique_in = io.get("input_bytes", 0.0) + io.get("param_bytes", 0.0)
+        if l2 is None or dram_read is None or unique_in <= 0:
+            return None  # without the forward's input size a low hit rate may be plain streaming
+        factor = dram_read / unique_in
+        if l2 >= self.settings.max_l2_hit_pct or factor < self.settings.min_reread_factor:
+            return None
+        l1 = metric(kernel, M.L1_HIT_PCT)
+        l1_txt = f", L1 hit rate {l1:.0f}%" if l1 is not None else ""
+        gain = share * clip(1 - 1 / factor, 0, 0.9) * _mem_factor(kernel)
+        return self.finding(
+            kernel, share, index, profile, gain,
+            message=(f"reads {dram_read / 1e6:.0f} MB from DRAM, {factor:.1f}x the forward's "
+                     f"{unique_in / 1e6:.0f} MB of inputs and parameters, with an L2 hit rate of {l2:.0f}%"
+                     f"{l1_txt}: data is reused but evicted before the reuse."),
+            action=("Shorten the reuse distance: process the data in L2-sized chunks (tens of MB), "
+                    "reorder or swizzle the block schedule so blocks sharing data run together, or "
+                    "load each tile once into shared memory/registers and reuse it there."),
+            evidence={"l2_hit_pct": l2, "l1_hit_pct": l1, "dram_read_bytes": dram_read,
+                      "input_bytes": unique_in, "reread_factor": factor})
+
+
+@attrs.frozen
+class DramExcessSettings:
+    # DRAM bytes above this multiple of the forward's minimum traffic (inputs, parameters,
+    # outputs each moved once) are reported
+    min_excess_factor: float = 1.5
+    min_dram_bytes: float = 1e6  # ignore forwards that move less than this
+
+
+class DramTrafficExcess(KernelMicroProfiler):
+    name = "dram_excess"
+    title = "DRAM traffic above the problem's minimum"
+    description = "more DRAM bytes than reading inputs/parameters and writing outputs once needs"
+    Settings = DramExcessSettings
+    applies_to = frozenset({"memory"})
+    metrics = (M.DRAM_READ_BYTES, M.DRAM_WRITE_BYTES)
+
+    def analyze(self, profile: ProfileData, bottleneck: Bottleneck | None,
+                context: ProfileContext) -> list[Finding]:
+        if profile.level != "kernel" or not profile.kernels:
+            return []
+        io = io_bytes(profile)
+        minimum = io.get("input_bytes", 0.0) + io.get("param_bytes", 0.0) + io.get("output_bytes", 0.0)
+        dram = sum(M.dram_bytes(k.metrics) for k in profile.kernels)
+        if minimum <= 0 or dram < self.settings.min_dram_bytes:
+            return []
+        factor = dram / minimum
+        if factor < self.settings.min_excess_factor:
+            return []
+        kernels = sorted(profile.kernels, key=lambda k: -M.dram_bytes(k.metrics))
+        top = ", ".join(f"{short_name(k.name, 40)} {M.dram_bytes(k.metrics) / 1e6:.0f} MB" for k in kernels[:3])
+        n = len(profile.kernels)
+        mem_fraction = bottleneck.evidence.get("memory_time_fraction", 1.0) if bottleneck else 1.0
+        gain = clip(1 - 1 / factor, 0, 0.95) * clip(mem_fraction, 0.3, 1.0)
+        fusion = (f" The forward runs {n} kernels: intermediates between them go through DRAM."
+                  if n > 1 else "")
+        action = ("Fuse the kernels so intermediates stay in registers/shared memory, and read each "
+                  "input once (tile for reuse instead of re-reading)." if n > 1 else
+                  "Read each input once: tile so that reused data stays on chip (shared memory, L2-sized "
+                  "chunks) and avoid writing then re-reading temporaries.")
+        from kernelpro_plugins_ncu.micro.base import severity_for
+
+        return [Finding(
+            tool=self.name, severity=severity_for(gain), title=self.title,
+            message=(f"the forward moves {dram / 1e6:.0f} MB through DRAM, {factor:.1f}x the "
+                     f"{minimum / 1e6:.0f} MB minimum (inputs {io.get('input_bytes', 0) / 1e6:.0f} MB + "
+                     f"parameters {io.get('param_bytes', 0) / 1e6:.0f} MB + outputs "
+                     f"{io.get('output_bytes', 0) / 1e6:.0f} MB, each once). Largest: {top}.{fusion}"),
+            action=action, estimated_gain=round(gain, 4), level="kernel",
+            kernel=kernels[0].name, evidence={"dram_bytes": dram, "minimum_bytes": minimum,
+                                              "excess_factor": factor, "kernels": float(n)})]

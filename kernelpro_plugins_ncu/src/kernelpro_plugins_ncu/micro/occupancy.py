@@ -1,0 +1,242 @@
+"""Launch-shape micro-profilers: occupancy limiters, occupancy gap, tail effect, small grids,
+launch-dominated forwards."""
+
+from __future__ import annotations
+
+import math
+
+import attrs
+
+from kernelpro.api import ProfileContext
+from kernelpro.records import Bottleneck, Finding, ProfileData
+
+from kernelpro_plugins_ncu.micro.base import M, KernelMicroProfiler, clip, metric, severity_for
+
+
+def _sm_count(kernel, context: ProfileContext, profile: ProfileData) -> float | None:
+    value = metric(kernel, M.SM_COUNT)
+    if value:
+        return value
+    if context.gpu is not None:
+        return float(context.gpu.sm_count)
+    return None
+
+
+@attrs.frozen
+class OccupancyLimiterSettings:
+    # theoretical occupancy below this percentage leaves too few warps to hide latency
+    # (Nsight Compute's occupancy rule reports any limiter; 50% is a common practical floor)
+    max_theoretical_pct: float = 50.0
+
+
+_LIMITERS = {
+    M.LIMIT_REGISTERS: ("registers",
+                        "Use fewer registers per thread: __launch_bounds__(threads, minBlocksPerSM), fewer "
+                        "live values (smaller per-thread tiles), recompute cheap values instead of keeping them."),
+    M.LIMIT_SMEM: ("shared memory",
+                   "Use less shared memory per block: smaller tiles or fewer pipeline stages, reuse one "
+                   "buffer for several phases, or give more threads to each block's tile."),
+    M.LIMIT_WARPS: ("block size (warps)",
+                    "Pick a block size that divides the SM's 64 warps evenly (128, 256 or 512 threads)."),
+    M.LIMIT_BLOCKS: ("blocks per SM (small blocks)",
+                     "Use larger blocks (at least 64-128 threads): the SM holds at most 32 blocks, so tiny "
+                     "blocks cap the resident warps."),
+}
+
+
+class OccupancyLimiter(KernelMicroProfiler):
+    name = "occupancy_limiter"
+    title = "Low theoretical occupancy"
+    description = "registers, shared memory or block size cap the warps an SM can hold"
+    Settings = OccupancyLimiterSettings
+    applies_to = frozenset({"latency", "memory"})
+    metrics = (M.THEORETICAL_OCCUPANCY_PCT, M.ACHIEVED_OCCUPANCY_PCT, M.LIMIT_REGISTERS, M.LIMIT_SMEM,
+               M.LIMIT_WARPS, M.LIMIT_BLOCKS, M.REGISTERS_PER_THREAD, M.SMEM_STATIC, M.SMEM_DYNAMIC,
+               M.BLOCK_SIZE)
+
+    def check(self, kernel, share, index, profile, bottleneck, context):
+        theo = metric(kernel, M.THEORETICAL_OCCUPANCY_PCT)
+        if theo is None or theo >= self.settings.max_theoretical_pct:
+            return None
+        limits = {name: metric(kernel, name) for name in _LIMITERS}
+        known = {k: v for k, v in limits.items() if v is not None}
+        if not known:
+            return None
+        low = min(known.values())
+        limiting = [k for k, v in known.items() if v == low]
+        what = " and ".join(_LIMITERS[k][0] for k in limiting)
+        regs = metric(kernel, M.REGISTERS_PER_THREAD)
+        smem = (metric(kernel, M.SMEM_STATIC) or 0.0) + (metric(kernel, M.SMEM_DYNAMIC) or 0.0)
+        block = metric(kernel, M.BLOCK_SIZE)
+        details = ", ".join(x for x in (
+            f"{block:.0f} threads per block" if block else "",
+            f"{regs:.0f} registers per thread" if regs else "",
+            f"{smem / 1024:.1f} KiB shared memory per block" if smem else "") if x)
+        gain = share * 0.5 * clip(1 - theo / self.settings.max_theoretical_pct)
+        return self.finding(
+            kernel, share, index, profile, gain,
+            message=(f"theoretical occupancy is {theo:.1f}%: {what} allow only {low:.0f} block(s) per SM "
+                     f"({details}); too few warps to hide memory and pipeline latency."),
+            action=" ".join(_LIMITERS[k][1] for k in limiting),
+            evidence={"theoretical_occupancy_pct": theo, "blocks_per_sm": low, "registers_per_thread": regs,
+                      "shared_bytes_per_block": smem, "block_size": block,
+                      **{f"limit_{_LIMITERS[k][0].split()[0]}": v for k, v in known.items()}})
+
+
+@attrs.frozen
+class OccupancyGapSettings:
+    # achieved occupancy this many percentage points under theoretical, and below this
+    # ratio of it: warps finish unevenly or blocks start late
+    min_gap_points: float = 20.0
+    max_ratio: float = 0.7
+
+
+class AchievedOccupancyGap(KernelMicroProfiler):
+    name = "occupancy_gap"
+    title = "Achieved occupancy far below theoretical"
+    description = "warps exit early or unevenly, so fewer are resident than the launch allows"
+    Settings = OccupancyGapSettings
+    applies_to = frozenset({"latency", "memory", "compute"})
+    metrics = (M.ACHIEVED_OCCUPANCY_PCT, M.THEORETICAL_OCCUPANCY_PCT, M.WAVES_PER_SM)
+
+    def check(self, kernel, share, index, profile, bottleneck, context):
+        theo = metric(kernel, M.THEORETICAL_OCCUPANCY_PCT)
+        achieved = metric(kernel, M.ACHIEVED_OCCUPANCY_PCT)
+        if theo is None or achieved is None or theo <= 0:
+            return None
+        gap = theo - achieved
+        if gap < self.settings.min_gap_points or achieved / theo > self.settings.max_ratio:
+            return None
+        waves = metric(kernel, M.WAVES_PER_SM)
+        waves_txt = f" over {waves:.2f} waves" if waves is not None else ""
+        gain = share * 0.5 * clip(gap / theo)
+        return self.finding(
+            kernel, share, index, profile, gain,
+            message=(f"achieved occupancy {achieved:.1f}% against a theoretical {theo:.1f}%{waves_txt}: "
+                     f"on average {gap:.0f} points of warp slots sit empty, because warps of a block "
+                     f"finish at very different times (early exits, uneven per-thread work) or the last "
+                     f"wave is partial."),
+            action=("Give every warp of a block the same amount of work (no early-returning warps, "
+                    "balanced loops); if only some threads have work, launch fewer, fuller blocks; "
+                    "for partial last waves see the tail-effect finding."),
+            evidence={"achieved_occupancy_pct": achieved, "theoretical_occupancy_pct": theo,
+                      "gap_points": gap, "waves_per_sm": waves})
+
+
+@attrs.frozen
+class TailEffectSettings:
+    # share of the kernel's time spent in a partial last wave above which we report
+    min_idle_share: float = 0.15
+    max_waves: float = 20.0  # beyond this the partial wave is negligible
+
+
+class TailEffect(KernelMicroProfiler):
+    name = "tail_effect"
+    title = "Tail effect (wave quantization)"
+    description = "the last wave of blocks is partial, leaving most SMs idle while it runs"
+    Settings = TailEffectSettings
+    applies_to = frozenset({"any"})
+    metrics = (M.WAVES_PER_SM, M.GRID_SIZE, M.BLOCK_SIZE, M.SM_COUNT)
+
+    def check(self, kernel, share, index, profile, bottleneck, context):
+        waves = metric(kernel, M.WAVES_PER_SM)
+        if waves is None or waves < 1.0 or waves > self.settings.max_waves:
+            return None
+        full = math.ceil(waves - 1e-9)
+        partial = waves - math.floor(waves)
+        if partial < 1e-6:
+            return None
+        idle = (full - waves) / full  # share of the kernel's SM-time left idle in the tail wave
+        if idle < self.settings.min_idle_share:
+            return None
+        grid = metric(kernel, M.GRID_SIZE)
+        per_wave = grid / waves if grid else None
+        per_wave_txt = f" ({per_wave:.0f} blocks fill one wave)" if per_wave else ""
+        gain = share * idle
+        return self.finding(
+            kernel, share, index, profile, gain,
+            message=(f"{waves:.2f} waves{per_wave_txt}: the last wave has only {partial:.0%} of a wave's "
+                     f"blocks, so about {idle:.0%} of the kernel's SM time is idle while it runs."),
+            action=("Make the grid a multiple of one wave (SMs x blocks per SM): split the work into more, "
+                    "smaller blocks so the tail is short, or use a persistent grid-stride kernel with "
+                    "exactly one wave."),
+            evidence={"waves_per_sm": waves, "partial_wave": partial, "idle_share": idle, "grid_blocks": grid,
+                      "blocks_per_wave": per_wave})
+
+
+@attrs.frozen
+class SmallGridSettings:
+    # fewer resident-thread waves than this: the grid cannot fill the GPU
+    max_waves: float = 0.5
+
+
+class SmallGrid(KernelMicroProfiler):
+    name = "small_grid"
+    title = "Grid too small for the GPU"
+    description = "fewer blocks than SMs, or far fewer threads than the GPU can hold"
+    Settings = SmallGridSettings
+    applies_to = frozenset({"too_little_work", "latency"})
+    metrics = (M.GRID_SIZE, M.BLOCK_SIZE, M.WAVES_PER_SM, M.SM_COUNT)
+
+    def check(self, kernel, share, index, profile, bottleneck, context):
+        grid = metric(kernel, M.GRID_SIZE)
+        waves = metric(kernel, M.WAVES_PER_SM)
+        sms = _sm_count(kernel, context, profile)
+        block = metric(kernel, M.BLOCK_SIZE)
+        if grid is None:
+            return None
+        if sms and grid < sms:
+            idle = 1 - grid / sms
+            msg = (f"the grid has {grid:.0f} block(s) of {block or 0:.0f} threads for {sms:.0f} SMs: "
+                   f"{idle:.0%} of the SMs get no work.")
+        elif waves is not None and waves < self.settings.max_waves:
+            idle = 0.5 * (1 - waves / self.settings.max_waves)  # more warps hide latency, not linearly
+            msg = (f"{grid:.0f} blocks of {block or 0:.0f} threads fill only {waves:.2f} of one wave of "
+                   f"resident threads: too few warps per SM to hide latency.")
+        else:
+            return None
+        gain = share * clip(idle, 0, 0.95)
+        return self.finding(
+            kernel, share, index, profile, gain, message=msg,
+            action=("Launch more parallel work: at least 2-4 blocks per SM (split rows/tiles across blocks, "
+                    "split-K for reductions), or batch several problems into one launch; grid-stride loops "
+                    "should use SMs x blocks-per-SM blocks, not a handful."),
+            evidence={"grid_blocks": grid, "block_size": block, "sm_count": sms, "waves_per_sm": waves,
+                      "idle_share": idle})
+
+
+@attrs.frozen
+class ShortKernelsSettings:
+    max_mean_us: float = 5.0  # launch overhead is ~2-5 us per kernel launch
+    min_kernels: int = 2
+
+
+class LaunchDominated(KernelMicroProfiler):
+    name = "launch_overhead"
+    title = "Launch-dominated forward"
+    description = "many very short kernels: launch overhead and gaps dominate"
+    Settings = ShortKernelsSettings
+    applies_to = frozenset({"too_little_work", "latency"})
+    metrics = (M.DURATION_NS,)
+
+    def analyze(self, profile: ProfileData, bottleneck: Bottleneck | None,
+                context: ProfileContext) -> list[Finding]:
+        kernels = list(profile.kernels)
+        durations = [k.duration_ns for k in kernels if k.duration_ns]
+        if len(durations) < self.settings.min_kernels:
+            return []
+        mean_us = sum(durations) / len(durations) / 1e3
+        if mean_us >= self.settings.max_mean_us:
+            return []
+        # each launch costs a few microseconds of CPU/driver time the GPU may idle through
+        overhead_us = 3.0 * len(durations)
+        gpu_us = sum(durations) / 1e3
+        gain = 0.5 * clip(overhead_us / (gpu_us + overhead_us), 0, 0.9)
+        return [Finding(
+            tool=self.name, severity=severity_for(gain), title=self.title,
+            message=(f"{len(durations)} kernels of {mean_us:.1f} us on average ({sum(durations) / 1e3:.1f} us "
+                     f"of GPU time): each launch costs a few microseconds, comparable to the work."),
+            action=("Fuse the small kernels into one, or capture the forward in a CUDA graph "
+                    "(torch.cuda.CUDAGraph / torch.compile mode='reduce-overhead')."),
+            estimated_gain=round(gain, 4), level="kernel", kernel=None,
+            evidence={"kernels": float(len(durations)), "mean_kernel_us": mean_us})]

@@ -1,0 +1,437 @@
+"""Reading Nsight Compute results: ``.ncu-rep`` files and CSV exports.
+
+Three readers, one output (a list of :class:`kernelpro.records.KernelProfile` plus a
+payload dict):
+
+* :func:`read_ncu_rep` uses the ``ncu_report`` Python module (PyPI ``ncu-report`` works
+  without a GPU; ncu also ships it under ``extras/python``), and falls back to
+  ``ncu --import FILE --csv --page raw`` when the module is missing and ncu exists.
+* :func:`parse_raw_csv` reads ``--page raw --csv`` (one row per kernel, raw metric names).
+* :func:`parse_details_csv` reads ``--page details --csv`` (one row per metric, display
+  names); known display names are mapped to raw names.
+
+Values are converted to base units: bytes, nanoseconds for durations, hertz for rates,
+percent for percentages.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Iterable
+
+import attrs
+
+from kernelpro.api import CollectorError
+from kernelpro.records import KernelProfile, ProfileData
+
+from kernelpro_plugins_ncu import metrics as M
+
+COLLECTOR_NAME = "ncu"
+
+# columns of the raw page that are not metrics
+_RAW_ID_COLUMNS = {
+    "ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Kernel Time", "Context",
+    "Stream", "Block Size", "Grid Size", "Device", "CC", "Section Name", "Metric Name",
+    "Metric Unit", "Metric Value", "Rule Name", "Rule Type", "Rule Description",
+    "Estimated Speedup Type", "Estimated Speedup", "Function Name", "Demangled Name",
+}
+
+# display names of the details page -> raw metric names (Nsight Compute 2025.x sections)
+DETAILS_NAME_MAP = {
+    ("GPU Speed Of Light Throughput", "Duration"): M.DURATION_NS,
+    ("GPU Speed Of Light Throughput", "DRAM Throughput"): M.DRAM_THROUGHPUT_PCT,
+    ("GPU Speed Of Light Throughput", "Memory Throughput"): M.MEM_THROUGHPUT_PCT,
+    ("GPU Speed Of Light Throughput", "Compute (SM) Throughput"): M.SM_THROUGHPUT_PCT,
+    ("GPU Speed Of Light Throughput", "L1/TEX Cache Throughput"): M.L1_THROUGHPUT_PCT,
+    ("GPU Speed Of Light Throughput", "L2 Cache Throughput"): M.L2_THROUGHPUT_PCT,
+    ("GPU Speed Of Light Throughput", "SM Frequency"): M.SM_CLOCK_HZ,
+    ("GPU Speed Of Light Throughput", "DRAM Frequency"): M.DRAM_CLOCK_HZ,
+    ("Launch Statistics", "Grid Size"): M.GRID_SIZE,
+    ("Launch Statistics", "Block Size"): M.BLOCK_SIZE,
+    ("Launch Statistics", "Registers Per Thread"): M.REGISTERS_PER_THREAD,
+    ("Launch Statistics", "Static Shared Memory Per Block"): M.SMEM_STATIC,
+    ("Launch Statistics", "Dynamic Shared Memory Per Block"): M.SMEM_DYNAMIC,
+    ("Launch Statistics", "Waves Per SM"): M.WAVES_PER_SM,
+    ("Launch Statistics", "# SMs"): M.SM_COUNT,
+    ("Occupancy", "Block Limit Registers"): M.LIMIT_REGISTERS,
+    ("Occupancy", "Block Limit Shared Mem"): M.LIMIT_SMEM,
+    ("Occupancy", "Block Limit Warps"): M.LIMIT_WARPS,
+    ("Occupancy", "Block Limit SM"): M.LIMIT_BLOCKS,
+    ("Occupancy", "Theoretical Occupancy"): M.THEORETICAL_OCCUPANCY_PCT,
+    ("Occupancy", "Achieved Occupancy"): M.ACHIEVED_OCCUPANCY_PCT,
+    ("Memory Workload Analysis", "L1/TEX Hit Rate"): M.L1_HIT_PCT,
+    ("Memory Workload Analysis", "L2 Hit Rate"): M.L2_HIT_PCT,
+    ("Scheduler Statistics", "Issue Slots Busy"): M.ISSUE_ACTIVE_PCT,
+    ("Scheduler Statistics", "Eligible Warps Per Scheduler"): M.ELIGIBLE_WARPS,
+    ("Scheduler Statistics", "Active Warps Per Scheduler"): M.ACTIVE_WARPS_PER_SCHEDULER,
+    ("Compute Workload Analysis", "Executed Ipc Active"): M.IPC,
+}
+
+_PREFIX = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
+_TIME_NS = {"nsecond": 1.0, "usecond": 1e3, "msecond": 1e6, "second": 1e9, "ns": 1.0,
+            "us": 1e3, "ms": 1e6, "s": 1e9}
+
+
+def unit_scale(unit: str) -> float:
+    """Factor that turns a value printed in ``unit`` into base units (bytes, ns, Hz)."""
+    unit = (unit or "").strip()
+    if not unit or unit in ("%", "inst", "cycle", "warp", "thread", "block", "sector",
+                            "request", "register/thread", "byte", "hz", "Hz", "ratio"):
+        return 1.0
+    if unit in _TIME_NS:
+        return _TIME_NS[unit]
+    m = re.fullmatch(r"([KMGTP]?)(byte|B|hz|Hz|cycle|inst|sector|request|warp|thread)(/.*)?", unit)
+    if m:
+        scale = _PREFIX[m.group(1)]
+        per = m.group(3)
+        if per:  # e.g. "byte/second", "Gbyte/second", "cycle/nsecond"
+            denom = per[1:]
+            if denom in _TIME_NS:
+                scale *= 1e9 / _TIME_NS[denom]  # per second
+        return scale
+    m = re.fullmatch(r"([KMGTP]?)(byte|cycle|inst)/(nsecond|usecond|msecond|second)", unit)
+    if m:
+        return _PREFIX[m.group(1)] * 1e9 / _TIME_NS[m.group(3)]
+    return 1.0
+
+
+def parse_number(text: str) -> float | None:
+    """A number as ncu prints it ("1,234.5", "12.3", "n/a"); None when not a number."""
+    t = (text or "").strip().replace(",", "")
+    if not t:
+        return None
+    try:
+        return float(t)
+    except ValueError:
+        return None
+
+
+def parse_dim3(text: str) -> tuple[int, int, int] | None:
+    nums = re.findall(r"\d+", text or "")
+    if len(nums) == 3:
+        return (int(nums[0]), int(nums[1]), int(nums[2]))
+    return None
+
+
+def _csv_rows(text: str) -> list[list[str]]:
+    # ncu prints "==PROF==" / "==WARNING==" lines before the table when run live
+    lines = [ln for ln in text.splitlines() if ln.startswith('"')]
+    return list(csv.reader(io.StringIO("\n".join(lines))))
+
+
+def parse_raw_csv(text: str) -> tuple[list[KernelProfile], dict[str, Any]]:
+    """Parse ``ncu --csv --page raw`` output: a header row, an optional units row, then one
+    row per profiled kernel. Returns the kernels and a payload (device name, strings)."""
+    rows = _csv_rows(text)
+    if not rows:
+        raise CollectorError("the ncu CSV holds no table (expected --page raw --csv output)")
+    header = rows[0]
+    if "Kernel Name" not in header:
+        raise CollectorError("not an ncu raw-page CSV: no 'Kernel Name' column")
+    body = rows[1:]
+    units: list[str] = [""] * len(header)
+    if body and (not body[0][0].strip() or parse_number(body[0][0]) is None):
+        units = body[0] + [""] * (len(header) - len(body[0]))
+        body = body[1:]
+    kernels: list[KernelProfile] = []
+    strings: list[dict[str, str]] = []
+    col = {name: i for i, name in enumerate(header)}
+    for row in body:
+        if len(row) < len(header):
+            continue
+        values: dict[str, float] = {}
+        text_values: dict[str, str] = {}
+        for i, name in enumerate(header):
+            if name in _RAW_ID_COLUMNS:
+                continue
+            number = parse_number(row[i])
+            if number is None:
+                if row[i].strip() and row[i].strip() != "n/a":
+                    text_values[name] = row[i].strip()
+                continue
+            values[name] = number * unit_scale(units[i])
+        name = row[col["Kernel Name"]]
+        kernels.append(KernelProfile(
+            name=name,
+            duration_ns=values.get(M.DURATION_NS),
+            grid=parse_dim3(row[col["Grid Size"]]) if "Grid Size" in col else None,
+            block=parse_dim3(row[col["Block Size"]]) if "Block Size" in col else None,
+            metrics=values,
+        ))
+        if "Device" in col:
+            text_values.setdefault("device", row[col["Device"]])
+        strings.append(text_values)
+    return kernels, {"strings": strings}
+
+
+def parse_details_csv(text: str) -> tuple[list[KernelProfile], dict[str, Any]]:
+    """Parse ``ncu --csv --page details`` output (one row per section metric). Display names
+    listed in :data:`DETAILS_NAME_MAP` become raw metric names; others are kept under
+    ``"<Section>/<Name>"``."""
+    rows = _csv_rows(text)
+    if not rows or "Metric Name" not in rows[0]:
+        raise CollectorError("not an ncu details-page CSV: no 'Metric Name' column")
+    header = rows[0]
+    col = {name: i for i, name in enumerate(header)}
+    order: list[str] = []
+    by_id: dict[str, dict[str, Any]] = {}
+    for row in rows[1:]:
+        if len(row) < len(header):
+            continue
+        kid = row[col["ID"]]
+        entry = by_id.get(kid)
+        if entry is None:
+            entry = by_id[kid] = {
+                "name": row[col["Kernel Name"]],
+                "grid": parse_dim3(row[col["Grid Size"]]) if "Grid Size" in col else None,
+                "block": parse_dim3(row[col["Block Size"]]) if "Block Size" in col else None,
+                "metrics": {},
+                "strings": {"device": row[col["Device"]]} if "Device" in col else {},
+            }
+            order.append(kid)
+        section = row[col["Section Name"]]
+        metric = row[col["Metric Name"]]
+        value = parse_number(row[col["Metric Value"]])
+        if value is None:
+            continue
+        unit = row[col["Metric Unit"]]
+        raw = DETAILS_NAME_MAP.get((section, metric), f"{section}/{metric}")
+        if unit == "%" or raw.endswith("pct") or ".pct" in raw:
+            entry["metrics"][raw] = value
+        else:
+            entry["metrics"][raw] = value * unit_scale(unit)
+    kernels = [
+        KernelProfile(name=e["name"], duration_ns=e["metrics"].get(M.DURATION_NS),
+                      grid=e["grid"], block=e["block"], metrics=e["metrics"])
+        for e in (by_id[k] for k in order)
+    ]
+    return kernels, {"strings": [by_id[k]["strings"] for k in order]}
+
+
+def parse_csv(text: str) -> tuple[list[KernelProfile], dict[str, Any]]:
+    """Either CSV page, told apart by its header."""
+    rows = _csv_rows(text)
+    if rows and "Metric Name" in rows[0]:
+        return parse_details_csv(text)
+    return parse_raw_csv(text)
+
+
+# --- .ncu-rep --------------------------------------------------------------------------------
+
+
+def import_ncu_report(ncu_path: str | None = None):
+    """The ``ncu_report`` module: the installed package, else the copy ncu ships under
+    ``extras/python``; None when neither loads."""
+    try:
+        import ncu_report  # type: ignore
+
+        return ncu_report
+    except Exception:
+        pass
+    exe = ncu_path or shutil.which("ncu")
+    if exe:
+        root = Path(exe).resolve().parent
+        for candidate in (root / "extras" / "python", root.parent / "extras" / "python"):
+            if (candidate / "ncu_report.py").exists():
+                sys.path.insert(0, str(candidate))
+                try:
+                    import ncu_report  # type: ignore
+
+                    return ncu_report
+                except Exception:
+                    sys.path.remove(str(candidate))
+    return None
+
+
+def _metric_value(metric) -> float | str | None:
+    try:
+        value = metric.value()
+    except Exception:
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        return value
+    return None
+
+
+def _source_hotspots(action, metric, top: int = 5) -> list[tuple[str, float]]:
+    """Top source lines (file:line) by an instanced per-PC metric, best effort."""
+    try:
+        if metric.num_instances() <= 0 or not metric.has_correlation_ids():
+            return []
+        pcs = metric.correlation_ids()
+        pairs = []
+        for i in range(metric.num_instances()):
+            v = metric.as_double(i)
+            if v and v > 0:
+                pairs.append((pcs.as_uint64(i), v))
+    except Exception:
+        return []
+    by_line: dict[str, float] = {}
+    for pc, v in pairs:
+        try:
+            info = action.source_info(pc)
+        except Exception:
+            info = None
+        if info is None:
+            continue
+        try:
+            key = f"{Path(info.file_name()).name}:{info.line()}"
+        except Exception:
+            continue
+        by_line[key] = by_line.get(key, 0.0) + v
+    return sorted(by_line.items(), key=lambda kv: -kv[1])[:top]
+
+
+#: instanced per-PC metrics of the Source Counters section whose hot lines are worth naming
+SOURCE_METRICS = {
+    "memory_l2_theoretical_sectors_global_excessive": "excess global sectors",
+    "derived__memory_l2_theoretical_sectors_global_excessive": "excess global sectors",
+    "derived__memory_l1_wavefronts_shared_excessive": "excess shared wavefronts",
+    "memory_l1_wavefronts_shared_excessive": "excess shared wavefronts",
+    "smsp__pcsamp_sample_count": "warp samples",
+    "inst_executed": "instructions executed",
+    "derived__smsp__inst_executed_op_local": "local memory instructions",
+    "smsp__branch_targets_threads_divergent": "divergent branch targets",
+}
+
+
+def read_ncu_rep_module(path: Path, ncu_report) -> tuple[list[KernelProfile], dict[str, Any]]:
+    """Read a .ncu-rep with the ``ncu_report`` module: every kernel of every range."""
+    try:
+        ctx = ncu_report.load_report(str(path))
+    except Exception as exc:
+        raise CollectorError(f"cannot read {path.name} with ncu_report: {str(exc).strip()[:200]}")
+    kernels: list[KernelProfile] = []
+    strings: list[dict[str, str]] = []
+    hotspots: list[dict[str, list]] = []
+    for r in range(ctx.num_ranges()):
+        rng = ctx.range_by_idx(r)
+        for a in range(rng.num_actions()):
+            action = rng.action_by_idx(a)
+            try:
+                name = action.name(ncu_report.IAction.NameBase_DEMANGLED)
+            except Exception:
+                name = action.name()
+            values: dict[str, float] = {}
+            texts: dict[str, str] = {}
+            spots: dict[str, list] = {}
+            for mname in action.metric_names():
+                metric = action.metric_by_name(mname)
+                if metric is None:
+                    continue
+                if mname in SOURCE_METRICS:
+                    found = _source_hotspots(action, metric)
+                    if found:
+                        spots[mname] = found
+                value = _metric_value(metric)
+                if isinstance(value, float):
+                    values[mname] = value
+                elif isinstance(value, str) and value:
+                    texts[mname] = value
+            grid = block = None
+            gx = [values.get(f"launch__grid_dim_{d}") for d in "xyz"]
+            bx = [values.get(f"launch__block_dim_{d}") for d in "xyz"]
+            if all(v is not None for v in gx):
+                grid = tuple(int(v) for v in gx)  # type: ignore[assignment]
+            if all(v is not None for v in bx):
+                block = tuple(int(v) for v in bx)  # type: ignore[assignment]
+            lines = tuple(f"{loc} ({what}: {value:.0f})"
+                          for key, what in SOURCE_METRICS.items() if key in spots
+                          for loc, value in spots[key][:3])
+            kernels.append(KernelProfile(
+                name=name, duration_ns=values.get(M.DURATION_NS), grid=grid, block=block,
+                metrics=values, source_lines=lines))
+            if M.DEVICE_NAME in texts:
+                texts.setdefault("device", texts[M.DEVICE_NAME])
+            strings.append(texts)
+            hotspots.append(spots)
+    return kernels, {"strings": strings, "source_hotspots": hotspots}
+
+
+def ncu_import_csv(path: Path, ncu: str, page: str = "raw", timeout_s: float = 120.0) -> str:
+    """``ncu --import FILE --csv --page PAGE --print-units base`` output."""
+    cmd = [ncu, "--import", str(path), "--csv", "--page", page, "--print-units", "base"]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        raise CollectorError(f"ncu --import {path.name} took longer than {timeout_s:.0f} s")
+    if proc.returncode != 0:
+        last = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+        raise CollectorError(f"ncu --import {path.name} failed: {last[0][:200]}")
+    return proc.stdout
+
+
+def read_report(path: Path, ncu_path: str | None = None) -> tuple[list[KernelProfile], dict[str, Any]]:
+    """Read a .ncu-rep (ncu_report module, else ``ncu --import`` CSV) or a CSV export."""
+    path = Path(path)
+    if not path.exists():
+        raise CollectorError(f"no such report: {path}")
+    if path.suffix in (".csv", ".txt"):
+        return parse_csv(path.read_text(errors="replace"))
+    module = import_ncu_report(ncu_path)
+    if module is not None:
+        kernels, payload = read_ncu_rep_module(path, module)
+        payload["reader"] = "ncu_report"
+        return kernels, payload
+    ncu = ncu_path or shutil.which("ncu")
+    if ncu is None:
+        raise CollectorError(
+            f"cannot read {path.name}: install the ncu-report package "
+            "(pip install ncu-report) or put Nsight Compute's ncu on PATH")
+    kernels, payload = parse_raw_csv(ncu_import_csv(path, ncu))
+    payload["reader"] = "ncu --import csv"
+    return kernels, payload
+
+
+def load_sidecar(path: Path) -> dict[str, Any]:
+    """The collector's JSON written next to a report (``<report>.json``): forward input and
+    output bytes, the command, stage, timing; {} when absent or unreadable."""
+    for cand in (path.with_suffix(".json"), path.parent / (path.name + ".json")):
+        if cand.exists():
+            try:
+                return json.loads(cand.read_text())
+            except (OSError, ValueError):
+                return {}
+    return {}
+
+
+def device_name_of(payload: dict[str, Any]) -> str | None:
+    for strings in payload.get("strings", ()):
+        for key in (M.DEVICE_NAME, "device"):
+            if strings.get(key):
+                return strings[key]
+    return payload.get("device_name")
+
+
+def profile_data(kernels: Iterable[KernelProfile], payload: dict[str, Any],
+                 notes: Iterable[str] = ()) -> ProfileData:
+    payload = dict(payload)
+    payload.setdefault("device_name", device_name_of(payload))
+    return ProfileData(level="kernel", collector=COLLECTOR_NAME, kernels=tuple(kernels),
+                       payload=payload, notes=tuple(notes))
+
+
+def merge_kernels(first: list[KernelProfile], second: list[KernelProfile]) -> list[KernelProfile]:
+    """Stage-2 kernels with stage-1 metrics filled in (matched by position and name);
+    stage-2 values win where both have a metric."""
+    if len(first) != len(second):
+        return list(second)
+    out = []
+    for a, b in zip(first, second):
+        if a.name != b.name:
+            return list(second)
+        metrics = dict(a.metrics)
+        metrics.update(b.metrics)
+        out.append(attrs.evolve(b, metrics=metrics, duration_ns=b.duration_ns or a.duration_ns,
+                                grid=b.grid or a.grid, block=b.block or a.block,
+                                source_lines=b.source_lines or a.source_lines))
+    return out
