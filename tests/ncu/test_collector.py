@@ -147,3 +147,12 @@ def test_missing_ncu_and_cpu_device(tmp_path, monkeypatch):
 def test_diagnose_lines():
     assert diagnose("==ERROR== Profiling is not supported on this device") .startswith("ncu does not support")
     assert diagnose("all fine") is None
+
+
+def test_rejected_metrics_any_wording():
+    from kernelpro_plugins_ncu.collector import rejected_metrics
+
+    asked = ["dram__bytes_read.sum", "dram__bytes_read.sum.per_second", "launch__grid_size"]
+    assert rejected_metrics("==ERROR== Failed to find metric dram__bytes_read.sum", asked) == ["dram__bytes_read.sum"]
+    assert rejected_metrics('==ERROR== Option --metrics: "launch__grid_size" is not valid', asked) == ["launch__grid_size"]
+    assert rejected_metrics("==PROF== profiling dram__bytes_read.sum", asked) == []

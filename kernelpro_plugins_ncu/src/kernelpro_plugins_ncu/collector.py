@@ -75,6 +75,17 @@ def find_ncu(configured: str | None = None) -> str | None:
     return None
 
 
+def rejected_metrics(output: str, asked: Sequence[str]) -> list[str]:
+    """Asked metric names that ncu's error lines reject (any wording that names them)."""
+    named = set(_UNKNOWN_METRIC.findall(output))
+    errors = " ".join(ln for ln in output.splitlines() if "ERROR" in ln)
+    out = []
+    for name in asked:
+        if name in named or re.search(r"(?<![\w.])" + re.escape(name) + r"(?![\w.])", errors):
+            out.append(name)
+    return out
+
+
 def diagnose(output: str) -> str | None:
     """One line with the fix when ncu's output shows it cannot profile here at all."""
     for pattern, line in _FIXES:
@@ -231,11 +242,11 @@ class NcuCollector(Collector):
         notes = [f"ncu does not know these metrics here, skipped: {', '.join(dropped)}"] if dropped else []
 
         started = time.perf_counter()
-        for _attempt in range(4):
+        for _attempt in range(6):
             argv = self.ncu_argv(ncu, stage, kept, report) + self.forward_argv(target, io_json)
             proc = self._run(argv, env, workdir)
             output = proc.stdout or ""
-            unknown = [m for m in _UNKNOWN_METRIC.findall(output) if m in kept]
+            unknown = rejected_metrics(output, kept) if proc.returncode != 0 else []
             if proc.returncode != 0 and unknown:
                 kept = [m for m in kept if m not in unknown]
                 self._rejected.setdefault(ncu, set()).update(unknown)
