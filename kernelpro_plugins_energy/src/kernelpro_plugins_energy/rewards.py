@@ -37,7 +37,7 @@ whole population, to pick ``best.py``.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 
@@ -118,6 +118,8 @@ class _EnergyScore:
 
     settings: Any
     floor: float
+    #: the measurement these rewards read; without it they rank on speed (fallback)
+    requires_measurements: ClassVar[tuple[str, ...]] = (MEASUREMENT,)
 
     def _energy_term(self, result: EvalResult, context: RewardContext) -> float:
         cap = self.settings.cap

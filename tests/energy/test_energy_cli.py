@@ -1,0 +1,49 @@
+"""End to end through the real CLI on a CPU: energy requested, unavailable, the run goes on
+with the reward's speed fallback and the report says why."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).parent / "data"
+
+
+def _has_echo_generator() -> bool:
+    from kernelpro.plugins import Plugins
+
+    return "testplugin_echo" in Plugins().names("generator")
+
+
+@pytest.mark.skipif(not _has_echo_generator(), reason="tests/plugin_dist (testplugin_echo) is not installed")
+def test_cpu_run_with_energy_reward_falls_back_to_speed(tmp_path):
+    run = tmp_path / "run"
+    res = subprocess.run(
+        [sys.executable, "-m", "kernelpro.cli", "optimize", str(DATA / "energy_tiny_problem.py"),
+         "-c", str(DATA / "energy_cpu_config.yaml"), "--device", "cpu", "--budget", "2",
+         "--generator", "testplugin_echo", "-o", str(run), "--quiet"],
+        capture_output=True, text=True, timeout=300, env=dict(os.environ),
+    )
+    assert res.returncode == 0, res.stderr
+    records = [json.loads(line) for line in (run / "candidates.jsonl").read_text().splitlines()]
+    assert len(records) == 2
+    expected_flag = ("measurement_unavailable: energy: energy unavailable: "
+                     "energy is measured on CUDA devices only, not 'cpu'")
+    for rec in records:
+        assert rec["correct"]
+        assert expected_flag in rec["flags"]
+        assert rec["measurements"] == {}
+    # both echo candidates run at about the reference's speed; the faster one is matched
+    # and scores its log-speedup; the other is either matched too or in the slow band
+    fastest = min(records, key=lambda r: r["runtime_ms"])
+    assert fastest["reward"] == pytest.approx(math.log(fastest["speedup"]), abs=1e-9)
+    report = (run / "report.md").read_text()
+    assert "## Energy" in report
+    assert "ranked on speed alone" in report
+    assert expected_flag in report
