@@ -24,6 +24,7 @@ from kernelpro_plugins_sass.binaries import (
     read_logs,
 )
 from kernelpro_plugins_sass.compile import COMPILE_TIMEOUT_S, compile_cu, compile_ptx, default_arch
+from kernelpro_plugins_sass.ninja_rebuild import rebuild_ptxas_log
 from kernelpro_plugins_sass.payload import COLLECTOR_NAME, LEVEL, build_profile
 from kernelpro_plugins_sass.toolchain import find_tool, missing_message
 
@@ -36,10 +37,15 @@ class SassSettings:
     """``arch``: architecture to analyse in fat binaries and to compile ``.cu`` for (empty:
     $KERNELPRO_SASS_ARCH, else the newest in the file / sm_90 for sources).
     ``reassemble_triton_ptx``: run ``ptxas -v`` on Triton's cached PTX to get its advisories.
+    ``rebuild_extension_logs``: re-run a load_inline extension's nvcc commands (from its
+    build.ninja) with ``-Xptxas -v`` to get spill counts and advisories: "stage2" (when a
+    gated micro-profiler asks for metric ``sass.ptxas_log``), "always" or "never".
     ``timeout_s``: per tool call."""
 
     arch: str = ""
     reassemble_triton_ptx: bool = True
+    rebuild_extension_logs: str = attrs.field(
+        default="stage2", validator=attrs.validators.in_(("stage2", "always", "never")))
     timeout_s: float = 120.0
 
 
@@ -67,11 +73,19 @@ class SassCollector(Collector):
         if build_dir is None or not Path(build_dir).is_dir():
             return ProfileData(level=LEVEL, collector=self.name,
                                notes=(f"no build directory ({build_dir}); " + NO_MACHINE_CODE,))
-        return collect_build_dir(Path(build_dir), self.settings)
+        mode = self.settings.rebuild_extension_logs
+        rebuild = mode == "always" or (mode == "stage2" and PTXAS_LOG_METRIC in metrics)
+        return collect_build_dir(Path(build_dir), self.settings, rebuild_logs=rebuild)
 
 
-def collect_build_dir(build_dir: Path, settings: SassSettings = SassSettings()) -> ProfileData:
-    """ProfileData for every kernel found under ``build_dir``."""
+#: the metric a micro-profiler declares to get ptxas logs rebuilt in stage 2
+PTXAS_LOG_METRIC = "sass.ptxas_log"
+
+
+def collect_build_dir(build_dir: Path, settings: SassSettings = SassSettings(),
+                      rebuild_logs: bool = False) -> ProfileData:
+    """ProfileData for every kernel found under ``build_dir``; with ``rebuild_logs``, torch
+    extensions without a kept log are recompiled with ``-Xptxas -v`` for their ptxas log."""
     codes = find_machine_code(build_dir)
     if not codes:
         return ProfileData(level=LEVEL, collector=COLLECTOR_NAME, notes=(NO_MACHINE_CODE,))
@@ -84,6 +98,11 @@ def collect_build_dir(build_dir: Path, settings: SassSettings = SassSettings()) 
     notes: list[str] = []
     for code in codes:
         log = logs
+        if rebuild_logs and code.origin == "torch_extension" and not logs:
+            try:
+                log = rebuild_ptxas_log(code.path.parent, timeout_s=max(settings.timeout_s, 180.0))
+            except CollectorError as exc:
+                notes.append(f"{code.path.name}: {exc}")
         if code.ptx is not None and settings.reassemble_triton_ptx and find_tool("ptxas"):
             try:
                 log = log + "\n" + ptxas_log_for(code.ptx, timeout_s=min(settings.timeout_s, 60.0))
@@ -95,7 +114,7 @@ def collect_build_dir(build_dir: Path, settings: SassSettings = SassSettings()) 
             notes.append(f"{code.path.name}: {exc}")
     if not files and notes:
         raise CollectorError(notes[0])
-    if not logs:
+    if not logs and not rebuild_logs:
         notes.append("no compile log under the build directory: spill byte counts come only "
                      "from ptxas logs, LDL/STL are counted from the SASS")
     return build_profile(files, notes)

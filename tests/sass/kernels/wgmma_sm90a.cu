@@ -1,5 +1,5 @@
 // kernelpro-arch: sm_90a
-// Tensor-core kernels using Hopper's warpgroup MMA (HGMMA), built for sm_90a.
+// Good for the tensor-core checks (Hopper warpgroup MMA, HGMMA, built for sm_90a); wgmma_serialized is flawed.
 // wgmma_tile: one m64n8k16 f16 MMA per k-step (A from registers, B from shared memory
 // through a no-swizzle matrix descriptor), fenced, committed and waited per the PTX ISA.
 // wgmma_serialized: the same, but an ordinary FP32 multiply writes the accumulator while

@@ -56,7 +56,7 @@ class PtxasAdvisories(SassMicroProfiler):
     name = "sass_ptxas_advisories"
     description = "ptxas warnings and performance advisories (wgmma serialization C751x, ...)"
     applies_to = frozenset({ANY})
-    metrics = ("sass.ptxas_log",)
+    metrics = ("sass.ptxas_log",)  # asks the collector to rebuild extension logs in stage 2
 
     def check(self, entry: KernelEntry, gpu: GpuSpec | None) -> list[Finding]:
         messages = entry.kernel.warnings
