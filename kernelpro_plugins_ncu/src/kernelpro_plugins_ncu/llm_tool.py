@@ -102,7 +102,7 @@ def render(kernels: list[KernelProfile], wanted: list[str], kernel_substring: st
     available = sorted({name for k in kernels for name in k.metrics})
     lines = []
     missing = []
-    total_ns = sum(k.duration_ns or 0.0 for k in chosen)
+    total_ns = sum(k.duration_ns or 0.0 for k in kernels)  # share of the whole forward
     for k in chosen[:MAX_KERNELS]:
         share = f", {100 * (k.duration_ns or 0) / total_ns:.0f}% of time" if total_ns else ""
         dur = f"{(k.duration_ns or 0) / 1e3:.1f} us" if k.duration_ns else "duration unknown"

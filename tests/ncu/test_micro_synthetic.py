@@ -1,0 +1,152 @@
+"""Each micro-profiler on synthetic counters: fires on the flaw, stays quiet without it,
+and fills every field of its findings."""
+
+import pytest
+
+from kernelpro.api import ProfileContext
+from kernelpro.gpus import SPECS
+from kernelpro.records import SEVERITIES, Bottleneck
+
+from kernelpro_plugins_ncu import metrics as M
+from kernelpro_plugins_ncu.micro import ALL_MICRO_PROFILERS
+from kernelpro_plugins_ncu.micro import execution as X
+from kernelpro_plugins_ncu.micro import memory as Mem
+from kernelpro_plugins_ncu.micro import occupancy as O
+
+from ncu_helpers import kernel, profile
+
+H200 = next(s for s in SPECS if s.name.startswith("H200"))
+CTX = ProfileContext(gpu=H200, device="cuda")
+LAUNCH = {M.GRID_SIZE: 2048, M.BLOCK_SIZE: 256, M.SM_COUNT: 132, M.WAVES_PER_SM: 2.0}
+
+
+def bn(kind="memory", fraction=0.3, **ev):
+    return Bottleneck(kind=kind, summary="", roofline_fraction=fraction, evidence=ev, classifier="roofline")
+
+
+def run(cls, *kernels, bottleneck=None, io=None):
+    return cls().analyze(profile(*kernels, io=io), bottleneck or bn(), CTX)
+
+
+def check_finding(f, cls):
+    assert f.tool == cls.name and f.severity in SEVERITIES and f.title and f.message and f.action
+    assert f.estimated_gain is not None and 0 <= f.estimated_gain <= 1
+    assert any(ch.isdigit() for ch in f.message)  # the numbers that justify it
+
+
+CASES = [
+    (Mem.UncoalescedGlobalAccess,
+     {M.GLD_BYTES_PER_SECTOR_PCT: 12.5, M.GLD_SECTORS: 8e6, M.GLD_REQUESTS: 2.5e5, M.GST_BYTES_PER_SECTOR_PCT: 100.0,
+      M.GST_SECTORS: 1e6, M.GST_REQUESTS: 2.5e5, M.MEM_THROUGHPUT_PCT: 80.0},
+     {M.GLD_BYTES_PER_SECTOR_PCT: 100.0, M.GLD_SECTORS: 1e6, M.GLD_REQUESTS: 2.5e5, M.GST_BYTES_PER_SECTOR_PCT: 100.0,
+      M.GST_SECTORS: 1e6, M.GST_REQUESTS: 2.5e5}),
+    (Mem.SharedBankConflicts,
+     {M.SHARED_LD_CONFLICTS: 3.1e7, M.SHARED_LD_WAVEFRONTS: 3.2e7, M.SHARED_LD_INST: 1e6, M.SHARED_ST_INST: 1e6,
+      M.SHARED_ST_WAVEFRONTS: 1e6, M.SHARED_ST_CONFLICTS: 0.0},
+     {M.SHARED_LD_CONFLICTS: 1e3, M.SHARED_LD_WAVEFRONTS: 1e6, M.SHARED_LD_INST: 1e6, M.SHARED_ST_INST: 1e6,
+      M.SHARED_ST_WAVEFRONTS: 1e6, M.SHARED_ST_CONFLICTS: 0.0}),
+    (Mem.LocalMemorySpilling,
+     {M.LOCAL_LD_SECTORS: 5e6, M.LOCAL_ST_SECTORS: 4e6, M.LOCAL_LD_INST: 1e6, M.GLD_SECTORS: 1e6,
+      M.GST_SECTORS: 1e6, M.REGISTERS_PER_THREAD: 32},
+     {M.LOCAL_LD_SECTORS: 0.0, M.LOCAL_ST_SECTORS: 0.0, M.GLD_SECTORS: 1e6, M.GST_SECTORS: 1e6}),
+    (O.OccupancyLimiter,
+     {M.THEORETICAL_OCCUPANCY_PCT: 6.25, M.LIMIT_SMEM: 1, M.LIMIT_REGISTERS: 16, M.LIMIT_WARPS: 16,
+      M.LIMIT_BLOCKS: 32, M.BLOCK_SIZE: 128, M.SMEM_DYNAMIC: 204800},
+     {M.THEORETICAL_OCCUPANCY_PCT: 100.0, M.LIMIT_SMEM: 8, M.LIMIT_REGISTERS: 8, M.LIMIT_WARPS: 8, M.LIMIT_BLOCKS: 32}),
+    (O.AchievedOccupancyGap,
+     {M.THEORETICAL_OCCUPANCY_PCT: 100.0, M.ACHIEVED_OCCUPANCY_PCT: 12.0, M.WAVES_PER_SM: 15.5},
+     {M.THEORETICAL_OCCUPANCY_PCT: 100.0, M.ACHIEVED_OCCUPANCY_PCT: 90.0}),
+    (O.TailEffect, {M.WAVES_PER_SM: 1.03, M.GRID_SIZE: 272}, {M.WAVES_PER_SM: 8.0, M.GRID_SIZE: 2112}),
+    (O.SmallGrid, {M.GRID_SIZE: 4, M.BLOCK_SIZE: 128, M.SM_COUNT: 132, M.WAVES_PER_SM: 0.002},
+     {M.GRID_SIZE: 2112, M.BLOCK_SIZE: 256, M.SM_COUNT: 132, M.WAVES_PER_SM: 2.0}),
+    (X.WarpStallReasons,
+     {M.stall_metric("long_scoreboard"): 40.0, M.stall_metric("wait"): 2.0, M.stall_metric("selected"): 1.0,
+      M.ISSUE_ACTIVE_PCT: 3.0},
+     {M.stall_metric("long_scoreboard"): 0.0, M.stall_metric("wait"): 0.0}),
+    (X.IssueSlotUtilization, {M.ISSUE_ACTIVE_PCT: 3.0, M.ELIGIBLE_WARPS: 0.03, M.ACTIVE_WARPS_PER_SCHEDULER: 1.0},
+     {M.ISSUE_ACTIVE_PCT: 70.0, M.ELIGIBLE_WARPS: 3.0}),
+    (X.ThreadDivergence, {M.THREADS_PER_INST: 4.0, M.BRANCH_DIVERGENT: 1e5, M.BRANCH_TARGETS: 2e5},
+     {M.THREADS_PER_INST: 31.9}),
+    (X.TensorCoresIdle,
+     {M.FFMA: 8.6e9, M.SHARED_LD_INST: 1.3e8, M.GLOBAL_LD_INST: 1e6, M.PIPE_FMA_PCT: 70.0},
+     {M.FFMA: 8.6e9, M.SHARED_LD_INST: 0.0, M.GLOBAL_LD_INST: 1.3e5, M.PIPE_FMA_PCT: 90.0}),
+    (X.UnfusedFp32, {M.FMUL: 4e9, M.FADD: 4e9, M.FFMA: 0.0, M.INST_EXECUTED: 2.6e8, M.PIPE_FMA_PCT: 60.0},
+     {M.FMUL: 0.0, M.FADD: 1e6, M.FFMA: 4e9, M.INST_EXECUTED: 1.3e8, M.PIPE_FMA_PCT: 60.0}),
+]
+
+
+@pytest.mark.parametrize("cls,bad,good", CASES, ids=[c[0].name for c in CASES])
+def test_fires_on_flaw_and_quiet_without(cls, bad, good):
+    findings = run(cls, kernel("kp_bad(float*)", 1e6, **{**LAUNCH, **bad}),
+                   bottleneck=bn(kind=next(iter(cls.applies_to - {"any"}), "memory")))
+    assert len(findings) == 1
+    check_finding(findings[0], cls)
+    assert findings[0].kernel == "kp_bad(float*)"
+    assert run(cls, kernel("kp_good(float*)", 1e6, **{**LAUNCH, **good})) == []
+
+
+def test_cache_hit_rate_needs_reuse_and_misses():
+    ks = {M.L2_HIT_PCT: 12.0, M.L1_HIT_PCT: 3.0, M.DRAM_READ_BYTES: 2.1e9, M.MEM_THROUGHPUT_PCT: 85.0}
+    io = {"input_bytes": 2.68e8, "output_bytes": 2.68e8}
+    f = run(Mem.CacheHitRate, kernel("k", 1e6, **ks), io=io)
+    check_finding(f[0], Mem.CacheHitRate)
+    assert f[0].evidence["reread_factor"] == pytest.approx(2.1e9 / 2.68e8)
+    # streaming once: low hit rate is expected, nothing to say
+    assert run(Mem.CacheHitRate, kernel("k", 1e6, **{**ks, M.DRAM_READ_BYTES: 2.7e8}), io=io) == []
+    # no I/O sizes: cannot tell reuse from streaming
+    assert run(Mem.CacheHitRate, kernel("k", 1e6, **ks)) == []
+
+
+def test_dram_excess_counts_all_kernels_against_io():
+    io = {"input_bytes": 2.68e8, "output_bytes": 2.68e8, "param_bytes": 0}
+    ks = [kernel(f"kp_chain_{i}", 1e5, **{M.DRAM_READ_BYTES: 2.68e8, M.DRAM_WRITE_BYTES: 2.68e8}) for i in range(3)]
+    f = run(Mem.DramTrafficExcess, *ks, io=io)
+    check_finding(f[0], Mem.DramTrafficExcess)
+    assert f[0].evidence["excess_factor"] == pytest.approx(3.0)
+    assert "3 kernels" in f[0].message and "Fuse" in f[0].action
+    assert run(Mem.DramTrafficExcess, ks[0], io=io) == []
+
+
+def test_launch_overhead_on_many_short_kernels():
+    ks = [kernel(f"k{i}", 1500) for i in range(20)]
+    f = run(O.LaunchDominated, *ks, bottleneck=bn("too_little_work"))
+    check_finding(f[0], O.LaunchDominated)
+    assert run(O.LaunchDominated, kernel("k", 1e6), kernel("k2", 1e6)) == []
+
+
+def test_at_roofline_only_near_the_roof():
+    hi = bn("memory", 0.9, dram_bytes=4.3e9, dram_bandwidth_achieved_gbs=4300.0, dram_bandwidth_peak_gbs=4800.0)
+    f = run(X.AtRoofline, kernel("copy", 1e6), bottleneck=hi)
+    assert f[0].severity == "info" and "90%" in f[0].message and f[0].estimated_gain == pytest.approx(0.1)
+    assert "fuse" in f[0].action.lower()
+    assert run(X.AtRoofline, kernel("copy", 1e6), bottleneck=bn("memory", 0.4)) == []
+
+
+def test_warp_stalls_quiet_at_the_roofline():
+    k = kernel("k", 1e6, **{M.stall_metric("long_scoreboard"): 40.0, M.ISSUE_ACTIVE_PCT: 3.0})
+    assert run(X.WarpStallReasons, k, bottleneck=bn("memory", 0.92)) == []
+
+
+def test_time_share_scales_gain_and_tiny_kernels_are_skipped():
+    bad = {M.THREADS_PER_INST: 4.0}
+    one = run(X.ThreadDivergence, kernel("a", 1e6, **bad))[0].estimated_gain
+    half = run(X.ThreadDivergence, kernel("a", 1e6, **bad), kernel("b", 1e6))[0].estimated_gain
+    assert half == pytest.approx(one / 2, rel=1e-3)
+    assert run(X.ThreadDivergence, kernel("a", 1e3, **bad), kernel("b", 1e6)) == []
+
+
+def test_source_lines_from_hotspots():
+    p = profile(kernel("k", 1e6, **{M.THREADS_PER_INST: 4.0}))
+    p.payload["source_hotspots"] = [{"smsp__branch_targets_threads_divergent": [("kernels.cu:170", 42.0)]}]
+    f = X.ThreadDivergence().analyze(p, bn("compute"), CTX)
+    assert f[0].source_lines == ("kernels.cu:170 (smsp__branch_targets_threads_divergent: 42)",)
+
+
+def test_registry_shape():
+    names = [c.name for c in ALL_MICRO_PROFILERS]
+    assert len(names) == len(set(names)) >= 14
+    kinds = {"memory", "compute", "latency", "too_little_work", "unknown", "any"}
+    for cls in ALL_MICRO_PROFILERS:
+        assert cls.applies_to and cls.applies_to <= kinds, cls.name
+        assert all(isinstance(m, str) and "__" in m for m in cls.metrics), cls.name
+        assert cls.Settings() is not None and cls.description
