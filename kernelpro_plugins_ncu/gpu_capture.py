@@ -233,8 +233,8 @@ def suite() -> None:
     collector.settings = attrs.evolve(collector.settings, timeout_s=remaining(0.5))
     s2 = collector.collect(target, 2, metrics)
     log(f"suite stage 2 ({len(metrics)} metrics asked): {describe(s2)}")
-    SUMMARY.append(f"suite: stage1 {s1.payload['wall_s']:.1f}s ({len(s1.kernels)} kernels), "
-                   f"stage2 {s2.payload['wall_s']:.1f}s")
+    SUMMARY.append(f"suite: stage1 {s1.payload['wall_s']:.1f}s ({len(s1.kernels)} kernels, {passes(s1):.0f} passes), "
+                   f"stage2 {s2.payload['wall_s']:.1f}s ({passes(s2):.0f} passes)")
     copy_outputs(target.workdir, STAGE / "suite")
     from kernelpro_plugins_ncu.collector import find_ncu
 
@@ -286,6 +286,11 @@ def full_set(ncu: str) -> None:
         raw = sh([ncu, "--import", str(rep), "--csv", "--page", "raw", "--print-units", "base"], timeout=60)
         (out / "full.raw.csv").write_text(raw)
     copy_outputs(out, STAGE / "full")
+
+
+def passes(data) -> float:
+    """Replay passes ncu needed, summed over the profiled kernels (profiler__replayer_passes)."""
+    return sum(k.metrics.get("profiler__replayer_passes", 0.0) for k in data.kernels)
 
 
 def gated(bottleneck) -> tuple[list[str], list[str]]:
@@ -343,6 +348,7 @@ def per_candidate() -> None:
             row = {"case": name, "stage1_s": round(s1.payload["wall_s"], 2),
                    "stage2_s": round(s2.payload["wall_s"], 2), "stage2_metrics": len(metrics),
                    "kernels": len(s1.kernels), "bottleneck": getattr(bottleneck, "kind", None),
+                   "stage1_replay_passes": passes(s1), "stage2_replay_passes": passes(s2),
                    "gated_tools": tools, "notes": list(s1.notes) + list(s2.notes)}
             bench.append(row)
             log(f"{name}: {row}")
