@@ -1,23 +1,27 @@
 """Synthetic optimization landscapes standing in for a kernel's design space.
 
-A program is a point of a discrete parameter grid: ``DIMS`` knobs (think tile sizes,
-vector width, unroll factor, pipeline stages, ...) each taking ``LEVELS`` values. Its true
-log speedup over the reference is the highest of several peaks on the scaled coordinates
-``u = x / (LEVELS - 1)``, each falling off linearly with distance from its centre (so
-every peak has a basin of attraction), floored at ``base_log``. Its chance of failing to
-compile or verify depends on the region (aggressive configurations fail more often).
-Measurements carry multiplicative log-normal timing noise.
+A program is a strategy and its knobs: ``(s, k1, ..., kDIMS)``. The strategy ``s`` (one of
+``n_strategies``: think "shared-memory tiling", "tensor cores via WMMA", "vectorized
+elementwise", ...) is chosen when writing from the reference and kept by refinements; the
+knobs (tile sizes, vector width, unroll factor, pipeline stages, ...) each take ``LEVELS``
+values and are what refinements change. Within a strategy the true log speedup is the
+highest of its peaks, each falling off linearly with the distance of the scaled knobs
+``u = k / (LEVELS - 1)`` from its centre, floored at ``base_log``. Each peak is drawn from
+two numbers: what a plain first attempt (knobs low) measures and how far the strategy can
+go; when the two disagree across strategies the landscape is deceptive. The chance of failing to
+compile or verify depends on the strategy and on the region (aggressive configurations fail
+more often). Measurements carry multiplicative log-normal timing noise.
 
 Families (each instance is drawn from a seed):
 
-* ``deceptive``: a wide, gentle basin rising to a ~2.2x local optimum covers most of the
-  space; away from it a steep, narrower basin rises to ~7x, but its outskirts measure
-  slower than most of the gentle basin (a rewrite that is slow at first and pays off
-  after several refinements).
-* ``rugged``: many optima of random height and width.
-* ``failure_wall``: the best region is also where compile failures and wrong results are
-  frequent (aggressive configurations), the safe region holds a ~2x optimum.
-* ``smooth``: one broad peak; a greedy hill-climber's home ground.
+* ``deceptive``: a decoy strategy whose plain first attempt measures 1.3x tops out at 2.2x;
+  the best strategy's first attempt measures 0.8x (slower than the reference) and it rises
+  to 7x; three others start at 0.6-1.2x and top out at 1.3-3x.
+* ``rugged``: every strategy has several optima of random height and width.
+* ``failure_wall``: as ``deceptive``, and the best strategy's programs fail to compile or
+  verify much more often (aggressive code).
+* ``smooth``: a strategy's first attempt measures ``top ** 0.35``, so first attempts rank
+  strategies correctly; a greedy hill-climber's home ground.
 * ``noisy``: ``deceptive`` with 3x the timing noise.
 """
 
@@ -33,21 +37,20 @@ DIMS = 4
 LEVELS = 8
 FAMILIES = ("deceptive", "rugged", "failure_wall", "smooth", "noisy")
 
-Point = tuple[int, ...]
+Point = tuple[int, ...]  # (strategy, knob_1, ..., knob_DIMS)
 
 
 @attrs.frozen
 class Peak:
-    center: tuple[float, ...]  # in scaled coordinates [0, 1]^DIMS
+    center: tuple[float, ...]  # scaled knob coordinates in [0, 1]^DIMS
     height_log: float  # log speedup at the centre
     slope_log: float  # log speedup lost per scaled unit of distance
 
 
 @attrs.frozen
-class FailRegion:
-    center: tuple[float, ...]
-    radius: float  # scaled units
-    p_compile: float  # chance a program inside fails to compile
+class Strategy:
+    peaks: tuple[Peak, ...]
+    p_compile: float  # chance a program fails to compile
     p_incorrect: float  # chance it compiles but gives wrong results
 
 
@@ -62,31 +65,35 @@ class Outcome:
 class Landscape:
     family: str
     seed: int
-    base_log: float  # log speedup far from every bump
-    peaks: tuple[Peak, ...]
-    fail_regions: tuple[FailRegion, ...]
-    p_compile_base: float
-    p_incorrect_base: float
+    base_log: float  # log speedup far from every optimum
+    strategies: tuple[Strategy, ...]
     noise_sigma: float  # multiplicative timing noise, log scale
+    # aggressive corner: programs with every knob above this (scaled) fail this much more
+    aggressive_threshold: float = 0.8
+    aggressive_extra_fail: float = 0.3
+
+    @property
+    def n_strategies(self) -> int:
+        return len(self.strategies)
 
     def true_log_speedup(self, x: Point) -> float:
-        u = scaled(x)
+        strategy = self.strategies[x[0]]
+        u = scaled(x[1:])
         best = self.base_log
-        for p in self.peaks:
+        for p in strategy.peaks:
             best = max(best, p.height_log - p.slope_log * math.dist(u, p.center))
         return best
 
     def failure_probabilities(self, x: Point) -> tuple[float, float]:
-        u = scaled(x)
-        p_c, p_i = self.p_compile_base, self.p_incorrect_base
-        for r in self.fail_regions:
-            if math.dist(u, r.center) <= r.radius:
-                p_c, p_i = max(p_c, r.p_compile), max(p_i, r.p_incorrect)
-        return p_c, p_i
+        strategy = self.strategies[x[0]]
+        p_c = strategy.p_compile
+        if min(scaled(x[1:])) > self.aggressive_threshold:
+            p_c = min(0.95, p_c + self.aggressive_extra_fail)
+        return p_c, strategy.p_incorrect
 
     def evaluate(self, x: Point) -> Outcome:
-        """Evaluate program ``x``. Deterministic per (landscape seed, point): every policy
-        sees the same outcome for the same program (common random numbers)."""
+        """Evaluate program ``x``. Deterministic per (landscape, program): every policy sees
+        the same outcome for the same program (common random numbers)."""
         rng = random.Random(f"eval:{self.family}:{self.seed}:{x}")
         p_c, p_i = self.failure_probabilities(x)
         draw = rng.random()
@@ -98,19 +105,19 @@ class Landscape:
         return Outcome("correct", true * math.exp(rng.gauss(0.0, self.noise_sigma)), true)
 
     def optimum(self) -> float:
-        """Best true speedup over the whole grid among programs that can be correct."""
-        best = 0.0
-        for x in all_points():
-            if self.failure_probabilities(x)[0] < 1.0:
-                best = max(best, math.exp(self.true_log_speedup(x)))
-        return best
+        """Best true speedup over every program (failure-prone ones included)."""
+        return max(
+            math.exp(self.true_log_speedup((s, *knobs)))
+            for s in range(self.n_strategies)
+            for knobs in all_knobs()
+        )
 
 
-def scaled(x: Sequence[int]) -> tuple[float, ...]:
-    return tuple(v / (LEVELS - 1) for v in x)
+def scaled(knobs: Sequence[int]) -> tuple[float, ...]:
+    return tuple(v / (LEVELS - 1) for v in knobs)
 
 
-def all_points():
+def all_knobs():
     def rec(prefix: tuple[int, ...]):
         if len(prefix) == DIMS:
             yield prefix
@@ -121,16 +128,20 @@ def all_points():
     return rec(())
 
 
-def _point(rng: random.Random, lo: float = 0.0, hi: float = 1.0) -> tuple[float, ...]:
-    return tuple(rng.uniform(lo, hi) for _ in range(DIMS))
+def _center(rng: random.Random) -> tuple[float, ...]:
+    # optima sit at middle-to-high knob settings, away from the plain first attempts
+    return tuple(rng.uniform(0.4, 0.9) for _ in range(DIMS))
 
 
-def _far_point(rng: random.Random, other: tuple[float, ...], min_dist: float) -> tuple[float, ...]:
-    for _ in range(1000):
-        p = _point(rng, 0.05, 0.95)
-        if math.dist(p, other) >= min_dist:
-            return p
-    raise RuntimeError("could not place a distant point")  # pragma: no cover
+# where plain first attempts sit (knobs at level 1 of 0..LEVELS-1): see sim.NAIVE_LEVELS
+NAIVE_CENTER = tuple(1 / (LEVELS - 1) for _ in range(DIMS))
+
+
+def _peak(rng: random.Random, first: float, top: float) -> Peak:
+    """A peak of speedup ``top`` whose slope makes a plain first attempt measure ``first``."""
+    center = _center(rng)
+    slope = (math.log(top) - math.log(first)) / math.dist(NAIVE_CENTER, center)
+    return Peak(center, math.log(top), slope)
 
 
 def make_landscape(family: str, seed: int) -> Landscape:
@@ -140,35 +151,39 @@ def make_landscape(family: str, seed: int) -> Landscape:
     rng = random.Random(f"landscape:{family}:{seed}")
     noise = 0.05  # ~5% run-to-run timing noise, typical of GPU kernel timing without pinning
     p_c, p_i = 0.12, 0.05  # base compile-failure and wrong-result rates of a rewrite
-    fail_regions: list[FailRegion] = []
-    if family in ("deceptive", "noisy"):
-        local = _point(rng, 0.2, 0.8)
-        glob = _far_point(rng, local, 0.7)
-        peaks = [
-            Peak(local, math.log(2.2), 0.9),  # gentle: 1.4x half a unit away
-            Peak(glob, math.log(7.0), 5.0),  # steep: 0.74x at 0.45 units away
-        ]
+
+    def plain(first: float, top: float, fail: tuple[float, float] = (p_c, p_i)) -> Strategy:
+        return Strategy((_peak(rng, first, top),), *fail)
+
+    strategies: list[Strategy]
+    if family in ("deceptive", "noisy", "failure_wall"):
+        decoy = plain(first=1.3, top=2.2)  # looks best at first, tops out early
+        best_fail = (0.45, 0.15) if family == "failure_wall" else (p_c, p_i)
+        best = plain(first=0.8, top=7.0, fail=best_fail)  # slower than the reference at first
+        others = [plain(rng.uniform(0.6, 1.2), rng.uniform(1.3, 3.0)) for _ in range(3)]
+        strategies = [decoy, best, *others]
         if family == "noisy":
             noise = 0.15
     elif family == "rugged":
-        peaks = [
-            Peak(_point(rng), rng.uniform(math.log(1.3), math.log(5.0)), rng.uniform(1.0, 5.0))
-            for _ in range(8)
+        strategies = [
+            Strategy(
+                tuple(
+                    _peak(rng, rng.uniform(0.5, 1.3), rng.uniform(1.3, 5.0))
+                    for _ in range(rng.randint(2, 4))
+                ),
+                p_c,
+                p_i,
+            )
+            for _ in range(5)
         ]
-    elif family == "failure_wall":
-        local = _point(rng, 0.2, 0.8)
-        glob = _far_point(rng, local, 0.7)
-        peaks = [Peak(local, math.log(2.2), 0.9), Peak(glob, math.log(6.0), 3.5)]
-        fail_regions.append(FailRegion(glob, 0.3, p_compile=0.45, p_incorrect=0.15))
-    else:  # smooth
-        peaks = [Peak(_point(rng, 0.2, 0.8), math.log(4.0), 1.6)]
+    else:  # smooth: a first attempt ranks its strategy correctly (first = top ** 0.35)
+        tops = [rng.uniform(1.5, 5.0) for _ in range(5)]
+        strategies = [plain(top**0.35, top) for top in tops]
+    rng.shuffle(strategies)
     return Landscape(
         family=family,
         seed=seed,
-        base_log=math.log(0.5),  # far from every optimum a rewrite runs at half speed
-        peaks=tuple(peaks),
-        fail_regions=tuple(fail_regions),
-        p_compile_base=p_c,
-        p_incorrect_base=p_i,
+        base_log=math.log(0.3),  # a rewrite far from anything good runs at 0.3x
+        strategies=tuple(strategies),
         noise_sigma=noise,
     )

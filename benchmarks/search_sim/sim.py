@@ -21,6 +21,8 @@ from search_sim.landscapes import DIMS, LEVELS, Landscape, Point
 # the built-in reward (kernelpro.rewards.speed): log speedup clamped to +-cap; failures
 # score the floor
 REWARD_CLAMP = LogSpeedupSettings().cap
+NAIVE_LEVELS = 3  # a first attempt sets each knob to one of its 3 lowest levels
+STARTS = ("naive", "uniform")
 
 
 def sim_reward(verdict: str, speedup: float | None) -> float:
@@ -31,8 +33,11 @@ def sim_reward(verdict: str, speedup: float | None) -> float:
 
 @attrs.define
 class SimGenerator:
-    """Proposes programs. From the reference: a fresh strategy anywhere in the space. From a
-    program: a local edit of one or two knobs. With probability ``guidance`` it picks the
+    """Proposes programs. From the reference: a strategy drawn at random, written plainly
+    (``start="naive"``: every knob among its ``NAIVE_LEVELS`` lowest levels: small tiles, no
+    vectorization, no unrolling) or anywhere (``start="uniform"``: a fresh rewrite may land
+    near an optimum at once). From a program: a local edit of one or two of its knobs, same
+    strategy. With probability ``guidance`` it picks the
     best of ``looks`` random edits by a noisy reading of the true speedup, standing in for a
     generator that follows profiler findings (right more often than not, never sure)."""
 
@@ -41,12 +46,15 @@ class SimGenerator:
     guidance: float = 0.5
     looks: int = 3
     hint_noise: float = 0.3  # log-scale noise on the generator's own estimate
+    start: str = "naive"  # naive | uniform: where first attempts land in knob space
     tried: set = attrs.field(factory=set)
 
     def propose(self, parent_point: Point | None) -> Point | None:
         for _ in range(30):
             if parent_point is None:
-                x = tuple(self.rng.randrange(LEVELS) for _ in range(DIMS))
+                strategy = self.rng.randrange(self.landscape.n_strategies)
+                top = NAIVE_LEVELS if self.start == "naive" else LEVELS
+                x = (strategy, *(self.rng.randrange(top) for _ in range(DIMS)))
             elif self.rng.random() < self.guidance:
                 edits = [self._edit(parent_point) for _ in range(self.looks)]
                 x = max(
@@ -62,9 +70,10 @@ class SimGenerator:
         return None  # nothing new near this parent
 
     def _edit(self, x: Point) -> Point:
+        """Change one knob (70%) or two, mostly by one level; the strategy stays."""
         out = list(x)
         n_knobs = 1 if self.rng.random() < 0.7 else 2
-        for dim in self.rng.sample(range(DIMS), n_knobs):
+        for dim in self.rng.sample(range(1, DIMS + 1), n_knobs):
             step = self.rng.choice((-1, 1)) * (1 if self.rng.random() < 0.75 else self.rng.randint(2, 3))
             out[dim] = min(LEVELS - 1, max(0, out[dim] + step))
         return tuple(out)
@@ -93,6 +102,7 @@ class SimRun:
     parallel: int = 4
     seed: int = 0
     guidance: float = 0.5
+    start: str = "naive"
     tree: Tree = attrs.field(factory=Tree.new)
     points: dict = attrs.field(factory=dict)  # node id -> program
     selections: list = attrs.field(factory=list)
@@ -103,7 +113,8 @@ class SimRun:
     def __attrs_post_init__(self) -> None:
         if self.gen is None:
             self.gen = SimGenerator(
-                self.landscape, random.Random(f"gen:{self.seed}"), guidance=self.guidance
+                self.landscape, random.Random(f"gen:{self.seed}"), guidance=self.guidance,
+                start=self.start,
             )
 
     def step(self) -> bool:
@@ -172,9 +183,11 @@ def run_search(
     parallel: int = 4,
     seed: int = 0,
     guidance: float = 0.5,
+    start: str = "naive",
     keep_tree: bool = False,
 ) -> SearchOutcome:
     """Run ``policy`` until ``budget`` candidates were evaluated or it ends the search."""
-    run = SimRun(policy, landscape, budget, parallel=parallel, seed=seed, guidance=guidance)
+    run = SimRun(policy, landscape, budget, parallel=parallel, seed=seed, guidance=guidance,
+                 start=start)
     run.run()
     return run.outcome(keep_tree=keep_tree)
