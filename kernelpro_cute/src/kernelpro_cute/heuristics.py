@@ -1,6 +1,8 @@
 """Hopper heuristic that hands CuTe reading pointers to generators.
 
-Off by default: it speaks only when the run asks for CuTe output (``cute_output``).
+Off by default: it speaks only when the run asks for CuTe output: the ``cute_output``
+setting, which defaults to the environment variable ``KERNELPRO_CUTE_OUTPUT`` (1/true/yes)
+because the loop currently constructs heuristics without settings.
 ``prompt_notes`` (no bottleneck known yet) names the WGMMA+TMA material for
 compute-bound matrix work and the tiled-copy material for memory-bound tiles, the build
 flags, and the corpus tools; ``advise`` (after profiling) gives the presets of the
@@ -9,6 +11,7 @@ classified bottleneck as an info finding.
 
 from __future__ import annotations
 
+import os
 from typing import Mapping
 
 import attrs
@@ -19,9 +22,13 @@ from kernelpro_cute.corpus import CorpusError, locate
 from kernelpro_cute.presets import presets_for
 
 
+def _env_flag() -> bool:
+    return os.environ.get("KERNELPRO_CUTE_OUTPUT", "").strip().lower() in ("1", "true", "yes")
+
+
 @attrs.frozen
 class CutePresetSettings:
-    cute_output: bool = False  # the run generates CuTe candidates
+    cute_output: bool = attrs.field(factory=_env_flag)  # the run generates CuTe candidates
     cutlass_path: str | None = None
 
 

@@ -37,7 +37,7 @@ from pathlib import Path
 
 import attrs
 
-from kernelpro_cute.chunker import CPP_SUFFIXES, TEXT_SUFFIXES, Chunk, chunk_file
+from kernelpro_cute.chunker import CPP_SUFFIXES, TEXT_SUFFIXES, chunk_file
 from kernelpro_cute.corpus import Corpus, locate
 from kernelpro_cute.terms import (
     identifier_terms,
@@ -139,7 +139,7 @@ def build_index(corpus: Corpus, db_path: Path, files: list[Path] | None = None) 
     con = sqlite3.connect(tmp)
     try:
         con.executescript(_SCHEMA)
-        rows = fts = syms = 0
+        rows = syms = 0
         for f in files:
             rel = f.relative_to(root).as_posix()
             try:
@@ -214,8 +214,17 @@ class CuteIndex:
         if "\0" in rel:
             raise CorpusPathError("path contains a NUL byte")
         root = self.corpus.root.resolve()
+        inside = lambda p: p == root or root in p.parents  # noqa: E731
         target = (root / rel.lstrip("/")).resolve()
-        if target != root and root not in target.parents:
+        if rel.startswith("/"):
+            # an absolute path: fine when it lies in the corpus; a leading "/" on a
+            # corpus-relative path is forgiven when that file exists
+            absolute = Path(rel).resolve()
+            if inside(absolute):
+                target = absolute
+            elif not (inside(target) and target.exists()):
+                raise CorpusPathError(f"{rel}: outside the CUTLASS corpus root")
+        if not inside(target):
             raise CorpusPathError(f"{rel}: outside the CUTLASS corpus root")
         if not target.exists():
             raise CorpusPathError(f"{rel}: no such file or directory in the CUTLASS corpus")
@@ -233,6 +242,7 @@ class CuteIndex:
         path = self.resolve(rel)
         if path.is_dir():
             raise CorpusPathError(f"{rel}: is a directory (list it instead)")
+        rel = path.relative_to(self.corpus.root.resolve()).as_posix()
         lines = self._lines(rel)
         n = len(lines)
         start = max(1, int(start))
