@@ -33,6 +33,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 PAIRS_DIR = HERE / "pairs"
 BUDGET_S = 200.0  # seconds after start; the queue's limit is 240 s for the whole script
+PREHEAT_S = 6.0  # before the fidelity runs: temperature (and leakage power) settles over seconds
 SIMILAR_TIME = 0.02  # the "matched speed": within 2 %
 
 # (problem, rtol, atol): tolerances of the correctness check against the reference
@@ -117,16 +118,17 @@ def capture_counter(counter, results: dict) -> None:
 
 
 def capture_fidelity(counter, results: dict) -> None:
-    from kernelpro_plugins_energy.bench import bf16_matmul_call, fidelity, time_call_ms
+    from kernelpro_plugins_energy.bench import bf16_matmul_call, fidelity, run_for, time_call_ms
 
     call = bf16_matmul_call()
+    state_cold = gpu_state(counter)
+    log("fidelity: 6 s of the kernel first, towards a steady temperature")
+    preheat_calls = run_for(call, PREHEAT_S)
     timing = time_call_ms(call)
     log(f"fidelity: bf16 8192^3 matmul, {timing['median_ms']:.3f} ms per call; 5 measurements")
-    state_before = gpu_state(counter)
-    fid = fidelity(call, repeats=5)
+    fid = fidelity(call, repeats=5, snapshot=lambda: gpu_state(counter))
     fid["timing"] = timing
-    fid["gpu_state_before"] = state_before
-    fid["gpu_state_after"] = gpu_state(counter)
+    fid["preheat"] = {"seconds": PREHEAT_S, "calls": preheat_calls, "state_before": state_cold}
     fid["kernel"] = "torch.matmul bf16 8192x8192x8192 (cuBLAS), fixed inputs, out= preallocated"
     fid["settings"] = "EnergySettings() defaults: window_s=1.5, trials=5, sample_power=True"
     results["fidelity"] = fid
@@ -263,6 +265,14 @@ def summary_table(results: dict) -> str:
         vals = " ".join(f"{v*1000:.2f}" for v in fid["energy_j_per_call"])
         lines.append(f"fidelity (mJ/call x5): {vals}  spread {fid['spread']*100:.2f} %  "
                      f"cv {fid['cv']*100:.2f} %  target <= 2 %")
+        temps = " ".join(f"{s.get('temp_c', float('nan')):.0f}" for s in fid.get("states", []))
+        lines.append(f"  temperatures C (before each, after last): {temps}")
+        for i, m in enumerate(fid["measurements"], 1):
+            lines.append(
+                f"  #{i}: trial cv {m['energy_cv']*100:.2f} %  power {m['power_w']:.1f} W  sampled "
+                f"{m.get('power_w_sampled', float('nan')):.1f} W (instant={m.get('power_sampled_instant')})  "
+                f"{m['calls_per_trial']:.0f} calls/window  {m['counter_update_hz']:.2f} updates/s"
+            )
     lines.append("")
     lines.append(f"{'problem/variant':36} {'ok':>3} {'time ms':>9} {'mJ/call p1':>11} {'mJ/call p2':>11} {'W':>6}")
     for pname, prob in results.get("pairs", {}).items():

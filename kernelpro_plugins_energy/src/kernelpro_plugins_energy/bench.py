@@ -43,6 +43,22 @@ def time_call_ms(call: Callable[[], Any], reps: int = 100, warmup: int = 10) -> 
     }
 
 
+def run_for(call: Callable[[], Any], seconds: float) -> int:
+    """Run ``call`` back to back for ``seconds`` (e.g. to bring the GPU to a steady
+    temperature); returns the number of calls."""
+    import torch
+
+    end = time.perf_counter() + seconds
+    calls = 0
+    while time.perf_counter() < end:
+        call()
+        calls += 1
+        if calls % 16 == 0:
+            torch.cuda.synchronize()  # keep the queue short so the loop ends on time
+    torch.cuda.synchronize()
+    return calls
+
+
 def cuda_sync() -> None:
     import torch
 
@@ -85,16 +101,23 @@ def fidelity(
     repeats: int = 5,
     device: str = "cuda",
     settings: EnergySettings | None = None,
+    snapshot: Callable[[], dict[str, float]] | None = None,
 ) -> dict[str, Any]:
     """Measure ``call`` ``repeats`` times with the same settings; the spread of the medians.
 
     ``spread`` is (max - min) / median of the per-measurement joules per call; ``cv`` is
-    their standard deviation over their mean.
+    their standard deviation over their mean. ``snapshot`` (e.g. temperature and clocks)
+    is recorded before each measurement and after the last.
     """
     runs = []
+    states = []
     started = time.time()
     for _ in range(repeats):
+        if snapshot is not None:
+            states.append(snapshot())
         runs.append(measure_energy(call, device, settings))
+    if snapshot is not None:
+        states.append(snapshot())
     values = [r["energy_j_per_call"] for r in runs]
     mid = stats.median(values)
     return {
@@ -104,6 +127,7 @@ def fidelity(
         "spread": (max(values) - min(values)) / mid if mid else float("nan"),
         "cv": stats.cv(values),
         "wall_s": time.time() - started,
+        "states": states,
     }
 
 
