@@ -116,3 +116,20 @@ def test_analyzer_bad_inputs_are_one_line(tmp_path):
     with pytest.raises(CollectorError) as info:
         SassAnalyzer().load(tmp_path / "missing.cubin")
     assert "no such file" in one_line(info.value)
+
+
+def test_fat_binary_picks_one_arch(tmp_path, toolchain):
+    """A .so with sm_80 and sm_90 code (and PTX): the newest arch, or the one asked for."""
+    import subprocess
+
+    from kernelpro_plugins_sass.toolchain import find_tool
+
+    so = tmp_path / "fat.so"
+    subprocess.run([str(find_tool("nvcc")), "-shared", "-Xcompiler", "-fPIC",
+                    "-gencode=arch=compute_80,code=sm_80", "-gencode=arch=compute_90,code=sm_90",
+                    "-gencode=arch=compute_90,code=compute_90", "-o", str(so),
+                    str(KERNELS / "vec_copy_float4.cu")], check=True, capture_output=True)
+    newest = SassAnalyzer().load(so)
+    assert [e.kernel.arch for e in newest.payload.entries] == ["sm_90"]
+    older = SassAnalyzer(SassAnalyzer.Settings(arch="sm_80")).load(so)
+    assert [e.kernel.arch for e in older.payload.entries] == ["sm_80"]

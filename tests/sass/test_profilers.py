@@ -26,6 +26,7 @@ EXPECTED = {
     "local_array": {"histogram_local": {"sass_local_memory"}, "spill_heavy": {"sass_local_memory"}},
     "fp64_literal": {"gelu_ish": {"sass_fp64_in_fp32"}},
     "intdiv_loop": {"gather_rows": {"sass_int_division_in_loop"}},
+    "intdiv64_loop": {"gather_rows64": {"sass_int_division_in_loop"}},
     "predicated": {"piecewise": {"sass_heavy_predication"}},
     # good kernels
     "vec_copy_float4": {"scale_float4": set()},
@@ -123,3 +124,10 @@ def test_fp64_severity_depends_on_gpu_rate(profiles):
     on_consumer = [f for f in run_all(profiles["fp64_literal"], gpu=consumer) if f.tool == "sass_fp64_in_fp32"]
     assert on_h200[0].severity == "medium" and on_consumer[0].severity == "high"
     assert on_consumer[0].estimated_gain > on_h200[0].estimated_gain
+
+
+def test_64bit_division_subroutine_calls_are_seen(profiles):
+    f = profiles["intdiv64_loop"].payload.entries[0].features
+    assert f.division_calls_in_loops > 0
+    (finding,) = [x for x in run_all(profiles["intdiv64_loop"]) if x.tool == "sass_int_division_in_loop"]
+    assert "64-bit division subroutine" in finding.message

@@ -131,6 +131,7 @@ class KernelFeatures:
     division_setups: int  # I2F.RP + MUFU.RCP: reciprocal of a runtime integer divisor
     division_setups_in_loops: int
     division_quotients_in_loops: int  # IMAD.HI with register sources inside loops
+    division_calls_in_loops: int  # CALLs inside loops to ptxas' 64-bit division subroutine
     # async copies / tiling
     async_copies: int  # LDGSTS, TMA, bulk copies
     tiled_loops: int  # loops with global load -> shared store -> barrier
@@ -224,6 +225,26 @@ def _division_setups(executed: list[Instruction]) -> list[Instruction]:
     return sites
 
 
+def _division_calls(executed: list[Instruction]) -> list[Instruction]:
+    """CALLs whose target subroutine starts a reciprocal estimate (I2F.U64.RP, or
+    MUFU.RCP64H, within its first 40 instructions): ptxas' 64-bit integer division or
+    modulo subroutine."""
+    index = {i.address: k for k, i in enumerate(executed)}
+    sites = []
+    for ins in executed:
+        if ins.opcode != "CALL":
+            continue
+        hexes = re.findall(r"0x([0-9a-fA-F]+)", ins.operands)
+        start = index.get(int(hexes[-1], 16)) if hexes else None
+        if start is None:
+            continue
+        body = executed[start:start + 40]
+        if any((b.opcode == "MUFU" and "RCP64H" in b.modifiers)
+               or (b.opcode == "I2F" and "RP" in b.modifiers) for b in body):
+            sites.append(ins)
+    return sites
+
+
 def _is_register_imad_hi(ins: Instruction) -> bool:
     if ins.opcode != "IMAD" or "HI" not in ins.modifiers:
         return False
@@ -301,6 +322,7 @@ def kernel_features(kernel: SassKernel) -> KernelFeatures:
         division_setups=len(setups),
         division_setups_in_loops=sum(1 for i in setups if i.in_loop),
         division_quotients_in_loops=sum(1 for i in in_loops if _is_register_imad_hi(i)),
+        division_calls_in_loops=sum(1 for i in _division_calls(executed) if i.in_loop),
         async_copies=classes.get("async_copy", 0),
         tiled_loops=tiled,
         shared_stores_in_loops=sum(1 for i in in_loops if i.opcode == "STS"),

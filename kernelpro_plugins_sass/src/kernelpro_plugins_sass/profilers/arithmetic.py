@@ -67,19 +67,23 @@ class IntDivisionInLoop(SassMicroProfiler):
 
     def check(self, entry: KernelEntry, gpu: GpuSpec | None) -> list[Finding]:
         f = entry.features
-        in_loop = f.division_setups_in_loops > 0 or (f.division_setups > 0 and f.division_quotients_in_loops > 0)
+        in_loop = (f.division_setups_in_loops > 0 or f.division_calls_in_loops > 0
+                   or (f.division_setups > 0 and f.division_quotients_in_loops > 0))
         if not in_loop:
             return []
-        hoisted = f.division_setups_in_loops == 0
+        hoisted = f.division_setups_in_loops == 0 and f.division_calls_in_loops == 0
         per_iter = (f.division_quotients_in_loops * DIVISION_SEQUENCE_LEN // 2 if hoisted
                     else f.division_setups_in_loops * DIVISION_SEQUENCE_LEN)
         share = min(1.0, per_iter / max(1, f.instructions_in_loops))
         lines = [i for i in entry.kernel.executed if (i.opcode == "I2F" and "RP" in i.modifiers)
+                 or (i.opcode == "CALL" and i.in_loop)
                  or (i.opcode == "MUFU" and "RCP" in i.modifiers)
                  or (i.opcode == "IMAD" and "HI" in i.modifiers and i.in_loop)]
         where = ("the reciprocal is hoisted out of the loop, but "
                  f"{f.division_quotients_in_loops} quotient estimate(s) (IMAD.HI) and their fix-ups run per iteration"
-                 if hoisted else f"{f.division_setups_in_loops} full division sequence(s) run per iteration")
+                 if hoisted else f"{f.division_setups_in_loops} full division sequence(s) run per iteration"
+                + (f", and {f.division_calls_in_loops} call(s) to the 64-bit division subroutine"
+                   if f.division_calls_in_loops else ""))
         return [self.finding(
             entry, "medium" if share >= 0.2 else "low", "Integer division by a runtime value in a loop",
             f"{f.division_setups} runtime integer division(s) (I2F.RP + MUFU.RCP); {where}: about "
@@ -90,6 +94,7 @@ class IntDivisionInLoop(SassMicroProfiler):
             share * 0.8, {"division_setups": f.division_setups,
                           "division_setups_in_loops": f.division_setups_in_loops,
                           "division_quotients_in_loops": f.division_quotients_in_loops,
+                          "division_calls_in_loops": f.division_calls_in_loops,
                           "loop_share": share}, lines)]
 
 
