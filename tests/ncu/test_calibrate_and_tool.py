@@ -125,3 +125,13 @@ def test_fetch_metrics_bad_calls(tmp_path):
     with pytest.raises(ToolError, match="no kernel name contains"):
         render([kernel("k")], ["x"], "nomatch")
     assert FetchMetrics.input_schema["required"] == ["metrics"]
+
+
+def test_fetch_metrics_reads_what_core_saves(tmp_path):
+    """The run directory layout core writes for a profiled node (profile.pipeline.save_profiles)."""
+    from kernelpro.profile.pipeline import save_profiles
+
+    data = ProfileData(level="kernel", collector="ncu", kernels=(kernel("kp_x", 2e6, **{M.L2_HIT_PCT: 42.0}),))
+    save_profiles({"kernel": data}, tmp_path / "profiles" / "n7")
+    out = FetchMetrics().run({"metrics": [M.L2_HIT_PCT]}, context(tmp_path))
+    assert f"{M.L2_HIT_PCT} = 42" in out and "kp_x" in out
