@@ -219,7 +219,7 @@ def suite() -> None:
     from kernelpro_plugins_ncu import report as R
 
     target = target_for("suite")
-    collector = NcuCollector(NcuSettings(export_csv=True, warmup=1, timeout_s=remaining(0.4)))
+    collector = NcuCollector(NcuSettings(export_csv=True, warmup=1, timeout_s=max(60.0, remaining(0.4))))
     reason = collector.unavailable_reason(target)
     if reason:
         log(f"collector unavailable: {reason}")
@@ -230,7 +230,7 @@ def suite() -> None:
     for k in s1.kernels:
         log(f"   {k.name[:70]:70s} {k.duration_ns or 0:12.0f} ns  {len(k.metrics)} metrics")
     metrics = all_stage2_metrics()
-    collector.settings = attrs.evolve(collector.settings, timeout_s=remaining(0.5))
+    collector.settings = attrs.evolve(collector.settings, timeout_s=max(90.0, remaining(0.6)))
     s2 = collector.collect(target, 2, metrics)
     log(f"suite stage 2 ({len(metrics)} metrics asked): {describe(s2)}")
     SUMMARY.append(f"suite: stage1 {s1.payload['wall_s']:.1f}s ({len(s1.kernels)} kernels, {passes(s1):.0f} passes), "
@@ -384,11 +384,11 @@ def main() -> int:
     try:
         if build_extension() is None:
             return 1
+        calibration()
         sanity_and_io()
         if ncu:
             metric_catalogue(ncu)
             suite()
-        calibration()
         if ncu and elapsed() < BUDGET_S - 40:
             full_set(ncu)
         if ncu:
