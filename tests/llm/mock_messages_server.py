@@ -2,7 +2,8 @@
 
 It speaks enough of ``POST /v1/messages`` for the real anthropic SDK: JSON replies and
 streamed server-sent events (message_start, content_block_start / delta / stop with
-text_delta and input_json_delta, message_delta with usage, message_stop), and error
+text_delta, input_json_delta, thinking_delta and signature_delta, message_delta with
+usage, message_stop), and error
 replies (HTTP 429 with retry-after, 529 overloaded_error, 500 api_error, or an error event
 inside a stream). Replies come from a script, one entry per request, in order; an entry
 may be a callable that builds the reply from the request body. Every request is recorded
@@ -39,8 +40,11 @@ def tool_use_reply(
     text: str | None = None,
     tool_id: str | None = None,
     usage: dict[str, int] | None = None,
+    thinking: str | None = None,
 ) -> Reply:
     content: list[dict[str, Any]] = []
+    if thinking:
+        content.append({"type": "thinking", "thinking": thinking, "signature": f"sig-{len(thinking)}"})
     if text:
         content.append({"type": "text", "text": text})
     content.append({"type": "tool_use", "id": tool_id, "name": name, "input": tool_input})
@@ -230,7 +234,15 @@ def _send_stream(h: BaseHTTPRequestHandler, message: dict[str, Any], error_type:
         return
     _event(h, "ping", {"type": "ping"})
     for index, block in enumerate(message["content"]):
-        if block["type"] == "text":
+        if block["type"] == "thinking":
+            _event(h, "content_block_start", {"type": "content_block_start", "index": index,
+                                              "content_block": {"type": "thinking", "thinking": "", "signature": ""}})
+            for piece in _chunks(block["thinking"]):
+                _event(h, "content_block_delta", {"type": "content_block_delta", "index": index,
+                                                  "delta": {"type": "thinking_delta", "thinking": piece}})
+            _event(h, "content_block_delta", {"type": "content_block_delta", "index": index,
+                                              "delta": {"type": "signature_delta", "signature": block["signature"]}})
+        elif block["type"] == "text":
             _event(h, "content_block_start",
                    {"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}})
             for piece in _chunks(block["text"]):

@@ -265,6 +265,17 @@ def test_tool_use_round_trip(server, make_generator, problem, stream):
     assert drafts[0].params["tool_calls"] == ["run_micro_profiler"]
 
 
+@pytest.mark.parametrize("stream", [True, False])
+def test_thinking_blocks_go_back_unchanged_in_tool_rounds(server, make_generator, problem, stream):
+    parent = correct_parent()
+    server.add(tool_use_reply("run_micro_profiler", {"names": ["x"]}, thinking="Is it bank conflicts?"),
+               text_reply(answer()))
+    make_generator(stream=stream, thinking_budget=1024).generate(
+        request_for(problem, parent, tools=toolbox_for(problem, parent, [])))
+    assert server.bodies[1]["messages"][1]["content"][0] == {
+        "type": "thinking", "thinking": "Is it bank conflicts?", "signature": "sig-21"}
+
+
 def test_tool_errors_go_back_to_the_model(server, make_generator, problem):
     parent = correct_parent()
     server.add(tool_use_reply("no_such_tool", {}), tool_use_reply("run_micro_profiler", {"names": "x"}),
