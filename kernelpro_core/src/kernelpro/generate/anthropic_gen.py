@@ -71,6 +71,16 @@ def _non_negative(_: Any, attribute: attrs.Attribute, value: float) -> None:
         raise ValueError(f"{attribute.name} must be >= 0, got {value}")
 
 
+def _positive(_: Any, attribute: attrs.Attribute, value: float) -> None:
+    if value <= 0:
+        raise ValueError(f"{attribute.name} must be > 0, got {value}")
+
+
+def _language(_: Any, attribute: attrs.Attribute, value: str) -> None:
+    if value not in LANGUAGES:
+        raise ValueError(f"language must be one of {', '.join(LANGUAGES)}, got {value!r}")
+
+
 def _optional_non_negative(_: Any, attribute: attrs.Attribute, value: float | None) -> None:
     if value is not None and value < 0:
         raise ValueError(f"{attribute.name} must be >= 0, got {value}")
@@ -89,11 +99,11 @@ class AnthropicSettings:
     thinking_budget: int = attrs.field(default=0, validator=_non_negative)  # 0: off
     # drafts per expansion; the loop asks for this many, and a larger request is capped
     candidates_per_expansion: int = attrs.field(default=1, validator=_non_negative)
-    language: str = attrs.field(default="cuda", validator=attrs.validators.in_(LANGUAGES))
+    language: str = attrs.field(default="cuda", validator=_language)
     enforce_language: bool = True  # refuse replies without a kernel in ``language``
     max_tool_rounds: int = attrs.field(default=4, validator=_non_negative)
     max_repairs: int = attrs.field(default=2, validator=_non_negative)
-    timeout_s: float = attrs.field(default=600.0, validator=_non_negative)
+    timeout_s: float = attrs.field(default=600.0, validator=_positive)
     max_retries: int = attrs.field(default=6, validator=_non_negative)
     retry_base_delay_s: float = attrs.field(default=2.0, validator=_non_negative)
     retry_max_delay_s: float = attrs.field(default=60.0, validator=_non_negative)
