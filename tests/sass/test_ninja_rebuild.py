@@ -10,7 +10,7 @@ import pytest
 from kernelpro.api import CollectorError, ProfileTarget
 
 from kernelpro_plugins_sass.collector import PTXAS_LOG_METRIC, SassCollector
-from kernelpro_plugins_sass.ninja_rebuild import cuda_compiles, parse_build_ninja, rebuild_ptxas_log
+from kernelpro_plugins_sass.ninja_rebuild import CACHE_NAME, cuda_compiles, parse_build_ninja, rebuild_ptxas_log
 from kernelpro_plugins_sass.toolchain import find_tool
 
 KERNELS = Path(__file__).parent / "kernels"
@@ -81,17 +81,45 @@ def test_rebuild_gets_spills(ninja_build):
     assert "spill stores" in log and "_Z11spill_heavyPKfPfii" in log
 
 
-def test_stage2_metric_triggers_rebuild(ninja_build):
+def spills(profile):
+    return {k.name.split("(")[0]: k.metrics.get("sass.spill_store_bytes") for k in profile.kernels}
+
+
+def test_rebuild_modes(ninja_build):
+    """The extension's SASS has LDL/STL, so "when_useful" (the default) rebuilds; "never"
+    does not; the rebuilt log is cached next to build.ninja and reused."""
     target = ProfileTarget(problem_path=Path("p"), candidate_path=Path("c"), device="cuda",
                            workdir=ninja_build, build_dir=ninja_build)
-    stage1 = SassCollector().collect(target, stage=1)
-    stage2 = SassCollector().collect(target, stage=2, metrics=(PTXAS_LOG_METRIC,))
+    ext = ninja_build / "torch_extensions" / "sass_ext"
+    (ext / CACHE_NAME).unlink(missing_ok=True)
+    never = SassCollector(SassCollector.Settings(rebuild_extension_logs="never")).collect(target, stage=1)
+    assert spills(never)["spill_heavy"] is None
+    assert any("no ptxas log" in n for n in never.notes)
+    assert not (ext / CACHE_NAME).exists()
+    useful = SassCollector().collect(target, stage=1)
+    assert spills(useful)["spill_heavy"] > 0
+    assert (ext / CACHE_NAME).is_file()
+    (ext / CACHE_NAME).write_text((ext / CACHE_NAME).read_text().replace(
+        "884 bytes spill stores", "885 bytes spill stores"))
+    cached = SassCollector().collect(target, stage=2, metrics=(PTXAS_LOG_METRIC,))
+    assert spills(cached)["spill_heavy"] == 885  # read from the cache, not recompiled
 
-    def spills(profile):
-        return {k.name.split("(")[0]: k.metrics.get("sass.spill_store_bytes") for k in profile.kernels}
 
-    assert spills(stage1)["spill_heavy"] is None
-    assert spills(stage2)["spill_heavy"] > 0
+def test_no_rebuild_without_a_reason(tmp_path, toolchain):
+    """An extension without warpgroup MMA or local memory is not recompiled by default."""
+    ext = tmp_path / "torch_extensions" / "plain"
+    ext.mkdir(parents=True)
+    (ext / "cuda.cu").write_text((KERNELS / "vec_copy_float4.cu").read_text())
+    nvcc = str(find_tool("nvcc"))
+    (ext / "build.ninja").write_text(NINJA.format(nvcc=nvcc, ext=ext))
+    subprocess.run([nvcc, "-shared", "-Xcompiler", "-fPIC", "-arch=sm_90", "-o", str(ext / "plain.so"),
+                    str(ext / "cuda.cu")], check=True, capture_output=True)
+    target = ProfileTarget(problem_path=Path("p"), candidate_path=Path("c"), device="cuda",
+                           workdir=tmp_path, build_dir=tmp_path)
+    SassCollector().collect(target, stage=1)
+    assert not (ext / CACHE_NAME).exists()
+    SassCollector(SassCollector.Settings(rebuild_extension_logs="always")).collect(target, stage=1)
+    assert (ext / CACHE_NAME).exists()
 
 
 def test_rebuild_failure_is_one_line(tmp_path):

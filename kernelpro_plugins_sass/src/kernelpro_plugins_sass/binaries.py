@@ -10,8 +10,10 @@ Where machine code lives under a candidate's build directory (see the build conv
 * any other ``*.cubin``, ``*.fatbin``, ``*.o`` or ``*.so`` that carries device code.
 
 Compiler logs: ``*.log`` files anywhere under the build directory are read as ptxas
-output (``torch.utils.cpp_extension`` does not keep ninja's output on success, so there is
-one only when the evaluator saved it). Triton's ``.ptx`` can be re-assembled with
+output (the evaluator's ``compile.log`` holds the compile process's output, but
+``torch.utils.cpp_extension`` runs ninja with its output piped unless ``verbose=True`` and
+drops it on success, so ptxas lines appear there only when the build was verbose and ran
+with ``-Xptxas -v``). Triton's ``.ptx`` can be re-assembled with
 ``ptxas -v`` in a second or two to get the advisories ptxas printed for it.
 """
 
@@ -106,6 +108,7 @@ def find_machine_code(build_dir: Path) -> list[MachineCode]:
     fatbins and objects. Object files next to a shared object of the same build are
     skipped (the .so links the same device code)."""
     found: list[MachineCode] = []
+    build_dir = Path(build_dir).resolve()
     if not build_dir.is_dir():
         return found
     files = sorted(p for p in build_dir.rglob("*") if p.suffix in BINARY_SUFFIXES and p.is_file())
@@ -133,7 +136,8 @@ def find_compile_logs(build_dir: Path) -> list[Path]:
     """``*.log`` files under the build directory (ptxas output the evaluator kept)."""
     if not build_dir.is_dir():
         return []
-    return sorted(p for p in build_dir.rglob("*.log") if p.is_file())
+    # kernelpro_ptxas.log is this plugin's own cache of a rebuilt log (ninja_rebuild)
+    return sorted(p for p in build_dir.rglob("*.log") if p.is_file() and p.name != "kernelpro_ptxas.log")
 
 
 _ARCH_NUM = re.compile(r"sm_(\d+)([a-z]?)")

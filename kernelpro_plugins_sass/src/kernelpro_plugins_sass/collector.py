@@ -24,7 +24,7 @@ from kernelpro_plugins_sass.binaries import (
     read_logs,
 )
 from kernelpro_plugins_sass.compile import COMPILE_TIMEOUT_S, compile_cu, compile_ptx, default_arch
-from kernelpro_plugins_sass.ninja_rebuild import rebuild_ptxas_log
+from kernelpro_plugins_sass.ninja_rebuild import extension_ptxas_log
 from kernelpro_plugins_sass.payload import COLLECTOR_NAME, LEVEL, build_profile
 from kernelpro_plugins_sass.toolchain import find_tool, missing_message
 
@@ -38,14 +38,16 @@ class SassSettings:
     $KERNELPRO_SASS_ARCH, else the newest in the file / sm_90 for sources).
     ``reassemble_triton_ptx``: run ``ptxas -v`` on Triton's cached PTX to get its advisories.
     ``rebuild_extension_logs``: re-run a load_inline extension's nvcc commands (from its
-    build.ninja) with ``-Xptxas -v`` to get spill counts and advisories: "stage2" (when a
-    gated micro-profiler asks for metric ``sass.ptxas_log``), "always" or "never".
+    build.ninja) with ``-Xptxas -v`` when no kept log covers it, to get spill bytes and
+    advisories: "when_useful" (its SASS has warpgroup MMA or local-memory traffic, what the
+    log explains), "always", or "never". The log is cached next to build.ninja. A stage-2
+    call asking for metric ``sass.ptxas_log`` counts as "always".
     ``timeout_s``: per tool call."""
 
     arch: str = ""
     reassemble_triton_ptx: bool = True
     rebuild_extension_logs: str = attrs.field(
-        default="stage2", validator=attrs.validators.in_(("stage2", "always", "never")))
+        default="when_useful", validator=attrs.validators.in_(("when_useful", "always", "never")))
     timeout_s: float = 120.0
 
 
@@ -74,8 +76,9 @@ class SassCollector(Collector):
             return ProfileData(level=LEVEL, collector=self.name,
                                notes=(f"no build directory ({build_dir}); " + NO_MACHINE_CODE,))
         mode = self.settings.rebuild_extension_logs
-        rebuild = mode == "always" or (mode == "stage2" and PTXAS_LOG_METRIC in metrics)
-        return collect_build_dir(Path(build_dir), self.settings, rebuild_logs=rebuild)
+        if mode != "never" and PTXAS_LOG_METRIC in metrics:
+            mode = "always"
+        return collect_build_dir(Path(build_dir), self.settings, rebuild_logs=mode)
 
 
 #: the metric a micro-profiler declares to get ptxas logs rebuilt in stage 2
@@ -83,41 +86,62 @@ PTXAS_LOG_METRIC = "sass.ptxas_log"
 
 
 def collect_build_dir(build_dir: Path, settings: SassSettings = SassSettings(),
-                      rebuild_logs: bool = False) -> ProfileData:
-    """ProfileData for every kernel found under ``build_dir``; with ``rebuild_logs``, torch
-    extensions without a kept log are recompiled with ``-Xptxas -v`` for their ptxas log."""
+                      rebuild_logs: str | None = None) -> ProfileData:
+    """ProfileData for every kernel found under ``build_dir``. ``rebuild_logs`` overrides
+    ``settings.rebuild_extension_logs`` (see :class:`SassSettings`)."""
+    build_dir = Path(build_dir).resolve()  # the evaluator may hand a symlink to a cache entry
     codes = find_machine_code(build_dir)
     if not codes:
         return ProfileData(level=LEVEL, collector=COLLECTOR_NAME, notes=(NO_MACHINE_CODE,))
     reason = _disassembler_missing()
     if reason:
         raise CollectorError(reason)
+    mode = rebuild_logs or settings.rebuild_extension_logs
     logs = read_logs(find_compile_logs(build_dir))
     arch = settings.arch or environment_arch()
     files: list[DisassembledFile] = []
     notes: list[str] = []
     for code in codes:
         log = logs
-        if rebuild_logs and code.origin == "torch_extension" and not logs:
-            try:
-                log = rebuild_ptxas_log(code.path.parent, timeout_s=max(settings.timeout_s, 180.0))
-            except CollectorError as exc:
-                notes.append(f"{code.path.name}: {exc}")
         if code.ptx is not None and settings.reassemble_triton_ptx and find_tool("ptxas"):
             try:
                 log = log + "\n" + ptxas_log_for(code.ptx, timeout_s=min(settings.timeout_s, 60.0))
             except CollectorError as exc:
                 notes.append(f"{code.path.name}: {exc}")
         try:
-            files.append(disassemble(code.path, arch, settings.timeout_s, log, code.origin))
+            result = disassemble(code.path, arch, settings.timeout_s, log, code.origin)
         except CollectorError as exc:
             notes.append(f"{code.path.name}: {exc}")
+            continue
+        if code.origin == "torch_extension" and wants_rebuild(result, mode):
+            try:
+                extra = extension_ptxas_log(code.path.parent, timeout_s=max(settings.timeout_s, 180.0))
+                result = disassemble(code.path, arch, settings.timeout_s, log + "\n" + extra, code.origin)
+            except CollectorError as exc:
+                notes.append(f"{code.path.name}: {exc}")
+        files.append(result)
     if not files and notes:
         raise CollectorError(notes[0])
-    if not logs and not rebuild_logs:
-        notes.append("no compile log under the build directory: spill byte counts come only "
-                     "from ptxas logs, LDL/STL are counted from the SASS")
+    if any(k.resources is None or k.resources.spill_store_bytes is None for f in files for k in f.kernels):
+        notes.append("no ptxas log for some kernels: their spill bytes and advisories are unknown "
+                     "(LDL/STL are still counted from the SASS)")
     return build_profile(files, notes)
+
+
+#: SASS that a ptxas log explains: warpgroup MMA (serialization advisories) and local
+#: memory (spills vs. local arrays)
+_LOG_WORTHY = frozenset({"HGMMA", "IGMMA", "QGMMA", "BGMMA", "LDL", "STL"})
+
+
+def wants_rebuild(result: DisassembledFile, mode: str) -> bool:
+    """Whether to recompile a load_inline extension for its ptxas log."""
+    if mode == "never" or not result.kernels:
+        return False
+    if all(k.resources is not None and k.resources.spill_store_bytes is not None for k in result.kernels):
+        return False  # a kept log already covered it
+    if mode == "always":
+        return True
+    return any(i.opcode in _LOG_WORTHY for k in result.kernels for i in k.instructions)
 
 
 _ARCH_DIRECTIVE = re.compile(r"kernelpro-arch:\s*(sm_\w+)")

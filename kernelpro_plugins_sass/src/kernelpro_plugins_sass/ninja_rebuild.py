@@ -12,9 +12,10 @@ advisories). Its ``build.ninja`` keeps the exact nvcc command though::
 
 This module expands the ``cuda_compile`` statements of that file and re-runs them with
 ``-Xptxas -v`` appended, writing objects to a scratch directory (the build itself is not
-touched). The recompilation costs what the original CUDA compile cost (tens of seconds
-with torch's headers), so the collector does it only when asked (stage 2, metric
-``sass.ptxas_log``).
+touched) except for the log itself, cached as ``kernelpro_ptxas.log`` next to
+build.ninja. The recompilation costs what the original CUDA compile cost (tens of seconds
+with torch's headers), so the collector does it only when the SASS shows something the log
+explains, once per build.
 """
 
 from __future__ import annotations
@@ -113,3 +114,25 @@ def rebuild_ptxas_log(extension_dir: Path, timeout_s: float = 180.0) -> str:
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return "\n".join(logs)
+
+
+CACHE_NAME = "kernelpro_ptxas.log"
+
+
+def extension_ptxas_log(extension_dir: Path, timeout_s: float = 180.0) -> str:
+    """:func:`rebuild_ptxas_log`, cached in ``<extension_dir>/kernelpro_ptxas.log`` while it is
+    newer than build.ninja and the extension's shared objects."""
+    cache = extension_dir / CACHE_NAME
+    inputs = [extension_dir / "build.ninja", *extension_dir.glob("*.so")]
+    try:
+        newest = max(p.stat().st_mtime for p in inputs if p.exists())
+        if cache.is_file() and cache.stat().st_mtime >= newest:
+            return cache.read_text(errors="replace")
+    except (OSError, ValueError):
+        pass
+    log = rebuild_ptxas_log(extension_dir, timeout_s)
+    try:
+        cache.write_text(log)
+    except OSError:
+        pass  # a read-only build directory: no cache, same result
+    return log
