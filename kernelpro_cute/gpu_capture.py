@@ -5,8 +5,8 @@ tile, TMA + WGMMA, 2 warpgroups) and ``examples/gemm_bf16_wgmma_ws.py`` (warp-sp
 128x256 tile, 3 warpgroups). Steps, each recorded even when a later one fails:
 
 1. Build both with load_inline and ``kernelpro_cute.build_flags()`` in a fresh extensions
-   directory, in parallel threads (nvcc runs in subprocesses); wall time of each build
-   (concurrent builds share the CPU, so these are upper bounds of a lone build).
+   directory, in two processes at once; wall time of each build (concurrent builds and
+   the eval's own build share the CPU, so these are upper bounds of a lone build).
 2. Per candidate, in a child process with a time limit (a deadlocked kernel cannot hang
    the capture): correctness against torch.matmul on fresh random bf16 inputs (3 seeds at
    4096^3 plus two smaller shapes, one with fewer K tiles than pipeline stages), relative
@@ -49,6 +49,7 @@ REL_ERR_LIMIT = 1e-2
 #: seconds a candidate's correctness + timing child may take (the build is cached by then)
 CHILD_TIMEOUT_S = 90
 EVAL_TIMEOUT_S = 200
+BUILD_TIMEOUT_S = 300
 
 
 def _log(msg: str) -> None:
@@ -74,34 +75,45 @@ def _load_candidate(name: str, path: Path):
 # --- 1. build ------------------------------------------------------------------------------
 
 
-def step_build(summary: dict) -> None:
-    from concurrent.futures import ThreadPoolExecutor
+def build_main(name: str) -> int:
+    """Child: import (and so build) one candidate; print the .so path on the last line."""
+    module = _load_candidate(name, CANDIDATES[name])
+    print(module._extension().__file__, flush=True)
+    return 0
 
+
+def step_build(summary: dict, out_dir: Path) -> None:
+    """Build every candidate at once, each in its own process (nvcc is single-threaded
+    per translation unit and the machine has cores to spare)."""
     import kernelpro_cute
 
     summary["corpus"] = str(kernelpro_cute.locate().root)
     summary["build_flags"] = kernelpro_cute.build_flags()
-
-    def build(item):
-        name, path = item
-        module = _load_candidate(name, path)
-        t0 = time.perf_counter()
-        ext = module._extension()
-        return ext.__file__, round(time.perf_counter() - t0, 1)
-
     summary["builds"] = {}
-    with ThreadPoolExecutor(max_workers=len(CANDIDATES)) as pool:
-        futures = {name: pool.submit(build, item) for name, item in zip(CANDIDATES, CANDIDATES.items())}
-        for name, fut in futures.items():
-            try:
-                so, secs = fut.result()
-            except Exception as exc:
-                msg = f"{type(exc).__name__}: {str(exc)[-4000:]}"
-                summary["builds"][name] = {"error": msg}
-                _log(f"build {name} failed: {msg}")
-                continue
-            summary["builds"][name] = {"so_path": so, "build_s": secs}
-            _log(f"built {name}: {so} in {secs} s")
+    procs = {}
+    for name in CANDIDATES:
+        log = open(out_dir / f"build_{name}.log", "w+")
+        procs[name] = (subprocess.Popen([sys.executable, __file__, "--build", name], stdout=log,
+                                        stderr=subprocess.STDOUT, text=True),
+                       log, time.perf_counter())
+    for name, (proc, log, t0) in procs.items():
+        try:
+            rc = proc.wait(timeout=max(1.0, BUILD_TIMEOUT_S - (time.perf_counter() - t0)))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            rc = "timeout"
+        seconds = round(time.perf_counter() - t0, 1)
+        log.seek(0)
+        text = log.read()
+        log.close()
+        lines = text.strip().splitlines()
+        if rc == 0 and lines and lines[-1].endswith(".so"):
+            summary["builds"][name] = {"so_path": lines[-1], "build_s": seconds}
+            _log(f"built {name}: {lines[-1]} in {seconds} s")
+        else:
+            summary["builds"][name] = {"error": f"rc {rc} after {seconds} s: {text[-4000:]}"}
+            _log(f"build {name} failed (rc {rc}): {text[-3000:]}")
 
 
 # --- 2. correctness and timing (child process) -------------------------------------------
@@ -314,7 +326,7 @@ def main() -> int:
         eval_handle = start_eval(summary, out_dir)
     except Exception as exc:
         summary.setdefault("errors", {})["eval_start"] = f"{type(exc).__name__}: {exc}"
-    for name, step in (("build", lambda: step_build(summary)),
+    for name, step in (("build", lambda: step_build(summary, out_dir)),
                        ("eval", lambda: finish_eval(eval_handle, summary)),  # GPU free after
                        ("runs", lambda: step_run_children(summary, out_dir)),
                        ("sass", lambda: step_sass(summary, out_dir)),
@@ -355,6 +367,8 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--build":
+        sys.exit(build_main(sys.argv[2]))
     if len(sys.argv) == 4 and sys.argv[1] == "--child":
         sys.exit(child_main(sys.argv[2], Path(sys.argv[3])))
     sys.exit(main())
