@@ -248,8 +248,8 @@ def test_tool_use_round_trip(server, make_generator, problem, stream):
                        tool_id="toolu_01"),
         text_reply(answer()),
     )
-    drafts = make_generator(stream=stream).generate(
-        request_for(problem, parent, tools=toolbox_for(problem, parent, calls)))
+    gen = make_generator(stream=stream)
+    drafts = gen.generate(request_for(problem, parent, tools=toolbox_for(problem, parent, calls)))
 
     assert calls == [["bank_conflicts"]]
     first, second = server.bodies
@@ -263,6 +263,7 @@ def test_tool_use_round_trip(server, make_generator, problem, stream):
     assert "Shared-memory bank conflicts" in result["content"] and "Pad the tile by one column." in result["content"]
     assert drafts[0].usage["tool_calls"] == 1 and drafts[0].usage["calls"] == 2
     assert drafts[0].params["tool_calls"] == ["run_micro_profiler"]
+    assert gen.ledger.total.tool_calls == 1 and gen.ledger.total.calls == 2
 
 
 @pytest.mark.parametrize("stream", [True, False])

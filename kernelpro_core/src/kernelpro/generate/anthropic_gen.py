@@ -235,6 +235,7 @@ class AnthropicGenerator(Generator):
                         out, is_error = NO_ROUNDS_LEFT, True
                     trace["tools"].append({"name": use.name, "input": use.input, "is_error": is_error})
                     usage.tool_calls += 1
+                    self.ledger.record(Usage(tool_calls=1))
                     results.append(
                         {"type": "tool_result", "tool_use_id": use.id, "content": out, "is_error": is_error}
                     )
