@@ -106,6 +106,22 @@ def test_classes_members_namespaces_and_specializations():
     assert not any(c.symbol == "ValTypeD" for c in chunks)
 
 
+def test_brace_default_arguments_stay_in_the_header():
+    text = src('''
+        struct Pipe {
+          Pipe(Storage& s, Params p, Init = {}, Masks m = Masks{1, 2})
+              : params_(p), ptr_{&s.bar[0]} {
+            init();
+          }
+          int params_;
+        };
+        ''')
+    names = _by_name(chunk_cpp(text))
+    ctor = names["Pipe::Pipe"]
+    assert (ctor.kind, ctor.start_line, ctor.end_line) == ("function", 2, 5)
+    assert "Pipe::params_" not in names
+
+
 def test_macros_kernels_and_extern_c():
     text = src('''
         #ifndef MY_HEADER_HPP

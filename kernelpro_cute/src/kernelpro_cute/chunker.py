@@ -13,7 +13,8 @@ Method (a scanner, not a parser):
    respected), access specifiers and attributes, then decides: namespace / extern block
    (scanned inside), class-like (a chunk, members scanned inside), enum, function (a chunk;
    its body is skipped), a brace initializer inside a constructor's member-initializer
-   list (skipped, header continues), or anything else (skipped).
+   list (skipped, header continues), or anything else (skipped). Braces inside open
+   parentheses (default arguments such as ``Init = {}``) are skipped too.
 4. A chunk's first line moves up over the comment lines directly above it.
 Files that yield no chunk (markdown, CMake) are cut into fixed windows instead.
 """
@@ -416,14 +417,24 @@ def chunk_cpp(text: str) -> list[Chunk]:
     def scan(a: int, b: int, scope: list[str], depth: int, in_class: bool) -> None:
         pos = a
         stmt = a
+        paren = 0  # open parentheses since ``stmt``: braces inside them are initializers
         while pos < b:
             c = masked[pos]
+            if c == "(":
+                paren += 1
+            elif c == ")":
+                paren = max(0, paren - 1)
+            elif c == "{" and paren > 0:  # e.g. a default argument "InitBarriers = {}"
+                pos = pairs.get(pos, b) + 1
+                continue
             if c == ";":
+                paren = 0
                 if not in_class:  # member aliases stay part of their class's chunk
                     _statement(stmt, pos, scope)
                 stmt = pos + 1
             elif c == "}":
                 stmt = pos + 1
+                paren = 0
             elif c == ":" and masked[pos + 1: pos + 2] != ":" and masked[pos - 1: pos] != ":":
                 if re.fullmatch(r"\s*(?:public|private|protected)\s*", masked[stmt:pos]):
                     stmt = pos + 1
@@ -447,6 +458,7 @@ def chunk_cpp(text: str) -> list[Chunk]:
                     emit(h.kind, h.name, scope, stmt, close, header)
                 pos = close + 1
                 stmt = pos
+                paren = 0
                 continue
             pos += 1
 

@@ -47,7 +47,7 @@ from kernelpro_cute.terms import (
     text_terms,
 )
 
-INDEX_VERSION = 4
+INDEX_VERSION = 5
 #: FTS5 rows re-scored per query
 CANDIDATES = 300
 #: results kept per file
