@@ -17,6 +17,10 @@ H200 = next(s for s in SPECS if s.name.startswith("H200"))
 EXPECTED = {
     "gemm_fp32_smem": {"sgemm_tiled": {"sass_no_tensor_cores", "sass_no_async_copy"}},
     "gemm_wmma_sm90": {"hgemm_wmma": {"sass_hmma_on_hopper"}},
+    # register-blocked (no shared memory); B and C rows are read/written 32 bits at a time
+    "gemm_regblock": {"sgemm_regblock": {"sass_no_tensor_cores", "sass_narrow_global_access"}},
+    # a GEMV is not matrix-shaped work (no operand reuse); its row reads could be float4
+    "gemv_rowdot": {"gemv_rowdot": {"sass_narrow_global_access"}},
     "wgmma_sm90a": {
         # B is staged through registers and A read 32 bits at a time: both true of the fixture
         "wgmma_tile": {"sass_narrow_global_access", "sass_no_async_copy"},
