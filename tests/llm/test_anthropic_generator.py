@@ -458,3 +458,10 @@ def test_settings_are_validated():
         AnthropicSettings(language="fortran")
     with pytest.raises(ValueError, match="max_retries must be >= 0"):
         AnthropicSettings(max_retries=-1)
+
+
+def test_no_tools_offered_when_rounds_are_zero(server, make_generator, problem):
+    parent = correct_parent()
+    server.add(text_reply(answer()))
+    make_generator(max_tool_rounds=0).generate(request_for(problem, parent, tools=toolbox_for(problem, parent, [])))
+    assert "tools" not in server.bodies[0] and "# Tools" not in server.bodies[0]["system"][0]["text"]

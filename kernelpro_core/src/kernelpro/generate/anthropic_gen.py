@@ -193,14 +193,15 @@ class AnthropicGenerator(Generator):
 
     def _draft(self, request: GenerationRequest, siblings: list[str]) -> CandidateDraft:
         s: AnthropicSettings = self.settings
-        toolbox = request.tools if request.tools is not None and len(request.tools) else None
+        offered = request.tools is not None and len(request.tools) and s.max_tool_rounds > 0
+        toolbox = request.tools if offered else None
         tool_defs = toolbox.definitions() if toolbox is not None else []
         variables = prompt_variables(
             request,
             language=s.language,
             language_required=s.enforce_language,
             tools=tool_defs,
-            max_tool_rounds=s.max_tool_rounds if toolbox is not None else 0,
+            max_tool_rounds=s.max_tool_rounds,
             siblings=siblings,
         )
         mode = variables["mode"]
