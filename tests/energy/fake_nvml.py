@@ -1,20 +1,30 @@
 """A test double of the ``pynvml`` module, driven by a simulated clock.
 
-The simulated device integrates power over simulated time. Its total-energy counter
-publishes the integral only at update instants (every ``update_period_s``, offset by
-``phase_s``), as the real counter does, and rounds to whole millijoules. ``call`` and
-``sleep`` advance the clock at busy or idle power.
+The simulated device runs queued work asynchronously from the host, as a GPU does, and
+integrates its power over simulated time. Its total-energy counter publishes the integral
+only at update instants (every ``update_period_s``, offset by ``phase_s``), as the real
+counter does, and rounds to whole millijoules.
 """
 
 from __future__ import annotations
 
 import bisect
 import math
+import time
 
 
 class SimDevice:
+    """A device with an asynchronous queue, as a GPU behind a CUDA stream.
+
+    ``call`` costs the host ``launch_s`` and queues ``call_s`` of device work (the host
+    blocks while ``max_queue`` calls are pending); ``sync`` waits for the queue to drain
+    and costs ``sync_s``; a counter read costs the host ``read_s`` while queued work goes
+    on. The device draws ``busy_power_w`` while it has work and ``idle_power_w`` otherwise.
+    """
+
     def __init__(self, busy_power_w=400.0, idle_power_w=60.0, call_s=0.001,
-                 update_period_s=0.1, phase_s=0.037, sync_s=0.0, read_s=0.0):
+                 update_period_s=0.1, phase_s=0.037, sync_s=0.0, read_s=0.0,
+                 launch_s=5e-6, max_queue=1024):
         self.busy_power_w = busy_power_w
         self.idle_power_w = idle_power_w
         self.call_s = call_s
@@ -22,26 +32,34 @@ class SimDevice:
         self.phase_s = phase_s
         self.sync_s = sync_s
         self.read_s = read_s
+        self.launch_s = launch_s
+        self.max_queue = max_queue
         self.now = 0.0
-        self._times = [0.0]
-        self._energy_j = [0.0]
         self.calls = 0
-        self.power_w = idle_power_w
+        # merged busy intervals of the device, with the busy time before each one
+        self._starts: list[float] = []
+        self._ends: list[float] = []
+        self._busy_before: list[float] = []
+        self._completions: list[float] = []  # end time of every queued call, in order
+        self._powers: list[tuple[float, float]] = []  # (from time, busy power) changes
 
-    def advance(self, seconds: float, power_w: float) -> None:
-        self.power_w = power_w
-        self._energy_j.append(self._energy_j[-1] + seconds * power_w)
-        self.now += seconds
-        self._times.append(self.now)
+    @property
+    def gpu_free_at(self) -> float:
+        return self._ends[-1] if self._ends else 0.0
+
+    @property
+    def power_w(self) -> float:
+        return self.busy_power_w if self.gpu_free_at > self.now else self.idle_power_w
+
+    def busy_time_before(self, t: float) -> float:
+        i = bisect.bisect_right(self._starts, t) - 1
+        if i < 0:
+            return 0.0
+        return self._busy_before[i] + min(t, self._ends[i]) - self._starts[i]
 
     def energy_at(self, t: float) -> float:
-        """The true integral of power from 0 to ``t`` (linear between breakpoints)."""
-        i = bisect.bisect_right(self._times, t) - 1
-        if i >= len(self._times) - 1:
-            return self._energy_j[-1]
-        t_a, t_b = self._times[i], self._times[i + 1]
-        e_a, e_b = self._energy_j[i], self._energy_j[i + 1]
-        return e_a + (e_b - e_a) * (t - t_a) / (t_b - t_a)
+        """The true energy from 0 to ``t``: idle power all along plus the busy excess."""
+        return self.idle_power_w * t + (self.busy_power_w - self.idle_power_w) * self.busy_time_before(t)
 
     def last_update_time(self) -> float:
         if self.now < self.phase_s:
@@ -54,15 +72,32 @@ class SimDevice:
         return self.now
 
     def sleep(self, seconds: float) -> None:
-        self.advance(seconds, self.idle_power_w)
+        self.now += seconds
 
     def call(self) -> None:
         self.calls += 1
-        self.advance(self.call_s, self.busy_power_w)
+        self.now += self.launch_s
+        if len(self._completions) >= self.max_queue:
+            oldest_pending = self._completions[-self.max_queue]
+            self.now = max(self.now, oldest_pending)
+        start = max(self.now, self.gpu_free_at)
+        end = start + self.call_s
+        if self._ends and start == self._ends[-1]:
+            self._ends[-1] = end
+        else:
+            done = self._busy_before[-1] + self._ends[-1] - self._starts[-1] if self._ends else 0.0
+            self._starts.append(start)
+            self._ends.append(end)
+            self._busy_before.append(done)
+        self._completions.append(end)
+        if len(self._completions) > 4 * self.max_queue:
+            del self._completions[: -self.max_queue]
 
     def sync(self) -> None:
-        if self.sync_s:
-            self.advance(self.sync_s, self.idle_power_w)
+        self.now = max(self.now, self.gpu_free_at) + self.sync_s
+
+    def host_read(self) -> None:
+        self.now += self.read_s
 
     @property
     def true_energy_j_per_call(self) -> float:
@@ -121,8 +156,7 @@ class FakeNvml:
         if not self.energy_supported:
             raise FakeNVMLError(self.NVML_ERROR_NOT_SUPPORTED)
         self.reads += 1
-        if self.device.read_s:
-            self.device.advance(self.device.read_s, self.device.power_w)
+        self.device.host_read()
         if self.frozen_counter:
             return 123456
         t = self.device.last_update_time()
@@ -134,34 +168,34 @@ class FakeNvml:
 
 class RealTimeDevice(SimDevice):
     """Constant power over the real ``time.perf_counter`` clock, for the sampler thread:
-    the counter publishes ``power_w * t`` at updates every ``update_period_s``."""
+    the counter publishes ``power * t`` at updates every ``update_period_s``."""
 
-    def __init__(self, power_w=300.0, update_period_s=0.05):
-        super().__init__(busy_power_w=power_w, idle_power_w=power_w, update_period_s=update_period_s,
-                         phase_s=0.0)
-        self.power_w = power_w
+    def __init__(self, power_w=300.0, update_period_s=0.05, call_s=0.001):
+        super().__init__(busy_power_w=power_w, idle_power_w=power_w, call_s=call_s,
+                         update_period_s=update_period_s, phase_s=0.0)
+
+    @property
+    def power_w(self) -> float:
+        return self.busy_power_w
 
     def clock(self) -> float:
-        import time
-
         return time.perf_counter()
 
     def energy_at(self, t: float) -> float:
-        return self.power_w * t
+        return self.busy_power_w * t
 
     def last_update_time(self) -> float:
-        import time
-
-        now = time.perf_counter()
-        return math.floor(now / self.update_period_s) * self.update_period_s
+        return math.floor(time.perf_counter() / self.update_period_s) * self.update_period_s
 
     def call(self) -> None:
-        import time
-
         self.calls += 1
         time.sleep(self.call_s)
 
-    def sleep(self, seconds: float) -> None:
-        import time
+    def sync(self) -> None:
+        pass
 
+    def host_read(self) -> None:
+        pass
+
+    def sleep(self, seconds: float) -> None:
         time.sleep(seconds)

@@ -158,3 +158,26 @@ def test_stats():
     energy, seconds = stats.integrate_power_w([(0.0, 100.0), (1.0, 300.0), (3.0, 300.0)])
     assert (energy, seconds) == (200.0 + 600.0, 3.0)
     assert stats.integrate_power_w([(0.0, 1.0)]) is None
+
+
+@pytest.mark.parametrize("call_s", [2e-5, 1e-3])
+def test_slow_counter_reads_lengthen_chunks_and_keep_accuracy(call_s):
+    """Some drivers take milliseconds per energy read: chunks grow to 4 reads' worth."""
+    device = SimDevice(call_s=call_s, sync_s=1e-5, read_s=2.4e-3, idle_power_w=60.0)
+    out = _meter(device).measure(device.call, device.sync)
+    assert out["counter_read_ms"] == pytest.approx(2.4)
+    assert out["chunk_calls"] == pytest.approx(4 * 2.4e-3 / call_s, rel=0.1)
+    assert out["batch_calls"] == pytest.approx(0.02 / call_s, rel=0.1)
+    assert out["energy_j_per_call"] == pytest.approx(device.true_energy_j_per_call, rel=0.01)
+    assert out["counter_updates"] >= 15  # polls every 24 ms still see every 100 ms update
+
+
+def test_a_deep_device_queue_does_not_stretch_the_window():
+    """The host may queue many calls ahead (1024 x 1 ms here): batches keep it ~20 ms ahead,
+    so the window ends on time and every counter update in it is seen."""
+    device = SimDevice(call_s=1e-3, max_queue=1024)
+    out = _meter(device).measure(device.call, device.sync)
+    assert out["window_s"] == pytest.approx(1.55, abs=0.06)
+    assert out["counter_updates"] >= 15
+    assert out["counter_update_hz"] == pytest.approx(10.0, rel=0.05)
+    assert out["batch_calls"] == 20

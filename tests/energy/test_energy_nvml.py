@@ -147,5 +147,5 @@ def test_open_counter_reads_millijoules(monkeypatch):
     device = SimDevice()
     counter, reason = open_counter("cuda", FakeNvml(device))
     assert reason is None and counter.name == "NVIDIA H200"
-    device.advance(1.0, 400.0)  # update instants at 0.037 + k * 0.1: last one at 0.937 s
-    assert counter.read_mj() == 5_000_000 + round(device.energy_at(0.937) * 1000)
+    device.sleep(1.0)  # idle at 60 W; update instants at 0.037 + k * 0.1: last one at 0.937 s
+    assert counter.read_mj() == 5_000_000 + round(60.0 * 0.937 * 1000)

@@ -8,13 +8,17 @@ Reading it at two arbitrary instants would mis-count up to one update period of 
 each end (about 7 % of a 1.5 s window). So every window is aligned to counter updates:
 
 1. Warm-up for ``warmup_s``: calls run back to back; the time of one call is measured
-   with synchronized chunks, and a *chunk* is sized to last about ``chunk_target_s``.
+   with synchronized chunks, and so is the cost ``r`` of one counter read. A *chunk* is
+   sized to last about ``max(chunk_target_s, 4 r)`` so that reads (milliseconds on some
+   drivers) leave the device busy most of the edge phases.
 2. Start edge: chunks run, each followed by ``sync()`` and a counter read, until the
    counter changes. That update instant opens the window; value ``e0``, host time ``t0``.
-3. Main phase: calls are launched back to back without synchronizing (the device queue
-   stays full) until ``window_s`` has passed and at least ``min_calls_per_trial`` calls
-   were made (at most ``max_window_s``). The counter is polled every ``poll_interval_s``
-   only to count its updates.
+3. Main phase: calls are launched in batches of about ``max(lead_s, 4 r)`` (at most
+   25 ms) of device work; the counter is read while the device works through a batch
+   (only to count updates) and the queue is drained after it, so the host never runs far
+   ahead and the window ends when the device's work ends. Batches go on until
+   ``window_s`` has passed and at least ``min_calls_per_trial`` calls were made (at most
+   ``max_window_s``).
 4. End edge: ``sync()``, then chunks with ``sync()`` and a read after each, until the
    counter changes again: value ``e1``, time ``t1``. It changed during the last chunk.
 
@@ -78,8 +82,12 @@ class EnergySettings:
     edge_timeout_s: float = attrs.field(default=2.0, validator=_positive)
     # a synchronized chunk of ~1 ms keeps the edge ambiguity under 0.1 % of a 1.5 s window
     chunk_target_s: float = attrs.field(default=0.001, validator=_positive)
-    # polling every 10 ms sees every update of a 10 Hz counter
-    poll_interval_s: float = attrs.field(default=0.01, validator=_positive)
+    # the host runs at most ~20 ms ahead of the device: the counter is read once per
+    # 20 ms batch, so no 100 ms update period goes unseen; a drain costs ~0.1 % idle time
+    lead_s: float = attrs.field(default=0.02, validator=_positive)
+
+#: a batch never lasts longer than a quarter of the H200's ~100 ms counter update period
+MAX_LEAD_S = 0.025
 
 
 @attrs.frozen
@@ -132,6 +140,8 @@ class EnergyMeasurement(Measurement):
         self._counter: OpenCounter | None = None
         self._reason: str | None = None
         self._opened_for: str | None = None
+        self._batch = 1
+        self._read_s = 0.0
 
     # --- availability --------------------------------------------------------------------
 
@@ -170,6 +180,13 @@ class EnergyMeasurement(Measurement):
             sync()
             idle_w = self._idle_power_w(counter) if s.subtract_idle else None
             chunk, warm_seconds_per_call = self._warm_up(call, sync)
+            read_s = self._read_cost_s(counter)
+            if warm_seconds_per_call > 0:
+                chunk = max(chunk, round(4 * read_s / warm_seconds_per_call))
+            self._batch = chunk
+            if warm_seconds_per_call > 0:
+                lead_s = min(max(s.lead_s, 4 * read_s), MAX_LEAD_S)
+                self._batch = max(chunk, round(lead_s / warm_seconds_per_call))
             sampler = None
             if s.sample_power:
                 sampler = PowerSampler(counter.nvml, counter.handle, s.sample_interval_s, self._clock)
@@ -213,6 +230,16 @@ class EnergyMeasurement(Measurement):
         if seconds_per_call > 0:
             chunk = max(1, round(s.chunk_target_s / seconds_per_call))
         return chunk, seconds_per_call
+
+    def _read_cost_s(self, counter: OpenCounter, reads: int = 5) -> float:
+        """Median seconds one counter read takes."""
+        costs = []
+        for _ in range(reads):
+            t_a = self._clock()
+            counter.read_mj()
+            costs.append(self._clock() - t_a)
+        self._read_s = stats.median(costs)
+        return self._read_s
 
     def _busy_edge(
         self,
@@ -265,22 +292,22 @@ class EnergyMeasurement(Measurement):
         calls = 0
         updates = 0
         last = e0
-        next_poll = t0 + s.poll_interval_s
         while True:
-            call()
-            calls += 1
+            # one batch of about lead_s: the counter is read while the device works through
+            # it, then the queue is drained, so the host never runs more than a batch ahead
+            for _ in range(self._batch):
+                call()
+            calls += self._batch
+            value = counter.read_mj()
+            if value != last:
+                updates += 1
+                last = value
+            sync()
             now = self._clock()
             if now >= hard_deadline or (now >= deadline and calls >= s.min_calls_per_trial):
                 break
-            if now >= next_poll:
-                value = counter.read_mj()
-                if value != last:
-                    updates += 1
-                    last = value
-                next_poll = now + s.poll_interval_s
-        sync()
         value = counter.read_mj()
-        if value != last:  # an update between the last poll and the drain: counted, not an edge
+        if value != last:  # an update during the end of the last batch: counted, not an edge
             updates += 1
             last = value
         e1, t1, edge_calls = self._busy_edge(call, sync, chunk, counter, last)
@@ -359,6 +386,8 @@ class EnergyMeasurement(Measurement):
             "counter_update_hz": sum(t.updates for t in trials) / total_s,
             "energy_count_resolution": chunk / min(t.calls for t in trials),
             "chunk_calls": float(chunk),
+            "batch_calls": float(self._batch),
+            "counter_read_ms": self._read_s * 1000.0,
         }
         if idle_w is not None:
             out["idle_power_w"] = idle_w
