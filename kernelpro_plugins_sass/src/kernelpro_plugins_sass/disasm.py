@@ -197,11 +197,14 @@ def parse_sass(text: str) -> list[_RawKernel]:
         if m:
             pending_labels.append(m.group(1))
             continue
-        m = _CODE_FOR.search(line) or _TARGET.match(line)
-        if m:
-            if m.re is _CODE_FOR or name is None:
-                flush()
-                name = None if m.re is _CODE_FOR else name
+        m = _CODE_FOR.search(line)
+        if m:  # cuobjdump: a new architecture's code in a fat binary
+            flush()
+            name = None
+            arch = m.group(1)
+            continue
+        m = _TARGET.match(line)
+        if m and name is None:  # nvdisasm's header (and cuobjdump's repeat of it)
             arch = m.group(1)
             continue
         if line.strip().startswith(".section") and name is not None:

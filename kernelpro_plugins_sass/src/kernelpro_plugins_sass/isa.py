@@ -22,16 +22,15 @@ FP32_OPCODES = frozenset({"FADD", "FMUL", "FFMA", "FMNMX", "FSET", "FSETP", "FSE
 FP32_ARITH_OPCODES = frozenset({"FADD", "FMUL", "FFMA", "FADD2", "FMUL2", "FFMA2", "FADD32I",
                                 "FMUL32I", "FFMA32I"})
 FP32_FMA_OPCODES = frozenset({"FFMA", "FFMA2", "FFMA32I"})
-FP16_OPCODES = frozenset({"HADD2", "HMUL2", "HFMA2", "HSET2", "HSETP2", "HMNMX2", "HADD2.F32"})
-FP64_OPCODES = frozenset({"DADD", "DMUL", "DFMA", "DSETP", "DMNMX", "DSET", "DMMA_SCALAR"})
+FP16_OPCODES = frozenset({"HADD2", "HMUL2", "HFMA2", "HSET2", "HSETP2", "HMNMX2"})
+FP64_OPCODES = frozenset({"DADD", "DMUL", "DFMA", "DSETP", "DMNMX", "DSET"})
 FP64_ARITH_OPCODES = frozenset({"DADD", "DMUL", "DFMA"})
 CONVERSION_OPCODES = frozenset({"F2F", "F2I", "I2F", "I2I", "F2FP", "I2FP", "F2IP", "FRND"})
 SPECIAL_FUNCTION_OPCODES = frozenset({"MUFU"})
-GLOBAL_MEMORY_OPCODES = frozenset({"LDG", "STG", "RED", "REDG", "ATOMG", "ATOM", "LD", "ST",
-                                   "REDUX"})
+GLOBAL_MEMORY_OPCODES = frozenset({"LDG", "STG", "RED", "REDG", "ATOMG", "ATOM", "LD", "ST"})
 ASYNC_COPY_OPCODES = frozenset({"LDGSTS", "UTMALDG", "UTMASTG", "UTMAPF", "UBLKCP", "UTMACCTL",
                                 "UBLKRED", "UTMAREDG"})
-SHARED_MEMORY_OPCODES = frozenset({"LDS", "STS", "LDSM", "STSM", "ATOMS", "LDGSTS_SHARED"})
+SHARED_MEMORY_OPCODES = frozenset({"LDS", "STS", "LDSM", "STSM", "ATOMS"})
 LOCAL_MEMORY_OPCODES = frozenset({"LDL", "STL"})
 CONSTANT_OPCODES = frozenset({"LDC", "ULDC"})
 SYNC_OPCODES = frozenset({"BAR", "MEMBAR", "DEPBAR", "LDGDEPBAR", "WARPSYNC", "BSSY", "BSYNC",
@@ -41,7 +40,7 @@ CONTROL_OPCODES = frozenset({"BRA", "BRX", "BRXU", "JMP", "JMX", "CALL", "RET", 
                              "YIELD", "KILL", "RTT", "WARPSYNC_BRA", "ACQBULK", "ENDCOLLECTIVE"})
 WARP_OPCODES = frozenset({"SHFL", "REDUX"})
 MOVE_OPCODES = frozenset({"MOV", "SEL", "PRMT", "S2R", "S2UR", "CS2R", "P2R", "R2P", "R2UR",
-                          "MOV32I", "PLOP3", "PSETP", "B2R", "R2B", "SHFL"})
+                          "MOV32I", "PLOP3", "PSETP", "B2R", "R2B"})
 INTEGER_OPCODES = frozenset({"IMAD", "IADD3", "IADD", "IADD32I", "LOP3", "LOP", "LOP32I", "SHF",
                              "SHL", "SHR", "ISETP", "IABS", "IMNMX", "LEA", "POPC", "FLO", "BREV",
                              "VIADD", "VIMNMX", "VIMNMX3", "IDP", "IDP4A", "BMSK", "SGXT", "IMUL",
@@ -95,11 +94,16 @@ def instruction_class(opcode: str, modifiers: tuple[str, ...] = ()) -> str:
     return "other"
 
 
+#: width modifiers of loads/stores, in bits per thread
+_WIDTH_BITS = {"U8": 8, "S8": 8, "8": 8, "U16": 16, "S16": 16, "16": 16, "64": 64, "128": 128,
+               "256": 256}
+
+
 def access_bits(opcode: str, modifiers: tuple[str, ...]) -> int:
     """Bits moved per thread by a load/store/atomic (``LDG.E.128`` -> 128); 32 by default."""
     for mod in modifiers:
-        if mod in ("128", "64", "U8", "S8", "U16", "S16", "8", "16", "256"):
-            return {"U8": 8, "S8": 8, "8": 8, "U16": 16, "S16": 16, "16": 16}.get(mod, 0) or int(mod)
+        if mod in _WIDTH_BITS:
+            return _WIDTH_BITS[mod]
     return 32
 
 

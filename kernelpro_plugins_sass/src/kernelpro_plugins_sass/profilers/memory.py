@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from kernelpro.api import ANY
 from kernelpro.records import Finding, GpuSpec
 
 from kernelpro_plugins_sass import isa
@@ -12,8 +13,6 @@ from kernelpro_plugins_sass.profilers.base import (
     SassMicroProfiler,
     arch_number,
 )
-
-from kernelpro.api import ANY
 
 #: sub-word (8/16-bit) global accesses inside loops before it is worth packing them
 MIN_SUBWORD_IN_LOOPS = 2
