@@ -40,6 +40,7 @@ class Fp64InFp32(SassMicroProfiler):
         in_loop = f.fp64_in_loops > 0
         severity = "high" if in_loop and ratio >= SLOW_FP64_RATIO else ("medium" if in_loop else "low")
         fp64_share = (f.fp64_in_loops + f.fp64_conversions) / max(1, f.instructions_in_loops or f.instructions)
+        # the FP64 share of the work, run at the FP32 rate instead
         gain = fp64_share * (1.0 - 1.0 / ratio) if ratio > 1 else fp64_share * 0.5
         lines = [i for i in entry.kernel.executed if i.klass == "fp64"
                  or (i.opcode == "F2F" and "F64" in i.modifiers)]
@@ -91,6 +92,7 @@ class IntDivisionInLoop(SassMicroProfiler):
             "Precompute a magic multiplier and shift once (fast divmod, as CUTLASS FastDivmod), "
             "make the divisor a compile-time constant or power of two (template parameter), or "
             "carry row/column indices incrementally instead of i / width and i % width.",
+            # a precomputed magic multiplier replaces the ~15-instruction sequence with ~3
             share * 0.8, {"division_setups": f.division_setups,
                           "division_setups_in_loops": f.division_setups_in_loops,
                           "division_quotients_in_loops": f.division_quotients_in_loops,
@@ -126,5 +128,6 @@ class HeavyPredication(SassMicroProfiler):
             "Make the per-element decisions uniform: sort or bucket elements by mode, hoist "
             "conditions that are uniform per block, use arithmetic selects (fmaxf, copysignf, "
             "masks multiplied in) instead of chains of ifs, or specialise the kernel per mode.",
+            # prior: about a third of if-converted work is on lanes whose condition is false
             f.predicated_fraction * 0.3, {"predicated_fraction": f.predicated_fraction,
                                          "guarded_instructions": guarded}, lines)]

@@ -42,6 +42,8 @@ class NarrowGlobalAccess(SassMicroProfiler):
                          "each run of four")
         if subword:
             parts.append(f"{f.global_subword_in_loops} 8/16-bit global accesses inside loops")
+        # instructions saved per loop iteration (a run of four 32-bit accesses becomes one),
+        # as a share of the loop: memory instructions issue slots and LSU bandwidth
         saved = f.vectorizable_in_loops * 0.75 + f.global_subword_in_loops * 0.5
         gain = saved / max(1, f.instructions_in_loops)
         lines = [i for i in entry.kernel.executed if i.opcode in ("LDG", "STG")
@@ -99,6 +101,8 @@ class LocalMemory(SassMicroProfiler):
         else:
             action = ("Index the per-thread array only with compile-time constants (fully "
                       "unrolled loops) so it stays in registers, or move it to shared memory.")
+        # prior: a local access in a loop costs about two ordinary instructions' time (it
+        # goes through L1 like a global access); outside loops it is noise
         gain = min(0.5, 2.0 * f.local_in_loops / max(1, f.instructions_in_loops)) if f.local_in_loops else 0.02
         lines = [i for i in entry.kernel.executed if i.opcode in ("LDL", "STL")]
         lines.sort(key=lambda i: not i.in_loop)
