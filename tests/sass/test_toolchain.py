@@ -73,3 +73,22 @@ def test_demangle():
     if names["_Z11gather_rowsPKfPfiii"] == "_Z11gather_rowsPKfPfiii":
         pytest.skip("no c++filt here")
     assert names["_Z11gather_rowsPKfPfiii"].startswith("gather_rows(")
+
+
+def test_nvdisasm_fallback_for_cubins(monkeypatch, compiled, build_dir):
+    """Without cuobjdump, plain cubins are still disassembled with nvdisasm (no resource
+    usage, and a note says so); host binaries need cuobjdump."""
+    from kernelpro_plugins_sass import binaries
+
+    real = binaries.find_tool
+    if real("nvdisasm") is None:
+        pytest.skip("no nvdisasm")
+    monkeypatch.setattr(binaries, "find_tool", lambda tool: None if tool == "cuobjdump" else real(tool))
+    result = binaries.disassemble(compiled["intdiv_loop"].cubin)
+    (k,) = result.kernels
+    assert k.mangled == "_Z11gather_rowsPKfPfiii" and k.loops and k.resources is None
+    assert any("nvidia-cuda-cuobjdump" in n for n in result.notes)
+    so = build_dir / "torch_extensions" / "sass_ext" / "sass_ext.so"
+    with pytest.raises(CollectorError) as info:
+        binaries.disassemble(so)
+    assert "\n" not in str(info.value) and "nvidia-cuda-cuobjdump" in str(info.value)

@@ -7,6 +7,7 @@ line with its path, e.g. ``search.params.c_puct: expected float, got 'high'``.
 
 from __future__ import annotations
 
+import re
 import typing
 from pathlib import Path
 from typing import Any
@@ -65,12 +66,31 @@ class EvaluatorConfig:
     time_compiled_reference: bool = True  # torch.compile of the reference, timed too (GPU)
     call_policy: str = "any"  # any | no_torch_compute | own_kernel
     max_speedup: float = 100.0  # above this, stricter re-verification and a flag
+    reverify_trials: int = 10  # extra trials (fresh seeds) when a speedup is suspicious
+    recheck_calls: int = 8  # timed candidate calls whose outputs are re-checked (at least 1 per round)
+    impossible_margin: float = 0.9  # flag when time < margin x the bytes/FLOPs lower bound (datasheet)
+    compile_stage: bool = True  # build load_inline / nvcc / CuTe candidates in a separate process first
+    build_cache_dir: str | None = None  # content-addressed builds; null: $KERNELPRO_BUILD_CACHE or ~/.cache
+    compile_workers: int = 0  # compile_many() processes; 0: one per CPU core, at most 8
+    cuda_arch: str = "auto"  # auto (the GPU's own, sm_90a when the source needs it) or e.g. "9.0", "9.0a"
+    include_paths: list[str] = attrs.field(factory=list)  # added to every load_inline / load / nvcc build
+    cuda_flags: list[str] = attrs.field(factory=list)  # added to nvcc's flags for every build
+    memory_limit_mb: int | None = None  # host address-space limit of the worker (cpu device only)
 
     def __attrs_post_init__(self) -> None:
         if self.call_policy not in ("any", "no_torch_compute", "own_kernel"):
             raise ValueError(
                 f"call_policy: expected one of any, no_torch_compute, own_kernel, got {self.call_policy!r}"
             )
+        if self.trials < 1:
+            raise ValueError(f"trials: expected a positive integer, got {self.trials}")
+        if self.timeout_s <= 0 or self.compile_timeout_s <= 0:
+            raise ValueError("timeout_s: timeouts must be positive")
+        if not re.fullmatch(r"auto|\d+\.\d+a?", self.cuda_arch):
+            raise ValueError(f"cuda_arch: expected auto or a capability like 9.0 or 9.0a, got {self.cuda_arch!r}")
+        for dtype, tol in self.tolerances.items():
+            if tol.atol < 0 or tol.rtol < 0:
+                raise ValueError(f"tolerances: {dtype}: atol and rtol must be >= 0")
 
 
 @attrs.frozen

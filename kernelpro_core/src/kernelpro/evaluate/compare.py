@@ -27,6 +27,7 @@ class Comparison:
     message: str = ""
     max_abs_err: float = 0.0
     max_rel_err: float = 0.0
+    integrity: bool = False  # failed for not being a plain tensor / dense / on the right device
 
 
 def flatten(out: Any) -> list[Any]:
@@ -38,7 +39,9 @@ def flatten(out: Any) -> list[Any]:
     return [out]
 
 
-def compare(cand_out: Any, ref_out: Any, tolerances: dict[str, tuple[float, float]]) -> Comparison:
+def compare(cand_out: Any, ref_out: Any, tolerances: dict[str, tuple[float, float]],
+            device_type: str | None = None) -> Comparison:
+    """``device_type``: where the candidate's tensors must live (the reference's device)."""
     cands, refs = flatten(cand_out), flatten(ref_out)
     if len(cands) != len(refs):
         return Comparison(False, f"expected {len(refs)} output(s), got {len(cands)}")
@@ -46,11 +49,20 @@ def compare(cand_out: Any, ref_out: Any, tolerances: dict[str, tuple[float, floa
     for i, (c, r) in enumerate(zip(cands, refs)):
         where = f"output {i}" if len(refs) > 1 else "output"
         if not isinstance(r, _tensor_type):
+            if type(c) is not type(r):
+                return Comparison(False, f"{where}: expected a {type(r).__name__}, got "
+                                  f"{type(c).__module__}.{type(c).__name__}", integrity=True)
             if c != r:
                 return Comparison(False, f"{where}: expected {r!r}, got {c!r}")
             continue
         if type(c) is not _tensor_type:
-            return Comparison(False, f"{where}: expected a plain torch.Tensor, got {type(c).__module__}.{type(c).__name__}")
+            return Comparison(False, f"{where}: expected a plain torch.Tensor, got "
+                              f"{type(c).__module__}.{type(c).__name__}", integrity=True)
+        if c.layout != torch.strided or c.is_meta:
+            return Comparison(False, f"{where}: expected a dense tensor with storage, got layout {c.layout}"
+                              f"{' on meta' if c.is_meta else ''}", integrity=True)
+        if device_type is not None and c.device.type != device_type:
+            return Comparison(False, f"{where}: on device {c.device.type}, expected {device_type}", integrity=True)
         if c.shape != r.shape:
             return Comparison(False, f"{where}: shape {tuple(c.shape)} != reference {tuple(r.shape)}")
         if c.dtype != r.dtype:
@@ -108,6 +120,15 @@ def same_values(a: Any, b: Any) -> bool:
         elif x != y:
             return False
     return True
+
+
+def map_tensors(out: Any, fn) -> Any:
+    """``out`` with every tensor replaced by ``fn(tensor)`` (same nesting)."""
+    if isinstance(out, _tensor_type):
+        return fn(out)
+    if isinstance(out, (list, tuple)):
+        return type(out)(map_tensors(x, fn) for x in out)
+    return out
 
 
 def to_cpu(out: Any) -> Any:

@@ -1,10 +1,17 @@
-"""Parent side of evaluation: start a worker process, bound it in time, judge how it ended.
+"""Parent side of evaluation: compile stage, worker process, time limit, verdicts.
 
-A worker that dies never takes the run with it: a signal becomes ``crash`` (or ``oom``
-when the kernel's OOM killer sent SIGKILL), a hang becomes ``timeout`` (or
-``compile_timeout`` when it hung while compiling), an exit without a result becomes
-``exited``. The worker runs in its own process group, which is killed when it ends, so
-nothing it started is left behind.
+1. Compile stage (:mod:`kernelpro.evaluate.compile`): a candidate that builds native code
+   is built in its own process into a content-addressed cache entry (a hit costs nothing);
+   a compiler error or compile timeout is the verdict without starting the worker.
+2. The worker runs under :mod:`kernelpro.evaluate.reaper` in a new session, with the
+   cache entry as its build directory and the result channel of
+   :mod:`kernelpro.evaluate.channel` (a pipe and a token only the evaluator knows).
+3. How the worker ended decides the verdict when it sent no result: a signal is
+   ``crash`` (SIGSEGV, SIGABRT, ... named in the reason) or ``oom`` (SIGKILL: the
+   out-of-memory killer), a hang is ``timeout`` (``compile_timeout`` when it hung while
+   compiling), an exit without a result is ``exited``; a forged or duplicated result is
+   ``integrity_violation``. The reaper kills every process the candidate started, and the
+   process group is killed as well, so nothing is left behind.
 """
 
 from __future__ import annotations
@@ -18,19 +25,47 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kernelpro.config import EvaluatorConfig, unstructure
-from kernelpro.records import EvalResult, Verdict, from_json
+import attrs
 
-SIGNAL_NAMES = {s.value: s.name for s in signal.Signals}
+from kernelpro.config import EvaluatorConfig, unstructure
+from kernelpro.evaluate import compile as build
+from kernelpro.evaluate.channel import FD_ENV, ChannelError, ParentEnd
+from kernelpro.records import CompileResult, EvalResult, Verdict, from_json
+
+SIGNAL_NAMES = {s.value: s.name for s in signal.Signals}  # canonical names (SIGABRT, not SIGIOT)
 
 
 def build_env(build_dir: Path) -> dict[str, str]:
-    """Environment of a candidate's worker and of its profilers: per-candidate build dirs."""
-    env = dict(os.environ)
-    env["TORCH_EXTENSIONS_DIR"] = str(build_dir / "torch_extensions")
-    env["TRITON_CACHE_DIR"] = str(build_dir / "triton")
-    env.setdefault("PYTHONUNBUFFERED", "1")
-    return env
+    """Environment of a candidate's worker and of its profilers.
+
+    ``build_dir`` may be a symlink to a build-cache entry (what :func:`evaluate` makes of
+    the directory it is given): it is resolved, and the entry's architecture, include
+    paths and flags (its meta.json) are restored, so a profiler loads the same binary."""
+    entry = Path(build_dir).resolve()
+    meta: dict[str, Any] = {}
+    try:
+        meta = json.loads((entry / "meta.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        pass
+    return build.build_env(entry, arch=meta.get("arch"), include_paths=meta.get("include_paths", []),
+                           cuda_flags=meta.get("cuda_flags", []))
+
+
+def _link_build_dir(build_dir: Path, entry: Path) -> None:
+    """Make the caller's build directory point at the cache entry (when it is free)."""
+    try:
+        if build_dir.is_symlink():
+            if build_dir.resolve() == entry.resolve():
+                return
+            build_dir.unlink()
+        elif build_dir.exists():
+            if any(build_dir.iterdir()):
+                return
+            build_dir.rmdir()
+        build_dir.parent.mkdir(parents=True, exist_ok=True)
+        build_dir.symlink_to(entry.resolve(), target_is_directory=True)
+    except OSError:
+        pass
 
 
 def evaluate(
@@ -44,80 +79,154 @@ def evaluate(
     measurements: list[tuple[type, Any]] = (),
     build_dir: Path | None = None,
     language: str = "pytorch",
+    compiled: build.CompileOutcome | None = None,
 ) -> EvalResult:
     """Evaluate ``candidate_path`` against ``problem_path`` in a fresh worker process.
 
-    With ``candidate_path=None`` only the reference is timed (the baseline)."""
+    With ``candidate_path=None`` only the reference is timed (the baseline). ``compiled``:
+    the outcome of :func:`kernelpro.evaluate.compile.compile_candidate` when the caller
+    compiled ahead (``compile_many``); otherwise the compile stage runs here (a cache hit
+    when the same source was built before)."""
+    workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    build_dir = build_dir or workdir / "build"
-    build_dir.mkdir(parents=True, exist_ok=True)
+    t0 = time.monotonic()
+    stage_info: dict[str, Any] = {}
+    if candidate_path is not None and config.compile_stage:
+        outcome = compiled or build.compile_candidate(Path(candidate_path), config=config)
+        stage_info = {"status": outcome.status, "compile_seconds": outcome.compile_seconds,
+                      "cached": outcome.cached, "key": outcome.key}
+        if outcome.status == "compile_error":
+            return EvalResult(verdict=Verdict.COMPILE_ERROR, reason=outcome.reason or "compilation failed",
+                              compile=outcome.result(language), device=device, wall_s=time.monotonic() - t0)
+        if outcome.status == "compile_timeout":
+            return EvalResult(verdict=Verdict.COMPILE_TIMEOUT, reason=outcome.reason,
+                              compile=CompileResult(ok=False, seconds=outcome.seconds, language=language),
+                              device=device, wall_s=time.monotonic() - t0)
+        _write_entry_settings(outcome, config)
+        if build_dir is not None:
+            _link_build_dir(Path(build_dir), outcome.build_dir)
+        entry = outcome.build_dir
+        env = build.build_env(entry, arch=outcome.arch, include_paths=_includes(config),
+                              cuda_flags=list(config.cuda_flags))
+    else:
+        entry = Path(build_dir) if build_dir is not None else workdir / "build"
+        entry.mkdir(parents=True, exist_ok=True)
+        env = build_env(entry)
     job = {
         "problem": str(Path(problem_path).resolve()),
         "candidate": str(Path(candidate_path).resolve()) if candidate_path else None,
         "device": device,
         "seed": seed,
         "language": language,
+        "compile": stage_info,
         "evaluator": unstructure(config),
         "measurements": [
             {"name": cls.name, "import": f"{cls.__module__}:{cls.__qualname__}",
              "settings": unstructure(settings) if settings is not None else {}}
             for cls, settings in measurements
         ],
-        "result": str(workdir / "result.json"),
         "status": str(workdir / "status.txt"),
     }
-    for stale in ("result.json", "status.txt"):
+    for stale in ("result.json", "status.txt", "worker_rc"):
         (workdir / stale).unlink(missing_ok=True)
     job_path = workdir / "job.json"
     job_path.write_text(json.dumps(job, indent=1))
+    result = _run_worker(job_path, workdir, env, config, device)
+    return attrs.evolve(result, wall_s=time.monotonic() - t0)
+
+
+def _includes(config: EvaluatorConfig) -> list[str]:
+    from kernelpro.evaluate import toolchain
+
+    return toolchain.include_paths(config.include_paths)
+
+
+def _write_entry_settings(outcome: build.CompileOutcome, config: EvaluatorConfig) -> None:
+    """Record in the entry what a profiler's environment needs to load the same build."""
+    meta_path = outcome.build_dir / "meta.json"
+    try:
+        meta = json.loads(meta_path.read_text()) if meta_path.exists() else {"status": outcome.status}
+    except (OSError, json.JSONDecodeError):
+        return
+    want = {"arch": outcome.arch, "include_paths": _includes(config), "cuda_flags": list(config.cuda_flags)}
+    if all(meta.get(k) == v for k, v in want.items()):
+        return
+    meta.update(want)
+    tmp = meta_path.with_name(f"meta.json.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(json.dumps(meta, indent=1))
+        os.replace(tmp, meta_path)
+    except OSError:
+        pass
+
+
+def _run_worker(job_path: Path, workdir: Path, env: dict[str, str], config: EvaluatorConfig,
+                device: str) -> EvalResult:
+    channel = ParentEnd()
+    env = dict(env)
+    env[FD_ENV] = str(channel.write_fd)
+    token_r, token_w = os.pipe()
+    os.write(token_w, channel.token)
+    os.close(token_w)
+    rc_path = workdir / "worker_rc"
     log_path = workdir / "worker.log"
-    t0 = time.monotonic()
+    argv = [sys.executable, "-m", "kernelpro.evaluate.reaper", str(rc_path), "--",
+            sys.executable, "-m", "kernelpro.evaluate.worker", str(job_path)]
+    timed_out = False
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "kernelpro.evaluate.worker", str(job_path)],
-            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-            env=build_env(build_dir), start_new_session=True, cwd=str(workdir),
-        )
-        timed_out = False
         try:
-            rc = proc.wait(timeout=config.timeout_s)
+            proc = subprocess.Popen(argv, stdin=token_r, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                    start_new_session=True, cwd=str(workdir), pass_fds=(channel.write_fd,))
+        finally:
+            os.close(token_r)
+        channel.start_reading()
+        try:
+            proc.wait(timeout=config.timeout_s)
         except subprocess.TimeoutExpired:
             timed_out = True
-            _kill_group(proc.pid)
-            rc = proc.wait()
+            _signal(proc.pid, signal.SIGTERM)  # the reaper kills the worker and every descendant
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                _kill_group(proc.pid)
+                proc.wait()
         finally:
-            _kill_group(proc.pid)  # anything the candidate left running
-    wall = time.monotonic() - t0
+            _kill_group(proc.pid)  # anything left in the session's group
+    data = channel.finish()
     stage = (workdir / "status.txt").read_text().strip() if (workdir / "status.txt").exists() else "start"
-    result_path = workdir / "result.json"
     if timed_out:
         verdict = Verdict.COMPILE_TIMEOUT if stage == "compile" else Verdict.TIMEOUT
         return EvalResult(verdict=verdict, reason=f"no result after {config.timeout_s:g} s (stage: {stage})",
-                          device=device, wall_s=wall)
-    if result_path.exists():
+                          device=device)
+    try:
+        payload = channel.verify(data)
+    except ChannelError as exc:
+        return EvalResult(verdict=Verdict.INTEGRITY, reason=f"{exc} (stage: {stage})", device=device)
+    if payload is not None:
         try:
-            data = json.loads(result_path.read_text())
-            result = from_json(data, EvalResult)
+            return from_json(json.loads(payload), EvalResult)
         except Exception as exc:
-            return EvalResult(verdict=Verdict.CRASH, reason=f"unreadable worker result: {exc}", device=device,
-                              wall_s=wall)
-        return _with_wall(result, wall)
+            return EvalResult(verdict=Verdict.CRASH, reason=f"unreadable worker result: {exc}", device=device)
+    try:
+        rc = int(rc_path.read_text().strip())
+    except (OSError, ValueError):
+        rc = proc.returncode if proc.returncode is not None else -1
     if rc < 0:
         sig = SIGNAL_NAMES.get(-rc, str(-rc))
         if -rc == signal.SIGKILL:
             return EvalResult(verdict=Verdict.OOM, reason=f"worker killed by SIGKILL (stage: {stage}); "
-                              "usually the out-of-memory killer", device=device, wall_s=wall)
-        return EvalResult(verdict=Verdict.CRASH, reason=f"worker died from {sig} (stage: {stage})",
-                          device=device, wall_s=wall)
+                              "usually the out-of-memory killer", device=device)
+        return EvalResult(verdict=Verdict.CRASH, reason=f"worker died from {sig} (stage: {stage})", device=device)
     tail = _tail(log_path)
     return EvalResult(verdict=Verdict.EXITED, reason=f"worker exited with status {rc} without a result "
-                      f"(stage: {stage}){': ' + tail if tail else ''}", device=device, wall_s=wall)
+                      f"(stage: {stage}){': ' + tail if tail else ''}", device=device)
 
 
-def _with_wall(result: EvalResult, wall: float) -> EvalResult:
-    import attrs
-
-    return attrs.evolve(result, wall_s=wall)
+def _signal(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        pass
 
 
 def _kill_group(pid: int) -> None:

@@ -14,7 +14,9 @@ them alike. The statistic is the median; IQR and coefficient of variation are re
 
 Every function this module needs is captured at import time, before candidate code is
 imported into the process, so a candidate that patches ``torch.cuda.Event`` or
-``time.perf_counter`` cannot change the measurement.
+``time.perf_counter`` does not change the measurement; after every timed call the timer
+also checks that neither its captured functions nor the public ones were replaced
+(:class:`TamperError`), and the worker compares a snapshot of all of torch's callables.
 """
 
 from __future__ import annotations
@@ -62,6 +64,17 @@ class L2Flusher:
         self.buf.zero_()
 
 
+class TamperError(Exception):
+    """A function the timer relies on was replaced while a timed call ran."""
+
+
+def _timer_functions() -> tuple[Any, ...]:
+    g = globals()
+    return (g["_perf_counter"], g["_Event"], g["_event_record"], g["_event_elapsed"], g["_event_sync"],
+            g["_cuda_sync"], time.perf_counter, torch.cuda.synchronize, torch.cuda.Event.record,
+            torch.cuda.Event.elapsed_time)
+
+
 class Timer:
     """Times callables on one device; see the module docstring for the method."""
 
@@ -73,6 +86,7 @@ class Timer:
         self.rep_ms = rep_ms
         self.min_reps = min_reps
         self.max_reps = max_reps
+        self._ids = tuple(id(f) for f in _timer_functions())
         if self.cuda:
             if l2_bytes is None:
                 props = torch.cuda.get_device_properties(torch.cuda.current_device())
@@ -83,49 +97,77 @@ class Timer:
             self.flush = None
             self.method = "perf_counter"
 
-    def once(self, fn: Callable[[], Any]) -> float:
-        """One timed call in milliseconds."""
+    def _check(self) -> None:
+        if tuple(id(f) for f in _timer_functions()) != self._ids:
+            raise TamperError("a timing function (perf_counter, torch.cuda.Event, synchronize) was replaced "
+                              "during a timed call")
+
+    def once(self, fn: Callable[[], Any]) -> tuple[float, Any]:
+        """One timed call: (milliseconds, what ``fn`` returned)."""
         if self.cuda:
             assert self.flush is not None
             self.flush()
             start, end = _Event(enable_timing=True), _Event(enable_timing=True)
             _event_record(start)
-            fn()
+            out = fn()
             _cuda_sync()
             _event_record(end)
             _event_sync(end)
-            return float(_event_elapsed(start, end))
+            self._check()
+            return float(_event_elapsed(start, end)), out
         t0 = _perf_counter()
-        fn()
-        return (_perf_counter() - t0) * 1e3
+        out = fn()
+        t1 = _perf_counter()
+        self._check()
+        return (t1 - t0) * 1e3, out
 
-    def warmup(self, fn: Callable[[], Any]) -> float:
+    def warmup(self, fn: Callable[[], Any], after: Callable[[Any], None] | None = None) -> float:
         """Run ``fn`` for about ``warmup_ms``; return the estimated time per call (ms)."""
-        est = self.once(fn)
-        spent = est
-        count = 1
-        while spent < self.warmup_ms and count < 10_000:
-            spent += self.once(fn)
+        spent, count = 0.0, 0
+        while True:
+            ms, out = self.once(fn)
+            if after is not None:
+                after(out)
+            del out
+            spent += ms
             count += 1
+            if spent >= self.warmup_ms or count >= 10_000:
+                break
         return spent / count
 
+    def overhead_ms(self, reps: int = 50) -> float:
+        """Median time of an empty call with this method (synchronization and event latency)."""
+        return statistics.median(self.once(lambda: None)[0] for _ in range(reps))
+
     def interleaved(self, fns: dict[str, Callable[[], Any]], rounds: int,
-                    on_call: Callable[[str, int], None] | None = None) -> dict[str, TimingStats]:
+                    before: Callable[[str, int], None] | None = None,
+                    after: Callable[[str, int, Any], None] | None = None) -> dict[str, TimingStats]:
         """Time each callable, alternating between them in ``rounds`` rounds.
 
-        ``on_call(name, i)`` runs before each timed call, outside the timed region (used to
-        rotate inputs)."""
-        per_call = {name: max(self.warmup(fn), 1e-4) for name, fn in fns.items()}
+        ``before(name, i)`` runs before and ``after(name, i, output)`` after each timed
+        call, both outside the timed region (the worker rotates inputs, re-checks outputs,
+        poisons the reference's outputs and resets device state there); ``i`` counts the
+        calls of one callable from 0, warm-up calls excluded."""
+        per_call = {}
+        for name, fn in fns.items():
+            if before is not None:
+                before(name, -1)
+            per_call[name] = max(self.warmup(fn, (lambda out, n=name: after(n, -1, out)) if after else None), 1e-4)
         samples: dict[str, list[float]] = {name: [] for name in fns}
-        for name in fns:
-            total = int(self.rep_ms / per_call[name])
-            per_call[name] = max(self.min_reps, min(self.max_reps, total))
         rounds = max(1, rounds)
-        for r in range(rounds):
+        reps = {name: max(1, max(self.min_reps, min(self.max_reps, int(self.rep_ms / per_call[name]))) // rounds)
+                for name in fns}
+        count = {name: 0 for name in fns}
+        for _ in range(rounds):
             for name, fn in fns.items():
-                reps = max(1, int(per_call[name]) // rounds)
-                for i in range(reps):
-                    if on_call is not None:
-                        on_call(name, r * reps + i)
-                    samples[name].append(self.once(fn))
+                for _i in range(reps[name]):
+                    i = count[name]
+                    if before is not None:
+                        before(name, i)
+                    ms, out = self.once(fn)
+                    samples[name].append(ms)
+                    if after is not None:
+                        after(name, i, out)
+                    del out
+                    count[name] += 1
         return {name: stats(xs, self.method) for name, xs in samples.items()}

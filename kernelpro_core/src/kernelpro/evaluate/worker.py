@@ -1,30 +1,43 @@
 """The evaluation worker: one process per candidate.
 
-    python -m kernelpro.evaluate.worker JOB.json
+    python -m kernelpro.evaluate.worker JOB.json      (started by runner.evaluate)
 
-Reads the job, evaluates, writes the result JSON named in the job. Before each stage it
-writes the stage name to the job's status file, so the parent can tell where a worker
-that died (signal, os._exit, hang) was. Everything the measurement relies on (timers,
-comparison functions) is imported before the candidate is.
+The result goes back over the signed result channel (:mod:`kernelpro.evaluate.channel`);
+before each stage the stage name is written to the job's status file, so the parent can
+tell where a worker that died (signal, os._exit, hang) was. Everything the measurement
+relies on is imported, and a snapshot of torch's callables is taken, before the candidate
+is imported.
 
-Order of work:
-1. Reference precision is fixed (no TF32), the problem module is loaded, the reference
-   model is built after the seed, and its outputs for every trial's inputs are computed
-   and copied to host memory, before any candidate code runs.
-2. Device memory that held reference outputs is overwritten with NaN before the
-   candidate runs, so a candidate that reads stale memory gets poison, not answers.
-3. The candidate is imported (this compiles load_inline / Triton code), built after the
-   same seed, and checked trial by trial: outputs, inputs left unmodified, no aliasing.
-4. Reference, ``torch.compile``'d reference (GPU) and candidate are timed interleaved,
-   with inputs rotating among the trial sets; outputs of timed calls are re-checked.
-5. Extra measurements (energy, ...) run for reference and candidate.
+Order of work (docs/evaluation.md states the method in full):
+1. Reference precision is fixed (no TF32), the problem is loaded, the reference is built
+   after the seed; its outputs for every trial's inputs (``trials`` seeds plus one
+   N(0, 1) set) are copied to host memory and the device copies overwritten with NaN.
+   Degenerate references (an all-zeros or constant output would pass) are flagged; the
+   bytes/FLOPs lower bound is estimated; the ``torch.compile``'d reference is built.
+2. Free cached device memory is filled with NaN; the source is scanned for evaluator
+   introspection; the candidate is imported (its build, if any, is already in the cache
+   entry from the compile stage) and built after the same seed.
+3. Correctness, trial by trial: plain tensors of the right device, shape and dtype;
+   finite where the reference is; within tolerance; inputs unmodified; no output aliasing
+   an input; the call policy. Then: outputs not constant when the reference's are not,
+   no patched torch/evaluator functions, no candidate threads left running.
+4. Timing, interleaved: reference, compiled reference, candidate. Before each call the
+   timed input buffers are refilled with a different trial's values, backend flags are
+   set to those of the callable, L2 persistence is reset; after each call the reference's
+   outputs are poisoned and a sample of the candidate's outputs is kept and re-checked.
+5. Afterwards: the reference re-checked (not tampered with), the snapshot compared again,
+   suspicious speedups (above ``max_speedup`` or below the physical bound) re-verified
+   with ``reverify_trials`` fresh trials and flagged; extra measurements.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import random
+import secrets
 import sys
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -33,8 +46,11 @@ from typing import Any
 # --- captured before any candidate code can run ------------------------------------------
 import torch  # noqa: E402
 
+from kernelpro.evaluate import bounds  # noqa: E402
 from kernelpro.evaluate import compare as cmp  # noqa: E402
-from kernelpro.evaluate import timing  # noqa: E402
+from kernelpro.evaluate import guard, policy, timing  # noqa: E402
+from kernelpro.evaluate.channel import WorkerEnd  # noqa: E402
+from kernelpro.evaluate.compile import install_build_hooks, trim_compiler_log  # noqa: E402
 from kernelpro.evaluate.loader import build_model, load_module, make_inputs, seed_everything  # noqa: E402
 from kernelpro.records import (  # noqa: E402
     CompileResult,
@@ -46,6 +62,7 @@ from kernelpro.records import (  # noqa: E402
 
 _clone = torch.Tensor.clone
 _equal = torch.equal
+_isnan = torch.isnan
 
 
 class Fail(Exception):
@@ -69,31 +86,25 @@ def _one_line(exc: BaseException) -> str:
 def _is_cuda_error(exc: BaseException) -> bool:
     text = str(exc)
     markers = ("CUDA error", "illegal memory access", "misaligned address", "device-side assert",
-               "unspecified launch failure", "an illegal instruction", "CUDA_ERROR")
-    return any(m in text for m in markers)
+               "unspecified launch failure", "an illegal instruction", "CUDA_ERROR", "cudaError",
+               "AcceleratorError")
+    return any(m in text for m in markers) or type(exc).__name__ == "AcceleratorError"
 
 
 def _is_oom(exc: BaseException) -> bool:
-    return isinstance(exc, (MemoryError, torch.cuda.OutOfMemoryError)) or "out of memory" in str(exc)
-
-
-def _compile_log(exc: BaseException) -> str:
-    """Trim a compiler failure to the lines that matter for the next generation."""
-    text = "".join(traceback.format_exception_only(type(exc), exc))
-    lines = text.splitlines()
-    keep = [ln for ln in lines if ("error" in ln.lower() or "warning" in ln.lower() or ln.strip().startswith("^"))]
-    keep = keep or lines[-20:]
-    return "\n".join(keep[:40])[:4000]
+    text = str(exc)
+    return isinstance(exc, (MemoryError, torch.cuda.OutOfMemoryError)) or any(
+        m in text for m in ("out of memory", "can't allocate memory", "Cannot allocate memory"))
 
 
 def _classify_import_error(exc: BaseException) -> Fail:
-    text = str(exc)
+    text = "".join(traceback.format_exception_only(type(exc), exc))
     if isinstance(exc, SyntaxError):
         return Fail(Verdict.INVALID, f"candidate has a syntax error at line {exc.lineno}: {exc.msg}")
-    compile_markers = ("Error building extension", "ninja: build stopped", "nvcc", "CompilationError",
-                       "error:", "ptxas", "CalledProcessError")
-    if any(m in text for m in compile_markers) or type(exc).__name__ in ("CompilationError", "CalledProcessError"):
-        return Fail(Verdict.COMPILE_ERROR, "compilation failed: " + _one_line(exc), log=_compile_log(exc))
+    compile_markers = ("Error building extension", "ninja: build stopped", "nvcc fatal", "ptxas", "error:")
+    if any(m in text for m in compile_markers) or type(exc).__name__ in ("CompilationError", "CalledProcessError",
+                                                                        "NvccError"):
+        return Fail(Verdict.COMPILE_ERROR, "compilation failed: " + _one_line(exc), log=trim_compiler_log(text))
     if _is_oom(exc):
         return Fail(Verdict.OOM, _one_line(exc))
     if _is_cuda_error(exc):
@@ -101,9 +112,42 @@ def _classify_import_error(exc: BaseException) -> Fail:
     return Fail(Verdict.RUNTIME_ERROR, "importing the candidate failed: " + _one_line(exc))
 
 
-def _tolerances(job: dict[str, Any]) -> dict[str, tuple[float, float]]:
-    tol = job["evaluator"]["tolerances"]
-    return {k: (float(v["atol"]), float(v["rtol"])) for k, v in tol.items()}
+def _classify_runtime(exc: BaseException, prefix: str) -> Fail:
+    if isinstance(exc, timing.TamperError):
+        return Fail(Verdict.INTEGRITY, prefix + str(exc))
+    if _is_oom(exc):
+        return Fail(Verdict.OOM, prefix + _one_line(exc))
+    if _is_cuda_error(exc):
+        return Fail(Verdict.CUDA_ERROR, prefix + _one_line(exc))
+    return Fail(Verdict.RUNTIME_ERROR, prefix + _one_line(exc))
+
+
+# --- tolerances -----------------------------------------------------------------------------
+
+
+def tolerances(job: dict[str, Any], problem: Any) -> tuple[dict[str, tuple[float, float]], list[str]]:
+    """Per-dtype (atol, rtol): the config's, overridden by the problem's
+    ``KERNELPRO_TOLERANCES = {"float32": (atol, rtol), ...}``."""
+    tol = {k: (float(v["atol"]), float(v["rtol"])) for k, v in job["evaluator"]["tolerances"].items()}
+    notes: list[str] = []
+    own = getattr(problem, "KERNELPRO_TOLERANCES", None)
+    if own is not None:
+        if not isinstance(own, dict):
+            raise Fail(Verdict.INVALID, "the problem's KERNELPRO_TOLERANCES must be a dict "
+                       "{dtype name: (atol, rtol)}")
+        for key, value in own.items():
+            try:
+                atol, rtol = (float(v) for v in value)
+            except (TypeError, ValueError):
+                raise Fail(Verdict.INVALID, f"KERNELPRO_TOLERANCES[{key!r}]: expected (atol, rtol)") from None
+            if atol < 0 or rtol < 0:
+                raise Fail(Verdict.INVALID, f"KERNELPRO_TOLERANCES[{key!r}]: atol and rtol must be >= 0")
+            tol[str(key).replace("torch.", "")] = (atol, rtol)
+            notes.append(f"{key}: atol={atol:g} rtol={rtol:g}")
+    return tol, notes
+
+
+# --- inputs and outputs ---------------------------------------------------------------------
 
 
 def _other_distribution(inputs: list[Any], seed: int) -> list[Any]:
@@ -112,8 +156,7 @@ def _other_distribution(inputs: list[Any], seed: int) -> list[Any]:
     out = []
     for x in inputs:
         if isinstance(x, torch.Tensor) and x.is_floating_point():
-            y = torch.randn(x.shape, generator=g, dtype=torch.float32).to(dtype=x.dtype, device=x.device)
-            out.append(y)
+            out.append(torch.randn(x.shape, generator=g, dtype=torch.float32).to(dtype=x.dtype, device=x.device))
         else:
             out.append(x)
     return out
@@ -126,9 +169,39 @@ def _clone_inputs(inputs: list[Any]) -> list[Any]:
 def _inputs_unchanged(before: list[Any], after: list[Any]) -> bool:
     for b, a in zip(before, after):
         if isinstance(b, torch.Tensor):
-            if b.shape != a.shape or not _equal(b.nan_to_num(), a.nan_to_num()):
+            if not isinstance(a, torch.Tensor) or b.shape != a.shape or b.dtype != a.dtype:
+                return False
+            if b.is_floating_point() or b.is_complex():
+                same = (b == a) | (_isnan(b) & _isnan(a))
+                if not bool(same.all()):
+                    return False
+            elif not _equal(b, a):
                 return False
     return True
+
+
+def _aliases(out: Any, others: list[Any]) -> bool:
+    for o in cmp.tensors(out):
+        for x in others:
+            if isinstance(x, torch.Tensor) and cmp.shares_storage(o, x):
+                return True
+    return False
+
+
+def _poison(out: Any, keep: list[torch.Tensor]) -> None:
+    """Overwrite output tensors (NaN, or -1 for integers) before their memory is freed, so
+    the next allocation of that block holds no answer; tensors sharing memory with
+    ``keep`` (inputs, parameters) are left alone."""
+    for t in cmp.tensors(out):
+        if t.numel() == 0 or any(cmp.shares_storage(t, k) for k in keep):
+            continue
+        try:
+            if t.is_floating_point() or t.is_complex():
+                t.detach().fill_(float("nan"))
+            elif t.dtype != torch.bool:
+                t.detach().fill_(-1)
+        except RuntimeError:
+            pass  # e.g. an expanded view: not writable in place, and not a fresh block anyway
 
 
 def _poison_free_memory(device: str) -> None:
@@ -136,12 +209,10 @@ def _poison_free_memory(device: str) -> None:
     if not device.startswith("cuda"):
         return
     torch.cuda.synchronize()
-    free_bytes = torch.cuda.memory_reserved() - torch.cuda.memory_allocated()
     chunks = []
     try:
-        # grab free cached blocks in decreasing sizes and fill them with NaN
-        size = max(free_bytes, 0)
-        while size >= 512:
+        size = max(torch.cuda.memory_reserved() - torch.cuda.memory_allocated(), 0)
+        while size >= 512 and len(chunks) <= 64:
             try:
                 t = torch.empty(size // 4, dtype=torch.float32, device=device)
             except torch.cuda.OutOfMemoryError:
@@ -149,57 +220,73 @@ def _poison_free_memory(device: str) -> None:
                 continue
             t.fill_(float("nan"))
             chunks.append(t)
-            free_bytes -= size
             size = min(size, torch.cuda.memory_reserved() - torch.cuda.memory_allocated())
-            if len(chunks) > 64:
-                break
     finally:
         torch.cuda.synchronize()
         del chunks
 
 
-class _ComputeRecorder(torch.utils._python_dispatch.TorchDispatchMode):
-    """Records aten ops that compute (not allocation, views or copies)."""
+def _candidate_threads() -> list[str]:
+    """Live Python threads whose code comes from the candidate's module."""
+    out = []
+    for t in threading.enumerate():
+        target = getattr(t, "_target", None)
+        mod = getattr(target, "__module__", None) if target is not None else type(t).__module__
+        if mod == "kernelpro_candidate" and t.is_alive():
+            out.append(t.name)
+    return out
 
-    ALLOWED = {
-        "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like",
-        "view", "_unsafe_view", "reshape", "as_strided", "t", "transpose", "permute", "expand",
-        "select", "slice", "unsqueeze", "squeeze", "contiguous", "clone", "copy_", "_to_copy", "to",
-        "detach", "alias", "lift_fresh", "split", "chunk", "unbind", "flatten", "view_as", "size",
-        "stride", "numel", "is_contiguous", "resize_", "set_", "fill_", "zero_", "new_zeros",
-        "_reshape_alias", "unfold", "narrow", "item", "_local_scalar_dense",
-    }
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.compute_ops: set[str] = set()
+def _degenerate(ref_outs: list[Any], tols: dict[str, tuple[float, float]], trials: int) -> list[str]:
+    flags = []
+    if trials > 1 and all(cmp.same_values(ref_outs[0], r) for r in ref_outs[1:trials]):
+        flags.append("degenerate_reference: the reference output does not depend on the inputs")
+    floats = [r for r in ref_outs if any(x.is_floating_point() for x in cmp.tensors(r))]
+    if floats:
+        zeros = all(cmp.compare(cmp.map_tensors(r, torch.zeros_like), r, tols).ok for r in floats)
+        if zeros:
+            flags.append("degenerate_reference: an all-zeros output passes the tolerance")
+        else:
+            def const(x: torch.Tensor) -> torch.Tensor:
+                if not x.is_floating_point() or x.numel() == 0:
+                    return x
+                return torch.full_like(x, float(x.double().mean()))
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        name = func.overloadpacket.__name__ if hasattr(func, "overloadpacket") else str(func)
-        if name.rstrip("_") not in self.ALLOWED and name not in self.ALLOWED:
-            self.compute_ops.add(name)
-        return func(*args, **(kwargs or {}))
+            if all(cmp.compare(cmp.map_tensors(r, const), r, tols).ok for r in floats):
+                flags.append("degenerate_reference: a constant output (the mean) passes the tolerance")
+    return flags
+
+
+# --- the evaluation --------------------------------------------------------------------------
+
+
+FLAGS: list[str] = []  # flags of the current run, kept when the run ends in a failure verdict
 
 
 def run(job: dict[str, Any]) -> EvalResult:
     t_start = time.monotonic()
     device = job["device"]
+    cuda = device.startswith("cuda")
     ev = job["evaluator"]
     seed = int(job["seed"])
-    tols = _tolerances(job)
-    flags: list[str] = []
-    gpu_name = torch.cuda.get_device_name() if device.startswith("cuda") else None
+    flags = FLAGS
+    flags.clear()
+    gpu_name = torch.cuda.get_device_name() if cuda else None
+    evaluator_notes: dict[str, float] = {}
 
     # 1. reference -----------------------------------------------------------------------
     _status(job, "reference")
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
-    torch.set_float32_matmul_precision("highest")
+    guard.set_reference_precision()
     try:
         problem = load_module(job["problem"], "kernelpro_problem")
         ref_model = build_model(problem.Model, problem, seed, device)
     except Exception as exc:
         raise Fail(Verdict.INVALID, "the problem itself failed to load: " + _one_line(exc))
+    tols, tol_notes = tolerances(job, problem)
+    if tol_notes:
+        flags.append("problem_tolerances: " + "; ".join(tol_notes))
+    params = [p for p in ref_model.parameters()] + [b for b in ref_model.buffers()] \
+        if isinstance(ref_model, torch.nn.Module) else []
 
     trials = int(ev["trials"])
     input_sets: list[list[Any]] = []
@@ -207,8 +294,11 @@ def run(job: dict[str, Any]) -> EvalResult:
     with torch.no_grad():
         for t in range(trials):
             inputs = make_inputs(problem, seed + 1 + t, device)
+            out = ref_model(*_clone_inputs(inputs))
             input_sets.append(inputs)
-            ref_outs.append(cmp.to_cpu(ref_model(*_clone_inputs(inputs))))
+            ref_outs.append(cmp.to_cpu(out))
+            _poison(out, params)
+            del out
         if ev.get("other_distribution", True):
             inputs = _other_distribution(make_inputs(problem, seed + 1000, device), seed + 1000)
             out = ref_model(*_clone_inputs(inputs))
@@ -217,42 +307,75 @@ def run(job: dict[str, Any]) -> EvalResult:
                 ref_outs.append(cmp.to_cpu(out))
             else:
                 flags.append("other_distribution_skipped: reference not finite on N(0,1) inputs")
-    if trials > 1 and all(cmp.same_values(ref_outs[0], r) for r in ref_outs[1:trials]):
-        flags.append("degenerate_reference: the reference output does not depend on the inputs")
-    elif all(
-        all(float(x.abs().max()) == 0.0 for x in cmp.tensors(r) if x.numel() and x.is_floating_point())
-        for r in ref_outs
-    ):
-        flags.append("degenerate_reference: the reference output is all zeros")
+            _poison(out, params)
+            del out
+    flags += _degenerate(ref_outs, tols, trials)
+    ref_flags = guard.backend_flags()
+
+    spec = bounds.gpu_spec_for(gpu_name) if gpu_name else None
+    bound = None
+    if cuda and spec is not None:
+        with torch.no_grad():
+            work = bounds.estimate(ref_model, _clone_inputs(input_sets[0]), ref_outs[0], spec.l2_bytes)
+        bound = bounds.lower_bound(work, spec)
+        evaluator_notes.update(flops=work.flops, bytes_min=work.bytes_min, lower_bound_ms=bound.lower_ms)
+
+    compiled = None
+    if cuda and job.get("candidate") is not None and ev.get("time_compiled_reference", True):
+        _status(job, "compile_reference")
+        try:
+            compiled = torch.compile(ref_model)
+            with torch.no_grad():
+                _poison(compiled(*_clone_inputs(input_sets[0])), params)
+        except Exception as exc:  # the compiled baseline is optional; say why it is missing
+            compiled = None
+            flags.append("compiled_reference_failed: " + _one_line(exc))
+        guard.restore_backend_flags(ref_flags)
 
     if job.get("candidate") is None:  # baseline-only job: time the reference
         _status(job, "timing")
         timer = timing.Timer(device, ev["warmup_ms"], ev["rep_ms"], ev["min_reps"], ev["max_reps"])
         k = [0]
 
-        def rotate(_name: str, i: int) -> None:
-            k[0] = i % len(input_sets)
-
         def ref_call() -> Any:
             return ref_model(*input_sets[k[0]])
 
         with torch.no_grad():
-            res = timer.interleaved({"reference": ref_call}, ev["rounds"], on_call=rotate)
+            res = timer.interleaved({"reference": ref_call}, ev["rounds"],
+                                    before=lambda _n, i: k.__setitem__(0, max(i, 0) % len(input_sets)))
         return EvalResult(verdict=Verdict.CORRECT, reason="reference", baseline=res["reference"],
                           timing=res["reference"], flags=tuple(flags), device=device, gpu_name=gpu_name,
+                          measurements={"evaluator": evaluator_notes} if evaluator_notes else {},
                           wall_s=time.monotonic() - t_start)
 
-    _poison_free_memory(device)
-
     # 2. candidate -----------------------------------------------------------------------
+    source = Path(job["candidate"]).read_text()
+    why = guard.scan_source(source)
+    if why:
+        raise Fail(Verdict.INTEGRITY, why)
+    _poison_free_memory(device)
+    l2 = None
+    if cuda:
+        from kernelpro.evaluate.gpu_state import L2State
+
+        l2 = L2State()
+        l2.reset([torch.cuda.current_stream().cuda_stream, 0])
+        l2.found.clear()
+    install_build_hooks()
+    snapshot = guard.Snapshot()
+    threads_before = guard.thread_idents()
+
     _status(job, "compile")
+    stage_compile = job.get("compile") or {}
     t0 = time.monotonic()
     try:
         cand_mod = load_module(job["candidate"], "kernelpro_candidate")
     except Exception as exc:
         raise _classify_import_error(exc)
-    compile_s = time.monotonic() - t0
-    compile_res = CompileResult(ok=True, seconds=compile_s, language=job.get("language", "pytorch"))
+    load_s = time.monotonic() - t0
+    compile_res = CompileResult(
+        ok=True, seconds=float(stage_compile.get("compile_seconds") or load_s),
+        cached=bool(stage_compile.get("cached", False)), language=job.get("language", "pytorch"))
     if not hasattr(cand_mod, "ModelNew"):
         raise Fail(Verdict.INVALID, "candidate defines no ModelNew", compile=compile_res)
 
@@ -264,122 +387,237 @@ def run(job: dict[str, Any]) -> EvalResult:
         f.extra["compile"] = compile_res
         raise f
 
+    def fail(verdict: Verdict, reason: str, **extra: Any) -> Fail:
+        return Fail(verdict, reason, compile=compile_res, **extra)
+
     # 3. correctness ---------------------------------------------------------------------
     _status(job, "correctness")
-    policy = ev.get("call_policy", "any")
+    call_policy = ev.get("call_policy", "any")
+    dev_type = torch.device(device).type
     max_abs = max_rel = 0.0
     cand_outs = []
+    if call_policy == "own_kernel":
+        own = policy.own_kernel_names(source)
+        if not cuda:
+            flags.append("own_kernel_unverified_on_cpu: kernels cannot be observed on a CPU; "
+                         "only no_torch_compute was enforced")
+        else:
+            if not own:
+                raise fail(Verdict.POLICY, "call policy own_kernel: the source defines no __global__ or "
+                           "@triton.jit kernel")
+            try:
+                with torch.no_grad():
+                    kernels = policy.launched_kernels(lambda: cand_model(*_clone_inputs(input_sets[0])))
+            except Exception as exc:
+                raise _classify_runtime(exc, "forward failed: ")
+            if not policy.uses_own_kernel(kernels, own):
+                raise fail(Verdict.POLICY, "call policy own_kernel: none of the kernels launched ("
+                           f"{', '.join(k[:60] for k in kernels[:5]) or 'none'}) is defined in the candidate "
+                           f"({', '.join(sorted(own)[:5])})")
     with torch.no_grad():
         for t, (inputs, ref_out) in enumerate(zip(input_sets, ref_outs)):
+            label = f"trial {t}" if t < trials else "N(0,1) trial"
             before = _clone_inputs(inputs)
             try:
-                if policy == "no_torch_compute" and t == 0:
-                    rec = _ComputeRecorder()
+                if call_policy in ("no_torch_compute", "own_kernel"):
+                    rec = policy.ComputeRecorder()
                     with rec:
                         out = cand_model(*inputs)
                     if rec.compute_ops:
-                        raise Fail(Verdict.POLICY, "call policy no_torch_compute: forward calls PyTorch "
-                                   f"compute ops: {', '.join(sorted(rec.compute_ops)[:8])}", compile=compile_res)
+                        raise fail(Verdict.POLICY, f"call policy {call_policy}: forward calls PyTorch compute "
+                                   f"ops: {', '.join(sorted(rec.compute_ops)[:8])}")
                 else:
                     out = cand_model(*inputs)
-                if device.startswith("cuda"):
+                threads = _candidate_threads()  # before anything waits: a worker thread is still busy now
+                if threads:
+                    raise fail(Verdict.INTEGRITY, f"{label}: the candidate left Python threads running after "
+                               f"forward returned ({', '.join(threads[:3])}): work outside the timed call")
+                if cuda:
                     torch.cuda.synchronize()
             except Fail:
                 raise
             except Exception as exc:
-                f = _classify_runtime(exc, "forward failed: ")
+                f = _classify_runtime(exc, f"{label}: forward failed: ")
                 f.extra["compile"] = compile_res
                 raise f
-            label = "trial" if t < trials else "N(0,1) trial"
-            for o in cmp.tensors(out):
-                for x in inputs:
-                    if isinstance(x, torch.Tensor) and cmp.shares_storage(o, x):
-                        raise Fail(Verdict.INTEGRITY, f"{label} {t}: output shares memory with an input",
-                                   compile=compile_res)
+            if _aliases(out, inputs):
+                raise fail(Verdict.INTEGRITY, f"{label}: output shares memory with an input")
             if not _inputs_unchanged(before, inputs):
-                raise Fail(Verdict.INTEGRITY, f"{label} {t}: the candidate modified its inputs", compile=compile_res)
-            c = cmp.compare(out, ref_out, tols)
+                raise fail(Verdict.INTEGRITY, f"{label}: the candidate modified its inputs")
+            c = cmp.compare(out, ref_out, tols, dev_type)
+            if not c.ok and c.integrity:
+                raise fail(Verdict.INTEGRITY, f"{label}: {c.message}")
             if not c.ok:
-                raise Fail(Verdict.INCORRECT, f"{label} {t}: {c.message}", compile=compile_res,
+                raise fail(Verdict.INCORRECT, f"{label}: {c.message}",
                            correctness=CorrectnessResult(False, t + 1, c.max_abs_err, c.max_rel_err, c.message))
             max_abs, max_rel = max(max_abs, c.max_abs_err), max(max_rel, c.max_rel_err)
             cand_outs.append(cmp.to_cpu(out))
+            del out
     n_checked = len(input_sets)
     if n_checked > 1 and all(cmp.same_values(cand_outs[0], o) for o in cand_outs[1:]) and not all(
         cmp.same_values(ref_outs[0], r) for r in ref_outs[1:]
     ):
-        raise Fail(Verdict.INTEGRITY, "the candidate's output is constant across trials while the reference's is not",
-                   compile=compile_res)
+        raise fail(Verdict.INTEGRITY, "the candidate's output is constant across trials while the reference's is not")
+    patched = snapshot.changed()
+    if patched:
+        raise fail(Verdict.INTEGRITY, "the candidate replaced functions the evaluation relies on: "
+                   + ", ".join(patched[:6]))
     correctness = CorrectnessResult(True, n_checked, max_abs, max_rel, "")
+    cand_flags = guard.backend_flags()
+    if cand_flags != ref_flags:
+        changed = sorted(k for k in ref_flags if cand_flags.get(k) != ref_flags[k])
+        flags.append("backend_flags_changed: the candidate set " + ", ".join(changed)
+                     + "; the reference is timed with its own settings")
+    if l2 is not None:
+        l2.reset([torch.cuda.current_stream().cuda_stream, 0])
 
     # 4. timing --------------------------------------------------------------------------
     _status(job, "timing")
     timer = timing.Timer(device, ev["warmup_ms"], ev["rep_ms"], ev["min_reps"], ev["max_reps"])
-    current = {"i": 0}
-    last_out: dict[str, Any] = {}
+    timed_inputs = _clone_inputs(input_sets[0])
+    k_sets = len(input_sets)
+    rng = random.Random(secrets.randbits(64))  # the candidate cannot predict which calls are re-checked
+    order = [rng.randrange(k_sets) for _ in range(4096)]
+    for i in range(1, len(order)):  # consecutive calls always see different values
+        if k_sets > 1 and order[i] == order[i - 1]:
+            order[i] = (order[i] + 1) % k_sets
+    current = {"j": 0}
+    kept: list[tuple[int, int, Any]] = []
+    recheck_n = max(1, int(ev.get("recheck_calls", 8)))
+    seen = {"n": 0}
+    stream_handles = [torch.cuda.current_stream().cuda_stream, 0] if cuda else []
 
-    def rotate(_name: str, i: int) -> None:
-        current["i"] = i % len(input_sets)
+    def before(name: str, i: int) -> None:
+        j = 0 if i < 0 else order[i % len(order)]
+        current["j"] = j
+        src = input_sets[j]
+        for dst, s in zip(timed_inputs, src):
+            if isinstance(dst, torch.Tensor):
+                dst.copy_(s)
+        guard.restore_backend_flags(cand_flags if name == "candidate" else ref_flags)
+        if l2 is not None:
+            l2.reset(stream_handles)
+
+    def after(name: str, i: int, out: Any) -> None:
+        if name != "candidate":
+            _poison(out, params + [x for x in timed_inputs if isinstance(x, torch.Tensor)])
+            return
+        threads = _candidate_threads()
+        if threads:
+            raise timing.TamperError(f"the candidate left Python threads running after a timed call "
+                                     f"({', '.join(threads[:3])})")
+        if i < 0:
+            return
+        if _aliases(out, timed_inputs):
+            raise timing.TamperError("a timed call returned an output sharing memory with its input")
+        # reservoir sample of the timed calls, plus always the latest
+        seen["n"] += 1
+        item = (i, current["j"], cmp.to_cpu(out))
+        if len(kept) < recheck_n:
+            kept.append(item)
+        else:
+            r = rng.randrange(seen["n"])
+            if r < recheck_n - 1:
+                kept[r] = item
+            kept[-1] = item
 
     def ref_call() -> Any:
-        return ref_model(*input_sets[current["i"]])
+        return ref_model(*timed_inputs)
 
     def cand_call() -> Any:
-        out = cand_model(*input_sets[current["i"]])
-        last_out["i"], last_out["out"] = current["i"], out
-        return out
+        return cand_model(*timed_inputs)
 
-    fns = {"reference": ref_call}
-    if device.startswith("cuda") and ev.get("time_compiled_reference", True):
-        try:
-            compiled = torch.compile(ref_model)
-            with torch.no_grad():
-                compiled(*input_sets[0])
-
-            def compiled_call() -> Any:
-                return compiled(*input_sets[current["i"]])
-
-            fns["compiled"] = compiled_call
-        except Exception as exc:  # the baseline is optional; say why it is missing
-            flags.append("compiled_reference_failed: " + _one_line(exc))
+    fns: dict[str, Any] = {"reference": ref_call}
+    if compiled is not None:
+        fns["compiled"] = lambda: compiled(*timed_inputs)
     fns["candidate"] = cand_call
     try:
         with torch.no_grad():
-            times = timer.interleaved(fns, ev["rounds"], on_call=rotate)
+            times = timer.interleaved(fns, ev["rounds"], before=before, after=after)
+            evaluator_notes["timer_overhead_ms"] = timer.overhead_ms(20)
     except Exception as exc:
         f = _classify_runtime(exc, "timed run failed: ")
         f.extra["compile"] = compile_res
         raise f
-    # re-check the output of the last timed call against the reference for its inputs
-    if last_out:
-        c = cmp.compare(last_out["out"], ref_outs[last_out["i"]], tols)
+    guard.restore_backend_flags(ref_flags)
+    for i, j, out in kept:
+        c = cmp.compare(out, ref_outs[j], tols, "cpu")
         if not c.ok:
-            raise Fail(Verdict.INTEGRITY, "output of a timed call is wrong (results cached or "
-                       f"input-dependent shortcut): {c.message}", compile=compile_res)
+            raise fail(Verdict.INTEGRITY, f"timed call {i} returned a wrong output (results cached across calls "
+                       f"or an input-dependent shortcut): {c.message}")
+    evaluator_notes["rechecked_calls"] = float(len(kept))
+
+    # 5. after timing ----------------------------------------------------------------------
+    _status(job, "verify")
+    patched = snapshot.changed()
+    if patched:
+        raise fail(Verdict.INTEGRITY, "the candidate replaced functions the evaluation relies on: "
+                   + ", ".join(patched[:6]))
+    with torch.no_grad():
+        again = ref_model(*_clone_inputs(input_sets[0]))
+        if cuda:
+            torch.cuda.synchronize()
+    if not cmp.compare(cmp.to_cpu(again), ref_outs[0], tols).ok:
+        raise fail(Verdict.INTEGRITY, "the reference model no longer produces its own outputs: the candidate "
+                   "altered it")
+    del again
+    if l2 is not None and l2.found:
+        flags.append("l2_persistence_reset: the candidate left " + "; ".join(l2.found[:3])
+                     + " (reset before every timed call)")
+    extra_threads = guard.extra_threads(threads_before)
+    if extra_threads:
+        evaluator_notes["threads_started"] = float(len(extra_threads))
 
     speedup = times["reference"].median_ms / max(times["candidate"].median_ms, 1e-9)
+    suspicious = []
     if speedup > float(ev.get("max_speedup", 100.0)):
-        flags.append(f"suspicious_speedup: {speedup:.1f}x exceeds evaluator.max_speedup")
+        suspicious.append(f"suspicious_speedup: {speedup:.1f}x exceeds evaluator.max_speedup")
+    if bound is not None and times["candidate"].median_ms < float(ev.get("impossible_margin", 0.9)) * bound.lower_ms:
+        suspicious.append(
+            f"physically_impossible: {times['candidate'].median_ms:.4g} ms is below the lower bound "
+            f"{bound.lower_ms:.4g} ms for the reference's bytes and FLOPs on {bound.gpu} "
+            f"(memory {bound.memory_ms:.4g} ms, compute {bound.compute_ms:.4g} ms)")
+    if suspicious:
+        _status(job, "reverify")
+        n = int(ev.get("reverify_trials", 10))
+        with torch.no_grad():
+            for t in range(n):
+                inputs = make_inputs(problem, seed + 5000 + t, device)
+                guard.restore_backend_flags(ref_flags)
+                ref = cmp.to_cpu(ref_model(*_clone_inputs(inputs)))
+                guard.restore_backend_flags(cand_flags)
+                try:
+                    out = cand_model(*inputs)
+                except Exception as exc:
+                    raise _classify_runtime(exc, "re-verification: forward failed: ")
+                c = cmp.compare(out, ref, tols, dev_type)
+                if not c.ok:
+                    raise fail(Verdict.INTEGRITY, f"{suspicious[0].split(':')[0]}: re-verification trial {t} "
+                               f"failed: {c.message}")
+        guard.restore_backend_flags(ref_flags)
+        flags += [s + f" (re-verified with {n} more trials)" for s in suspicious]
 
-    # 5. measurements --------------------------------------------------------------------
+    # 6. measurements --------------------------------------------------------------------
     measurements: dict[str, dict[str, float]] = {}
-    for spec in job.get("measurements", []):
-        _status(job, f"measure:{spec['name']}")
+    for spec_m in job.get("measurements", []):
+        _status(job, f"measure:{spec_m['name']}")
         try:
-            m = _load_measurement(spec)
+            m = _load_measurement(spec_m)
             reason = m.unavailable_reason(device)
             if reason:
-                flags.append(f"measurement_unavailable: {spec['name']}: {reason}")
+                flags.append(f"measurement_unavailable: {spec_m['name']}: {reason}")
                 continue
-            sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
+            sync = torch.cuda.synchronize if cuda else (lambda: None)
             x = input_sets[0]
             with torch.no_grad():
                 ref_m = m.measure(lambda: ref_model(*x), sync)
                 cand_m = m.measure(lambda: cand_model(*x), sync)
-            measurements[spec["name"]] = {**{f"{k}": v for k, v in cand_m.items()},
-                                          **{f"reference_{k}": v for k, v in ref_m.items()}}
+            measurements[spec_m["name"]] = {**{f"{k}": v for k, v in cand_m.items()},
+                                            **{f"reference_{k}": v for k, v in ref_m.items()}}
         except Exception as exc:
-            flags.append(f"measurement_failed: {spec['name']}: {_one_line(exc)}")
+            flags.append(f"measurement_failed: {spec_m['name']}: {_one_line(exc)}")
+    if evaluator_notes:
+        measurements["evaluator"] = evaluator_notes
 
     return EvalResult(
         verdict=Verdict.CORRECT,
@@ -408,18 +646,21 @@ def _load_measurement(spec: dict[str, Any]) -> Any:
     return cls(settings)
 
 
-def _classify_runtime(exc: BaseException, prefix: str) -> Fail:
-    if _is_oom(exc):
-        return Fail(Verdict.OOM, prefix + _one_line(exc))
-    if _is_cuda_error(exc):
-        return Fail(Verdict.CUDA_ERROR, prefix + _one_line(exc))
-    return Fail(Verdict.RUNTIME_ERROR, prefix + _one_line(exc))
+def _limit_memory(job: dict[str, Any]) -> None:
+    limit = job["evaluator"].get("memory_limit_mb")
+    if limit and not job["device"].startswith("cuda"):
+        import resource
+
+        n = int(limit) << 20
+        resource.setrlimit(resource.RLIMIT_AS, (n, n))
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    channel = WorkerEnd()  # reads the token and closes stdin before any candidate code
     job = json.loads(Path(argv[0]).read_text())
     seed_everything(int(job["seed"]))
+    _limit_memory(job)
     try:
         result = run(job)
     except Fail as f:
@@ -430,14 +671,13 @@ def main(argv: list[str] | None = None) -> int:
                 CompileResult(ok=False, log=f.extra.get("log", "")) if f.verdict is Verdict.COMPILE_ERROR else None
             ),
             correctness=f.extra.get("correctness"),
+            flags=tuple(FLAGS),
             device=job["device"],
         )
     except BaseException as exc:  # anything else is the candidate's fault, reported as such
         fail = _classify_runtime(exc, "")
-        result = EvalResult(verdict=fail.verdict, reason=fail.reason, device=job["device"])
-    tmp = Path(job["result"] + ".tmp")
-    tmp.write_text(json.dumps(to_json(result)))
-    os.replace(tmp, job["result"])
+        result = EvalResult(verdict=fail.verdict, reason=fail.reason, flags=tuple(FLAGS), device=job["device"])
+    channel.send(json.dumps(to_json(result)))
     sys.stdout.flush()
     # leave without running the candidate's atexit handlers or destructors
     os._exit(0)

@@ -1,0 +1,119 @@
+"""The worker's result channel, made hard to forge from candidate code.
+
+The parent creates a pipe and a random 32-byte token. The worker inherits the pipe's
+write end (its number in ``KERNELPRO_RESULT_FD``) and receives the token on stdin,
+which it reads and closes *before* the candidate is imported; it keeps only an HMAC
+object keyed with the token. The result is sent once, as
+``KPR1 <hmac-sha256 hex> <length>\\n<json>``. The parent accepts exactly one message
+with a valid MAC; a forged or second message is an integrity violation, and files the
+candidate writes in the work directory are never read as results.
+
+Residual risk: candidate code in the same process can still find the HMAC object in
+memory (garbage-collector or frame introspection, rejected by the source scan but not
+impossible to obfuscate) and sign a forgery; see docs/evaluation.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import secrets
+import threading
+
+MAGIC = b"KPR1"
+FD_ENV = "KERNELPRO_RESULT_FD"
+
+
+class ChannelError(Exception):
+    """The result message is missing, malformed, forged or duplicated."""
+
+
+# --- parent ---------------------------------------------------------------------------------
+
+
+class ParentEnd:
+    def __init__(self) -> None:
+        self.token = secrets.token_bytes(32)
+        self.read_fd, self.write_fd = os.pipe()
+        os.set_inheritable(self.write_fd, True)
+        self._chunks: list[bytes] = []
+        self._reader: threading.Thread | None = None
+
+    def start_reading(self) -> None:
+        """Close our copy of the write end and drain the pipe on a thread until EOF."""
+        os.close(self.write_fd)
+
+        def drain() -> None:
+            while True:
+                try:
+                    chunk = os.read(self.read_fd, 65536)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                self._chunks.append(chunk)
+
+        self._reader = threading.Thread(target=drain, daemon=True, name="kernelpro-result-reader")
+        self._reader.start()
+
+    def finish(self, timeout_s: float = 5.0) -> bytes:
+        if self._reader is not None:
+            self._reader.join(timeout_s)
+        try:
+            os.close(self.read_fd)
+        except OSError:
+            pass
+        return b"".join(self._chunks)
+
+    def verify(self, data: bytes) -> str | None:
+        """The JSON payload of the one valid message; None when nothing was sent.
+        Raises ChannelError for anything else."""
+        if not data:
+            return None
+        head, sep, rest = data.partition(b"\n")
+        parts = head.split(b" ")
+        if not sep or len(parts) != 3 or parts[0] != MAGIC or not parts[2].isdigit():
+            raise ChannelError("the result channel carried a malformed message")
+        n = int(parts[2])
+        payload, extra = rest[:n], rest[n:]
+        if len(payload) != n:
+            raise ChannelError("the result message was cut short")
+        expected = hmac.new(self.token, payload, hashlib.sha256).hexdigest().encode()
+        if not hmac.compare_digest(expected, parts[1]):
+            raise ChannelError("the result message is not signed by the evaluator (forged)")
+        if extra:
+            raise ChannelError("more than one message on the result channel")
+        return payload.decode()
+
+
+# --- worker ---------------------------------------------------------------------------------
+
+
+class WorkerEnd:
+    """Created before the candidate is imported; reads the token from stdin and closes it."""
+
+    def __init__(self) -> None:
+        fd = os.environ.pop(FD_ENV, None)
+        self.fd = int(fd) if fd is not None else None
+        token = os.read(0, 64) if self.fd is not None else b""
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.close(devnull)
+        self._mac = hmac.new(token, digestmod=hashlib.sha256) if token else None
+        del token
+        self.sent = False
+
+    def send(self, payload: str) -> None:
+        if self.fd is None or self._mac is None or self.sent:
+            return
+        body = payload.encode()
+        mac = self._mac.copy()
+        mac.update(body)
+        msg = MAGIC + b" " + mac.hexdigest().encode() + b" " + str(len(body)).encode() + b"\n" + body
+        view = memoryview(msg)
+        while view:
+            n = os.write(self.fd, view)
+            view = view[n:]
+        os.close(self.fd)
+        self.sent = True

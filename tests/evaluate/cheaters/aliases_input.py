@@ -1,0 +1,15 @@
+"""Cheat: computes in place in the input's memory and returns it."""
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def __init__(self, cols):
+        super().__init__()
+        self.bias = nn.Parameter(torch.randn(cols) * 0.1)
+        self.scale = 1.7
+
+    def forward(self, x):
+        x.add_(self.bias)
+        x.copy_(torch.nn.functional.gelu(x) * self.scale)
+        return x

@@ -1,0 +1,78 @@
+"""The compile stage: separate process, content-addressed cache, trimmed errors, pool."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import attrs
+
+from conftest import honest
+from kernelpro.evaluate import compile as build
+from kernelpro.records import Verdict
+
+
+def test_raw_cu_builds_once_then_hits_the_cache(run_eval, gelu_problem):
+    first = run_eval(honest("nvcc_build"), gelu_problem)
+    assert first.verdict is Verdict.CORRECT, first.reason
+    second = run_eval(honest("nvcc_build"), gelu_problem)
+    assert second.verdict is Verdict.CORRECT
+    assert second.compile.cached is True
+
+
+def test_compile_error_is_trimmed_and_cached(run_eval, gelu_problem, fast_config):
+    result = run_eval(honest("nvcc_broken"), gelu_problem)
+    assert result.verdict is Verdict.COMPILE_ERROR
+    assert 'identifier "undeclared_value" is undefined' in result.compile.log
+    assert "Traceback" not in result.compile.log and len(result.compile.log.splitlines()) <= 6
+    again = build.compile_candidate(honest("nvcc_broken"), config=fast_config)
+    assert again.status == "compile_error" and again.cached
+
+
+def test_compile_timeout(tmp_path, fast_config):
+    cand = tmp_path / "slow_build.py"
+    cand.write_text("import time\n# load_inline\ntime.sleep(60)\n")
+    cfg = attrs.evolve(fast_config, build_cache_dir=str(tmp_path / "cache"))
+    out = build.compile_candidate(cand, config=cfg, timeout_s=3)
+    assert out.status == "compile_timeout"
+
+
+def test_key_depends_on_source_flags_and_arch(fast_config):
+    a = build.build_key("src", [], [], "9.0")
+    assert a == build.build_key("src", [], [], "9.0")
+    assert len({a, build.build_key("src2", [], [], "9.0"), build.build_key("src", [], ["-O1"], "9.0"),
+                build.build_key("src", ["/inc"], [], "9.0"), build.build_key("src", [], [], "9.0a")}) == 5
+
+
+def test_pool_keeps_order_and_skips_plain_pytorch(tmp_path, fast_config):
+    cfg = attrs.evolve(fast_config, build_cache_dir=str(tmp_path / "cache"))
+    plain = tmp_path / "plain.py"
+    plain.write_text("import torch\nclass ModelNew(torch.nn.Module):\n    pass\n")
+    outs = build.compile_many([plain, honest("nvcc_broken"), plain], config=cfg, workers=2)
+    assert [o.status for o in outs] == ["skipped", "compile_error", "skipped"]
+
+
+def test_trim_gcc_and_nvcc_logs():
+    log = "\n".join([
+        "Error building extension 'ext': [1/2] c++ -MMD -MF main.o.d -DTORCH_EXTENSION_NAME=ext ...",
+        "FAILED: main.o",
+        "c++ -MMD ... -c main.cpp -o main.o",
+        "main.cpp: In function 'at::Tensor f(at::Tensor)':",
+        "main.cpp:7:12: error: 'y' was not declared in this scope",
+        "    7 |     return y;",
+        "      |            ^",
+        "ninja: build stopped: subcommand failed.",
+        "kernel.cu(12): error: expected a \";\"",
+        "      int x = 1",
+        "              ^",
+    ])
+    trimmed = build.trim_compiler_log(log)
+    assert "main.cpp:7:12: error: 'y' was not declared" in trimmed
+    assert "return y;" in trimmed and 'kernel.cu(12): error: expected a ";"' in trimmed
+    assert "ninja" not in trimmed and "FAILED" not in trimmed and "-MMD" not in trimmed
+
+
+def test_build_env_points_every_cache_into_the_entry(tmp_path):
+    env = build.build_env(tmp_path, arch="9.0a", include_paths=["/inc"], cuda_flags=["-lineinfo"], base={})
+    assert env["TORCH_EXTENSIONS_DIR"] == str(Path(tmp_path).resolve() / "torch_extensions")
+    assert env["TRITON_CACHE_DIR"].endswith("triton") and env["KERNELPRO_BUILD_DIR"].endswith("nvcc")
+    assert env["TORCH_CUDA_ARCH_LIST"] == "9.0a"

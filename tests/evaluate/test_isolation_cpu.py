@@ -1,0 +1,56 @@
+"""Isolation: every way a candidate can end gets its own verdict, and nothing is left behind."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from conftest import isolation
+from kernelpro.records import Verdict
+
+
+@pytest.mark.parametrize("name, verdict, reason", [
+    ("segfault", Verdict.CRASH, "SIGSEGV"),
+    ("abort", Verdict.CRASH, "SIGABRT"),
+    ("exits", Verdict.EXITED, "status 3"),
+    ("raises", Verdict.RUNTIME_ERROR, "ValueError: shapes do not line up"),
+])
+def test_verdicts(run_eval, gelu_problem, name, verdict, reason):
+    result = run_eval(isolation(name), gelu_problem)
+    assert result.verdict is verdict, (result.verdict, result.reason)
+    assert reason in result.reason
+
+
+def test_hang_is_a_timeout(run_eval, gelu_problem):
+    t0 = time.monotonic()
+    result = run_eval(isolation("hang"), gelu_problem, timeout_s=10)
+    assert result.verdict is Verdict.TIMEOUT and "stage: correctness" in result.reason
+    assert time.monotonic() - t0 < 40
+
+
+def test_host_oom_under_memory_limit(run_eval, gelu_problem):
+    result = run_eval(isolation("host_oom"), gelu_problem, memory_limit_mb=6000)
+    assert result.verdict is Verdict.OOM, (result.verdict, result.reason)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            state = fh.read().rsplit(")", 1)[1].split()[0]
+        return state != "Z"
+    except OSError:
+        return False
+
+
+def test_no_orphaned_processes(run_eval, gelu_problem, session_dir):
+    result = run_eval(isolation("orphans"), gelu_problem, timeout_s=10)
+    assert result.verdict is Verdict.TIMEOUT
+    pidfiles = sorted(session_dir.glob("eval*_orphans/pids.txt"))
+    assert pidfiles, "the candidate did not record its children"
+    child, daemon = (int(x) for x in pidfiles[-1].read_text().split())
+    assert daemon > 0
+    time.sleep(0.5)
+    assert not _alive(child), "a child in the worker's process group survived"
+    assert not _alive(daemon), "a setsid() daemon survived"

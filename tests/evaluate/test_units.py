@@ -1,0 +1,145 @@
+"""Unit tests of the evaluator's pieces that need no worker process."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+
+import pytest
+import torch
+
+from kernelpro.evaluate import bounds, channel, compare, guard, policy, toolchain
+from kernelpro.gpus import SPECS
+
+TOL = {"float32": (1e-4, 1e-4)}
+
+
+def test_compare_rejects_nan_inf_shape_dtype_device():
+    ref = torch.ones(4)
+    assert compare.compare(ref.clone(), ref, TOL).ok
+    bad = ref.clone()
+    bad[1] = float("nan")
+    assert "NaN/Inf" in compare.compare(bad, ref, TOL).message
+    bad[1] = float("inf")
+    assert not compare.compare(bad, ref, TOL).ok
+    assert "shape" in compare.compare(torch.ones(5), ref, TOL).message
+    assert "dtype" in compare.compare(torch.ones(4, dtype=torch.float64), ref, TOL).message
+    c = compare.compare(torch.ones(4, device="meta"), ref, TOL)
+    assert not c.ok and c.integrity
+    c = compare.compare(ref.clone(), ref, TOL, device_type="cuda")
+    assert not c.ok and c.integrity and "device" in c.message
+
+
+def test_compare_non_tensor_outputs_need_the_same_type():
+    class Liar:
+        def __eq__(self, other):
+            return True
+
+        def __ne__(self, other):
+            return False
+
+    c = compare.compare((torch.ones(2), Liar()), (torch.ones(2), 3), TOL)
+    assert not c.ok and c.integrity
+
+
+def test_source_scan():
+    assert guard.scan_source("import sys\nf = sys._getframe(1)\n")
+    assert guard.scan_source("import gc\nobjs = gc.get_objects()\n")
+    assert guard.scan_source("from kernelpro.evaluate import timing\n")
+    assert guard.scan_source("open('/proc/self/fd/5')\n")
+    assert guard.scan_source("from kernelpro.evaluate.nvcc import load_cu\n") is None
+    assert guard.scan_source("import torch\nx = torch.ones(3)\n") is None
+
+
+def test_snapshot_sees_replacements():
+    snap = guard.Snapshot()
+    real = torch.nn.functional.relu
+    try:
+        torch.nn.functional.relu = lambda x, inplace=False: x
+        assert "torch.nn.functional.relu" in snap.changed()
+    finally:
+        torch.nn.functional.relu = real
+    assert snap.changed() == []
+
+
+def test_snapshot_ignores_torch_compile_on_cpu():
+    snap = guard.Snapshot()
+    import torch._dynamo  # noqa: F401  (imported lazily by torch.compile)
+
+    assert snap.changed() == []
+
+
+def test_backend_flags_restore():
+    guard.set_reference_precision()
+    ref = guard.backend_flags()
+    torch.backends.cudnn.benchmark = not ref["cudnn.benchmark"]
+    torch.set_float32_matmul_precision("medium")
+    assert guard.backend_flags() != ref
+    guard.restore_backend_flags(ref)
+    assert guard.backend_flags() == ref
+
+
+def test_channel_accepts_only_the_signed_message():
+    end = channel.ParentEnd()
+    body = b'{"verdict": "correct"}'
+    mac = hmac.new(end.token, body, hashlib.sha256).hexdigest().encode()
+    msg = b"KPR1 " + mac + b" " + str(len(body)).encode() + b"\n" + body
+    assert end.verify(msg) == body.decode()
+    assert end.verify(b"") is None
+    with pytest.raises(channel.ChannelError, match="forged"):
+        end.verify(b"KPR1 " + b"0" * 64 + b" " + str(len(body)).encode() + b"\n" + body)
+    with pytest.raises(channel.ChannelError, match="more than one"):
+        end.verify(msg + msg)
+    with pytest.raises(channel.ChannelError, match="malformed"):
+        end.verify(b'{"verdict": "correct"}')
+
+
+def test_own_kernel_names():
+    src = '''
+__global__ void __launch_bounds__(256) fused_gelu(float* x) {}
+__global__ void plain_kernel(float* x) {}
+@triton.jit
+def add_kernel(x_ptr, BLOCK: tl.constexpr):
+    pass
+'''
+    assert policy.own_kernel_names(src) == {"fused_gelu", "plain_kernel", "add_kernel"}
+    assert policy.uses_own_kernel(["fused_gelu(float*)", "void at::native::elementwise_kernel<...>"],
+                                  {"fused_gelu"})
+    assert not policy.uses_own_kernel(["void at::native::vectorized_elementwise_kernel<4, ...>"], {"fused_gelu"})
+
+
+def test_compute_recorder():
+    rec = policy.ComputeRecorder()
+    x = torch.ones(4)
+    with rec:
+        y = torch.empty_like(x)
+        y.copy_(x)
+    assert rec.compute_ops == set()
+    with rec:
+        torch.nn.functional.gelu(x)
+    assert "gelu" in rec.compute_ops
+
+
+def test_lower_bound_h200():
+    h200 = next(s for s in SPECS if "h200" in s.match)
+    model = torch.nn.Linear(4096, 4096, bias=False)
+    x = torch.rand(4096, 4096)
+    with torch.no_grad():
+        out = model(x)
+    work = bounds.estimate(model, [x], out, h200.l2_bytes)
+    assert work.flops == 2 * 4096 ** 3
+    b = bounds.lower_bound(work, h200)
+    # 137 GFLOP at the TF32 peak (495 TFLOP/s) vs 2 x 64 MiB from DRAM at 4.8 TB/s
+    assert b.compute_ms == pytest.approx(2 * 4096 ** 3 / 495e12 * 1e3)
+    assert b.memory_ms == pytest.approx((2 * 4096 * 4096 * 4 + max(0, 4096 * 4096 * 4 - h200.l2_bytes))
+                                        / 4800e9 * 1e3)
+    assert b.lower_ms == max(b.compute_ms, b.memory_ms)
+
+
+def test_arch_for_sm90a_sources(monkeypatch):
+    monkeypatch.setattr(toolchain, "gpu_capability", lambda: "9.0")
+    assert toolchain.arch_for("__global__ void k() {}") == "9.0"
+    assert toolchain.arch_for('asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 ...");') == "9.0a"
+    assert toolchain.arch_for("using Atom = SM90_TMA_LOAD;") == "9.0a"
+    assert toolchain.arch_for("anything", "8.0") == "8.0"
+    assert toolchain.gencode("9.0a") == "-gencode=arch=compute_90a,code=sm_90a"
