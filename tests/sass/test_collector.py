@@ -133,3 +133,21 @@ def test_fat_binary_picks_one_arch(tmp_path, toolchain):
     assert [e.kernel.arch for e in newest.payload.entries] == ["sm_90"]
     older = SassAnalyzer(SassAnalyzer.Settings(arch="sm_80")).load(so)
     assert [e.kernel.arch for e in older.payload.entries] == ["sm_80"]
+
+
+def test_triton_autotuning_variants_are_kept(tmp_path, build_dir):
+    """Two cache entries of one Triton kernel (two configs): both kept, names tell them apart."""
+    import json
+    import shutil
+
+    src = build_dir / "triton" / "A1B2C3D4"
+    for name, warps in (("HASHONE0000", 4), ("HASHTWO0000", 8)):
+        d = tmp_path / "triton" / name
+        shutil.copytree(src, d)
+        (d / "scale4_scalar.json").write_text(json.dumps({"name": "scale4_scalar", "num_warps": warps,
+                                                           "num_stages": 3}))
+    profile = SassCollector().collect(target(tmp_path), stage=1)
+    names = sorted(k.name for k in profile.kernels)
+    assert len(names) == 2 and all(n.startswith("scale4_scalar(") for n in names)
+    assert names[0].endswith(" [HASHONE000, num_warps=4, num_stages=3]")
+    assert names[1].endswith(" [HASHTWO000, num_warps=8, num_stages=3]")

@@ -64,6 +64,17 @@ class DisassembledFile:
     kernels: tuple[SassKernel, ...]
     messages: tuple[CompilerMessage, ...] = ()
     notes: tuple[str, ...] = ()
+    variant: str = ""  # Triton: "<cache hash>, num_warps=.., num_stages=.." (autotuning configs)
+
+
+def triton_variant(code: MachineCode) -> str:
+    """What tells apart two compilations of one Triton kernel (autotuning configs)."""
+    md = code.metadata
+    parts = [code.path.parent.name[:10]]
+    for key in ("num_warps", "num_stages", "num_ctas"):
+        if key in md:
+            parts.append(f"{key}={md[key]}")
+    return ", ".join(parts)
 
 
 def _elf_machine(head: bytes) -> int | None:

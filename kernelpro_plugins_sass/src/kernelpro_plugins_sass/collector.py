@@ -22,6 +22,7 @@ from kernelpro_plugins_sass.binaries import (
     has_device_code,
     ptxas_log_for,
     read_logs,
+    triton_variant,
 )
 from kernelpro_plugins_sass.compile import COMPILE_TIMEOUT_S, compile_cu, compile_ptx, default_arch
 from kernelpro_plugins_sass.ninja_rebuild import extension_ptxas_log
@@ -119,6 +120,8 @@ def collect_build_dir(build_dir: Path, settings: SassSettings = SassSettings(),
                 result = disassemble(code.path, arch, settings.timeout_s, log + "\n" + extra, code.origin)
             except CollectorError as exc:
                 notes.append(f"{code.path.name}: {exc}")
+        if code.origin == "triton":
+            result = attrs.evolve(result, variant=triton_variant(code))
         files.append(result)
     if not files and notes:
         raise CollectorError(notes[0])

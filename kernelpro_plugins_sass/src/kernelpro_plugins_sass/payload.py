@@ -51,19 +51,28 @@ def kernel_profile(entry: KernelEntry) -> KernelProfile:
 
 
 def build_profile(files: list[DisassembledFile], notes: list[str]) -> ProfileData:
-    """ProfileData of level "instruction" for the kernels of ``files`` (deduplicated by
-    mangled name and architecture: the first file listing a kernel wins)."""
+    """ProfileData of level "instruction" for the kernels of ``files``, deduplicated by
+    mangled name and architecture (the first file listing a kernel wins: a load_inline
+    object and its shared object hold the same code). Triton compilations of one kernel
+    with different configurations (autotuning) are all kept, their names suffixed with the
+    configuration, since the cache does not say which one ran."""
     entries: list[KernelEntry] = []
-    seen: set[tuple[str, str | None]] = set()
+    seen: set[tuple[str, str | None, str]] = set()
     messages: list[CompilerMessage] = []
+    variants: dict[str, set[str]] = {}
+    for f in files:
+        for k in f.kernels:
+            variants.setdefault(k.mangled, set()).add(f.variant)
     for f in files:
         messages += f.messages
         notes += f.notes
         for k in f.kernels:
-            key = (k.mangled, k.arch)
-            if key in seen:
+            key = (k.mangled, k.arch, f.variant)
+            if key in seen or (not f.variant and (k.mangled, k.arch, "") in seen):
                 continue
             seen.add(key)
+            if f.variant and len(variants[k.mangled]) > 1:
+                k = attrs.evolve(k, name=f"{k.name} [{f.variant}]")
             entries.append(KernelEntry(k, kernel_features(k), f.origin))
     payload = SassPayload(tuple(entries), tuple(str(f.path) for f in files), tuple(messages))
     return ProfileData(level=LEVEL, collector=COLLECTOR_NAME,
