@@ -105,7 +105,7 @@ def test_plugin_registers_tools_heuristic_and_commands():
         pass
 
     pm.hook.kernelpro_register_commands(cli=cli)
-    assert set(cli.commands["cute"].commands) == {"search", "show"}
+    assert set(cli.commands["cute"].commands) == {"search", "show", "index"}
 
 
 def test_build_flags(mini_corpus):

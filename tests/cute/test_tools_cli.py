@@ -68,6 +68,14 @@ def test_bad_calls_raise_one_line_tool_errors(tools, context, tool_index, argume
     assert "\n" not in str(info.value)
 
 
+def test_read_and_list_need_no_index(mini_corpus, context, monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    settings = CuteToolSettings(cutlass_path=str(mini_corpus.root))
+    CuteReadTool(settings).run({"path": "include/cute/swizzle.hpp"}, context)
+    CuteListTool(settings).run({"path": "include"}, context)
+    assert not (tmp_path / "xdg").exists()
+
+
 def test_missing_corpus_is_a_tool_error(context, monkeypatch, tmp_path):
     monkeypatch.delenv("CUTLASS_PATH", raising=False)
     monkeypatch.setattr("kernelpro_cute.corpus.package_source_dir", lambda: None)
@@ -100,7 +108,7 @@ def test_cli_search_text_and_json(cli):
     assert len(rows) <= 2
 
 
-def test_cli_show(cli):
+def test_cli_show(cli, tmp_path):
     res = cli("cute", "show", "include/cute/swizzle.hpp:7-8")
     assert res.exit_code == 0 and res.output.splitlines()[0] == "include/cute/swizzle.hpp lines 7-8 of 12"
     res = cli("cute", "show", "include/cute/swizzle.hpp:7")
@@ -109,6 +117,7 @@ def test_cli_show(cli):
     assert "lines 1-12 of 12" in res.output
     res = cli("cute", "show", "examples/cute/tutorial")
     assert res.output.split() == ["README.md", "tiled_copy.cu"]
+    assert not (tmp_path / "xdg").exists()  # showing a file builds no index
 
 
 @pytest.mark.parametrize("args, message", [
@@ -132,6 +141,15 @@ def test_cli_missing_corpus_exits_2(cli, monkeypatch):
     assert res.exit_code == 2
     assert res.output.strip().splitlines() == [
         "kernelpro cute: no CUTLASS/CuTe sources found: pip install nvidia-cutlass, or set CUTLASS_PATH to a CUTLASS checkout"]
+
+
+def test_cli_index_builds_and_reports(cli, tmp_path):
+    res = cli("cute", "index")
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    assert lines[0].endswith("(CUTLASS_PATH)")
+    assert lines[1].startswith(f"index    {tmp_path / 'xdg' / 'kernelpro' / 'cute-index'}")
+    assert lines[2].startswith("files    8  chunks ")
 
 
 def test_parse_location():

@@ -1,4 +1,4 @@
-"""``kernelpro cute`` commands: ``search`` and ``show``.
+"""``kernelpro cute`` commands: ``search``, ``show`` and ``index``.
 
 Bad input and a missing corpus end with exit status 2 and one line on stderr.
 """
@@ -12,7 +12,7 @@ import sys
 import click
 
 from kernelpro_cute.corpus import CorpusError, locate
-from kernelpro_cute.index import CorpusPathError, open_index
+from kernelpro_cute.index import CorpusFiles, CorpusPathError, open_index
 from kernelpro_cute.tools import format_results
 
 
@@ -79,7 +79,10 @@ def show_cmd(location: str, cutlass_path: str | None) -> None:
         path, start, end = parse_location(location)
     except ValueError as exc:
         _fail(str(exc))
-    index = _index(cutlass_path)
+    try:
+        index = CorpusFiles(locate(cutlass_path))  # no index needed to show a file
+    except CorpusError as exc:
+        _fail(str(exc))
     try:
         target = index.resolve(path)
         if target.is_dir():
@@ -92,3 +95,16 @@ def show_cmd(location: str, cutlass_path: str | None) -> None:
         click.echo(index.read(path, start, end, max_lines=100000))
     except CorpusPathError as exc:
         _fail(str(exc))
+
+
+@cute_group.command("index")
+@click.option("--cutlass-path", default=None, help="a CUTLASS checkout (default: CUTLASS_PATH, then nvidia-cutlass)")
+def index_cmd(cutlass_path: str | None) -> None:
+    """Build the search index now (it is otherwise built on first search) and print where
+    it is and what it holds."""
+    index = _index(cutlass_path)
+    meta = index.meta()
+    click.echo(f"corpus   {index.corpus.root} ({index.corpus.origin})")
+    click.echo(f"index    {index.db_path}")
+    click.echo(f"files    {meta.get('files')}  chunks {meta.get('chunks')}  symbols {meta.get('symbols')}"
+               f"  built in {meta.get('build_s')} s")

@@ -194,19 +194,12 @@ def open_index(corpus: Corpus | None = None, cache: Path | None = None) -> "Cute
     return CuteIndex(corpus, db)
 
 
-class CuteIndex:
-    """Search, symbol look-up and safe file access over one indexed corpus."""
+class CorpusFiles:
+    """Safe reading and listing of corpus files (no index needed)."""
 
-    def __init__(self, corpus: Corpus, db_path: Path) -> None:
+    def __init__(self, corpus: Corpus) -> None:
         self.corpus = corpus
-        self.db_path = db_path
-        self._con = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, check_same_thread=False)
         self._lines_cache: dict[str, list[str]] = {}
-
-    def meta(self) -> dict[str, str]:
-        return dict(self._con.execute("SELECT key, value FROM meta"))
-
-    # --- files -------------------------------------------------------------------------
 
     def resolve(self, rel: str) -> Path:
         """Corpus-relative path -> absolute path; refuses anything outside the corpus."""
@@ -267,6 +260,19 @@ class CuteIndex:
                 continue
             out.append(child.name + ("/" if child.is_dir() else ""))
         return out
+
+
+
+class CuteIndex(CorpusFiles):
+    """Search and symbol look-up over one indexed corpus, plus its file access."""
+
+    def __init__(self, corpus: Corpus, db_path: Path) -> None:
+        super().__init__(corpus)
+        self.db_path = db_path
+        self._con = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, check_same_thread=False)
+
+    def meta(self) -> dict[str, str]:
+        return dict(self._con.execute("SELECT key, value FROM meta"))
 
     # --- search ------------------------------------------------------------------------
 

@@ -1,7 +1,8 @@
 """LLM tools over the CUTLASS/CuTe corpus: ``cute_search``, ``cute_read``, ``cute_list``.
 
-Each opens the corpus index lazily (once per corpus root and process) and answers in
-plain text. Paths are relative to the corpus root; a path that leaves it, a missing
+``cute_search`` opens the corpus index lazily (once per corpus root and process; the
+first build takes about 35 s); ``cute_read`` and ``cute_list`` read files directly and
+need no index. All answer in plain text. Paths are relative to the corpus root; a path that leaves it, a missing
 corpus or a malformed argument raises :class:`kernelpro.api.ToolError` with one line.
 """
 
@@ -14,7 +15,7 @@ import attrs
 from kernelpro.api import LLMTool, ToolContext, ToolError
 
 from kernelpro_cute.corpus import CorpusError, locate
-from kernelpro_cute.index import CorpusPathError, CuteIndex, open_index
+from kernelpro_cute.index import CorpusFiles, CorpusPathError, CuteIndex, open_index
 
 _INDEXES: dict[str, CuteIndex] = {}
 _LOCK = threading.Lock()
@@ -41,6 +42,16 @@ def shared_index(cutlass_path: str | None = None) -> CuteIndex:
         if key not in _INDEXES:
             _INDEXES[key] = open_index(corpus)
         return _INDEXES[key]
+
+
+def shared_files(cutlass_path: str | None = None) -> CorpusFiles:
+    """File access to a corpus; reuses its index object when one is open already."""
+    try:
+        corpus = locate(cutlass_path)
+    except CorpusError as exc:
+        raise ToolError(str(exc)) from None
+    with _LOCK:
+        return _INDEXES.get(str(corpus.root)) or CorpusFiles(corpus)
 
 
 def _int_arg(arguments: dict[str, Any], name: str, default: int | None) -> int | None:
@@ -125,9 +136,9 @@ class CuteReadTool(LLMTool):
         end = _int_arg(arguments, "end", None)
         if end is None:
             end = start + 199
-        index = shared_index(self.settings.cutlass_path)
+        files = shared_files(self.settings.cutlass_path)
         try:
-            return index.read(path, start, end, max_lines=MAX_READ_LINES)
+            return files.read(path, start, end, max_lines=MAX_READ_LINES)
         except CorpusPathError as exc:
             raise ToolError(str(exc)) from None
 
@@ -148,9 +159,9 @@ class CuteListTool(LLMTool):
         path = arguments.get("path", ".")
         if not isinstance(path, str):
             raise ToolError("cute_list 'path' must be a string")
-        index = shared_index(self.settings.cutlass_path)
+        files = shared_files(self.settings.cutlass_path)
         try:
-            entries = index.list_dir(path)
+            entries = files.list_dir(path)
         except CorpusPathError as exc:
             raise ToolError(str(exc)) from None
         return f"{path.strip() or '.'}: {len(entries)} entries\n" + "\n".join(entries)
