@@ -84,13 +84,17 @@ def test_run_micro_profiler(problem):
     assert not is_error and asked == [["coalescing"]]
     assert text.splitlines() == [
         "Micro-profilers coalescing on c0001:",
-        "Bottleneck: memory (40% of roofline): DRAM-bound",
+        "# Bottleneck",
+        "memory: DRAM-bound",
+        "It reaches 40% of the roofline at its arithmetic intensity.",
+        "",
+        "# Profiler findings",
         "1. [high] Uncoalesced loads (coalescing)",
         "   8 sectors per request.",
         "   Action: Coalesce.",
-        "   Estimated gain: about 30% of the runtime",
+        "   Estimated gain: about 30% of the runtime.",
         "   Numbers: sectors = 8",
-        "Note: sass: cuobjdump not found",
+        "(Profiling note: sass: cuobjdump not found)",
     ]
     assert box.call("run_micro_profiler", {"names": ["missing"]}) == (
         "run_micro_profiler: unknown micro-profiler 'missing'; available: coalescing", True)

@@ -159,29 +159,12 @@ def clip(text: str, limit: int = MAX_OUTPUT_CHARS) -> str:
 
 
 def format_analysis(analysis: Analysis) -> str:
-    """An analysis as text for the model: the bottleneck, then each finding with its
-    numbers and action, then what could not be collected."""
-    lines: list[str] = []
-    b = analysis.bottleneck
-    if b is not None:
-        frac = f" ({100 * b.roofline_fraction:.3g}% of roofline)" if b.roofline_fraction is not None else ""
-        lines.append(f"Bottleneck: {b.kind}{f' ({b.pipe})' if b.pipe else ''}{frac}: {b.summary}")
-    if not analysis.findings:
-        lines.append("No findings.")
-    for i, f in enumerate(analysis.findings, 1):
-        where = f" [kernel {f.kernel}]" if f.kernel else ""
-        lines.append(f"{i}. [{f.severity}] {f.title}{where} ({f.tool})")
-        lines.append(f"   {f.message}")
-        lines.append(f"   Action: {f.action}")
-        if f.estimated_gain is not None:
-            lines.append(f"   Estimated gain: about {100 * f.estimated_gain:.2g}% of the runtime")
-        if f.evidence:
-            lines.append("   Numbers: " + "; ".join(f"{k} = {v:.4g}" for k, v in f.evidence.items()))
-        for src in f.source_lines:
-            lines.append(f"     {src}")
-    for note in analysis.notes:
-        lines.append(f"Note: {note}")
-    return "\n".join(lines)
+    """An analysis as text for the model, in the words of the refinement prompt
+    (``templates/_analysis.j2``): the bottleneck, each finding with its numbers and
+    action, and what could not be collected."""
+    from kernelpro.generate.llm.prompts import analysis_variables, render
+
+    return render("_analysis.j2", analysis_variables(analysis)).strip("\n")
 
 
 # --- built-in tools ----------------------------------------------------------------------

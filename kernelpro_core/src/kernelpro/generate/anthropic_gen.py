@@ -53,6 +53,7 @@ from kernelpro.generate.llm.retry import LLMError, with_retries
 from kernelpro.hookspecs import hookimpl
 from kernelpro.problem import detect_language
 from kernelpro.records import CandidateDraft
+from kernelpro.rundir import write_atomic
 
 #: the smallest output allowance worth a call: a small kernel file is 600-1500 tokens
 MIN_ANSWER_TOKENS = 1024
@@ -400,9 +401,7 @@ class AnthropicGenerator(Generator):
 
 def _write_json(path: Path, data: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=1, default=str))
-    tmp.replace(path)
+    write_atomic(path, json.dumps(data, indent=1, default=str))
 
 
 # --- report ------------------------------------------------------------------------------

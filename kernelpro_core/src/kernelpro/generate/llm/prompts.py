@@ -8,7 +8,8 @@ Templates live in ``kernelpro/templates/`` and are rendered by a single
   evaluator's integrity rules, the tools. The same for every call of a run (cached).
 - ``problem.j2``: the reference program (cached: the static problem block).
 - ``first.j2``: first generation from the reference.
-- ``refine.j2``: refine a correct parent with its evaluation, bottleneck and findings.
+- ``refine.j2``: refine a correct parent with its evaluation, bottleneck and findings
+  (``_analysis.j2``, also the text of the run_micro_profiler tool).
 - ``repair.j2``: fix a parent that failed to compile, verify or run.
 - ``contract_repair.j2``: the reply broke the answer contract; ask again.
 """
@@ -21,7 +22,7 @@ from typing import Any, Sequence
 import jinja2
 
 from kernelpro.api import GenerationRequest, ParentInfo
-from kernelpro.records import Bottleneck, EvalResult, Finding, GpuSpec
+from kernelpro.records import Analysis, Bottleneck, EvalResult, Finding, GpuSpec
 
 TEMPLATES_DIR = Path(__file__).resolve().parent.parent.parent / "templates"
 
@@ -100,15 +101,23 @@ def prompt_variables(
             else None
         ),
         "evaluation": _evaluation(result) if result else None,
-        "bottleneck": _bottleneck(analysis.bottleneck) if analysis and analysis.bottleneck else None,
-        "findings": [_finding(f) for f in _sorted_findings(analysis.findings if analysis else ())],
-        "analysis_notes": list(analysis.notes) if analysis else [],
+        **analysis_variables(analysis),
         "memory": [m for m in request.memory if m.strip()],
         "heuristic_notes": [h for h in request.heuristic_notes if h.strip()],
         "siblings": [s for s in siblings if s],
         "tools": [{"name": t["name"], "description": t.get("description", "")} for t in tools],
         "max_tool_rounds": max_tool_rounds,
         "contract_error": contract_error,
+    }
+
+
+def analysis_variables(analysis: Analysis | None) -> dict[str, Any]:
+    """The variables of ``_analysis.j2``: the bottleneck, the findings (most severe and
+    then largest estimated gain first) and the profilers' notes."""
+    return {
+        "bottleneck": _bottleneck(analysis.bottleneck) if analysis and analysis.bottleneck else None,
+        "findings": [_finding(f) for f in _sorted_findings(analysis.findings if analysis else ())],
+        "analysis_notes": list(analysis.notes) if analysis else [],
     }
 
 
