@@ -85,6 +85,7 @@ class L2State:
                 found.append(f"access-policy window of {w[1]} bytes on stream {s:#x}")
                 self.clear_window(s)
         self.lib.cudaCtxResetPersistingL2Cache()
+        self.clear_error()  # a failed query must not surface later as the candidate's CUDA error
         for f in found:
             if f not in self.found:
                 self.found.append(f)

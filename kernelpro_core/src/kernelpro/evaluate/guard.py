@@ -112,16 +112,26 @@ def set_reference_precision() -> None:
     torch.set_float32_matmul_precision("highest")
 
 
+def _read(getter) -> Any:
+    # torch >= 2.9 raises when the legacy TF32 flags are read after the new fp32_precision
+    # API was used; such a flag reads as "unreadable" instead of failing the evaluation
+    try:
+        return getter()
+    except RuntimeError:
+        return "unreadable"
+
+
 def backend_flags() -> dict[str, Any]:
+    m, c = torch.backends.cuda.matmul, torch.backends.cudnn
     return {
-        "matmul.allow_tf32": torch.backends.cuda.matmul.allow_tf32,
-        "matmul.allow_fp16_reduced": torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction,
-        "matmul.allow_bf16_reduced": torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction,
-        "cudnn.allow_tf32": torch.backends.cudnn.allow_tf32,
-        "cudnn.enabled": torch.backends.cudnn.enabled,
-        "cudnn.benchmark": torch.backends.cudnn.benchmark,
-        "cudnn.deterministic": torch.backends.cudnn.deterministic,
-        "float32_matmul_precision": torch.get_float32_matmul_precision(),
+        "matmul.allow_tf32": _read(lambda: m.allow_tf32),
+        "matmul.allow_fp16_reduced": _read(lambda: m.allow_fp16_reduced_precision_reduction),
+        "matmul.allow_bf16_reduced": _read(lambda: m.allow_bf16_reduced_precision_reduction),
+        "cudnn.allow_tf32": _read(lambda: c.allow_tf32),
+        "cudnn.enabled": c.enabled,
+        "cudnn.benchmark": c.benchmark,
+        "cudnn.deterministic": c.deterministic,
+        "float32_matmul_precision": _read(torch.get_float32_matmul_precision),
         "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
         "num_threads": torch.get_num_threads(),
     }
@@ -132,17 +142,28 @@ def restore_backend_flags(flags: dict[str, Any]) -> None:
     now = backend_flags()
     if now == flags:
         return
+    try:
+        _restore(now, flags)
+    except RuntimeError:  # the legacy/new TF32 API mix: fall back to the one global switch
+        if flags.get("float32_matmul_precision") == "highest":
+            torch.set_float32_matmul_precision("highest")
+
+
+def _restore(now: dict[str, Any], flags: dict[str, Any]) -> None:
     m = torch.backends.cuda.matmul
     c = torch.backends.cudnn
-    if now["matmul.allow_fp16_reduced"] != flags["matmul.allow_fp16_reduced"]:
+    if now["matmul.allow_fp16_reduced"] != flags["matmul.allow_fp16_reduced"] \
+            and flags["matmul.allow_fp16_reduced"] != "unreadable":
         m.allow_fp16_reduced_precision_reduction = flags["matmul.allow_fp16_reduced"]
-    if now["matmul.allow_bf16_reduced"] != flags["matmul.allow_bf16_reduced"]:
+    if now["matmul.allow_bf16_reduced"] != flags["matmul.allow_bf16_reduced"] \
+            and flags["matmul.allow_bf16_reduced"] != "unreadable":
         m.allow_bf16_reduced_precision_reduction = flags["matmul.allow_bf16_reduced"]
-    if now["float32_matmul_precision"] != flags["float32_matmul_precision"]:
+    if now["float32_matmul_precision"] != flags["float32_matmul_precision"] \
+            and flags["float32_matmul_precision"] != "unreadable":
         torch.set_float32_matmul_precision(flags["float32_matmul_precision"])
-    if now["matmul.allow_tf32"] != flags["matmul.allow_tf32"]:
+    if now["matmul.allow_tf32"] != flags["matmul.allow_tf32"] and flags["matmul.allow_tf32"] != "unreadable":
         m.allow_tf32 = flags["matmul.allow_tf32"]
-    if now["cudnn.allow_tf32"] != flags["cudnn.allow_tf32"]:
+    if now["cudnn.allow_tf32"] != flags["cudnn.allow_tf32"] and flags["cudnn.allow_tf32"] != "unreadable":
         c.allow_tf32 = flags["cudnn.allow_tf32"]
     for key in ("enabled", "benchmark", "deterministic"):
         if now[f"cudnn.{key}"] != flags[f"cudnn.{key}"]:

@@ -510,16 +510,16 @@ def run(job: dict[str, Any]) -> EvalResult:
             return
         if _aliases(out, timed_inputs):
             raise timing.TamperError("a timed call returned an output sharing memory with its input")
-        # reservoir sample of the timed calls, plus always the latest
+        # reservoir sample of the timed calls (copied to the host only when kept), and the
+        # latest call always in the last slot
         seen["n"] += 1
-        item = (i, current["j"], cmp.to_cpu(out))
         if len(kept) < recheck_n:
-            kept.append(item)
-        else:
-            r = rng.randrange(seen["n"])
-            if r < recheck_n - 1:
-                kept[r] = item
-            kept[-1] = item
+            kept.append((i, current["j"], cmp.to_cpu(out)))
+            return
+        r = rng.randrange(seen["n"])
+        if r < recheck_n - 1:
+            kept[r] = kept[-1]
+        kept[-1] = (i, current["j"], cmp.to_cpu(out))
 
     def ref_call() -> Any:
         return ref_model(*timed_inputs)

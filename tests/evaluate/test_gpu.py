@@ -1,0 +1,115 @@
+"""GPU-only integrity and isolation checks (run on the H200 through benchmarks/evaluator_gpu.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, cheater, honest, small_copy
+from kernelpro.records import Verdict
+
+GPU = Path(__file__).parent / "gpu"
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(scope="module")
+def gpu_problem(session_dir) -> Path:
+    return small_copy(REPO / "examples" / "fused_bias_gelu.py", session_dir / "fused_bias_gelu_gpu.py",
+                      {"ROWS": 1024, "COLS": 1024})
+
+
+def gpu(name: str) -> Path:
+    return GPU / f"{name}.py"
+
+
+def test_honest_gpu_candidates_pass_with_compiled_baseline(run_eval, gpu_problem):
+    for cand in (honest("same_ops"), honest("manual_erf_gelu"), honest("reused_output_buffer"), gpu("triton_gelu")):
+        result = run_eval(cand, gpu_problem, device="cuda", time_compiled_reference=True)
+        assert result.verdict is Verdict.CORRECT, (cand.name, result.reason)
+        assert result.baseline_compiled is not None, cand.name
+        assert result.timing.method == "cuda_event+device_sync+l2_flush"
+        assert not any(f.startswith("l2_persistence") for f in result.flags)
+
+
+def test_torch_compile_candidate_with_cuda_graphs_passes(run_eval, gpu_problem):
+    result = run_eval(gpu("compiled_reduce_overhead"), gpu_problem, device="cuda")
+    assert result.verdict is Verdict.CORRECT, result.reason
+
+
+def test_side_stream_work_is_inside_the_timed_region(run_eval, gpu_problem):
+    result = run_eval(gpu("side_stream_sleep"), gpu_problem, device="cuda")
+    assert result.verdict is Verdict.CORRECT, result.reason
+    # the side stream spins ~10 ms per call; the reference takes well under 1 ms
+    assert result.timing.median_ms > 5.0, result.timing
+    assert result.baseline.median_ms < 1.0
+
+
+def test_stale_memory_gets_poison(run_eval, gpu_problem):
+    result = run_eval(cheater("stale_memory"), gpu_problem, device="cuda")
+    assert result.verdict is Verdict.INCORRECT, result.reason
+    print("stale_memory:", result.reason)  # NaN when the block came from the poisoned pool
+
+
+def test_stale_memory_during_timing_is_caught(run_eval, gpu_problem):
+    result = run_eval(gpu("stale_in_timing"), gpu_problem, device="cuda")
+    assert result.verdict is Verdict.INTEGRITY, result.reason
+    assert "timed call" in result.reason
+
+
+def test_address_cache_is_caught_on_gpu(run_eval, gpu_problem):
+    result = run_eval(cheater("caches_by_address"), gpu_problem, device="cuda")
+    assert result.verdict is Verdict.INTEGRITY, result.reason
+
+
+@pytest.mark.parametrize("name", ["illegal_address", "device_assert"])
+def test_sticky_cuda_error_then_the_run_continues(run_eval, gpu_problem, name):
+    result = run_eval(gpu(name), gpu_problem, device="cuda")
+    assert result.verdict is Verdict.CUDA_ERROR, (result.verdict, result.reason)
+    after = run_eval(honest("same_ops"), gpu_problem, device="cuda")
+    assert after.verdict is Verdict.CORRECT, after.reason
+
+
+def test_l2_persistence_is_reset_and_flagged(run_eval, gpu_problem):
+    result = run_eval(gpu("l2_persisting"), gpu_problem, device="cuda")
+    assert result.verdict is Verdict.CORRECT, result.reason
+    flags = [f for f in result.flags if f.startswith("l2_persistence_reset")]
+    assert flags and "persisting L2 set-aside" in flags[0], result.flags
+
+
+def test_own_kernel_policy(run_eval, gpu_problem):
+    ok = run_eval(gpu("triton_gelu"), gpu_problem, device="cuda", call_policy="own_kernel")
+    assert ok.verdict is Verdict.CORRECT, ok.reason
+    dummy = run_eval(gpu("dummy_kernel"), gpu_problem, device="cuda", call_policy="own_kernel")
+    assert dummy.verdict is Verdict.POLICY, dummy.reason
+    plain = run_eval(cheater("torch_ops_only"), gpu_problem, device="cuda", call_policy="own_kernel")
+    assert plain.verdict is Verdict.POLICY, plain.reason
+
+
+def test_raw_cu_kernel_runs_under_own_kernel_policy(run_eval, gpu_problem):
+    result = run_eval(honest("nvcc_build"), gpu_problem, device="cuda", call_policy="own_kernel")
+    assert result.verdict is Verdict.CORRECT, result.reason
+
+
+def test_load_inline_compiles_once_for_the_gpu_arch(run_eval, gpu_problem):
+    first = run_eval(gpu("load_inline_gelu"), gpu_problem, device="cuda", call_policy="own_kernel")
+    assert first.verdict is Verdict.CORRECT, (first.reason, first.compile)
+    second = run_eval(gpu("load_inline_gelu"), gpu_problem, device="cuda")
+    assert second.verdict is Verdict.CORRECT and second.compile.cached
+    assert second.wall_s < first.wall_s
+
+
+def test_no_gpu_memory_or_process_left_after_a_timeout(run_eval, gpu_problem):
+    import torch
+
+    free_before, _ = torch.cuda.mem_get_info()
+    result = run_eval(gpu("gpu_hog"), gpu_problem, device="cuda", timeout_s=25)
+    assert result.verdict is Verdict.TIMEOUT, result.reason
+    import time
+
+    for _ in range(50):  # the driver releases a dead process's memory within moments
+        free_after, _ = torch.cuda.mem_get_info()
+        if free_after > free_before - (512 << 20):
+            break
+        time.sleep(0.1)
+    assert free_after > free_before - (512 << 20), (free_before, free_after)
