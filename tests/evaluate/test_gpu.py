@@ -24,10 +24,11 @@ def gpu(name: str) -> Path:
 
 
 def test_honest_gpu_candidates_pass_with_compiled_baseline(run_eval, gpu_problem):
-    for cand in (honest("same_ops"), honest("manual_erf_gelu"), honest("reused_output_buffer"), gpu("triton_gelu")):
-        result = run_eval(cand, gpu_problem, device="cuda", time_compiled_reference=True)
+    for cand, compiled in ((honest("same_ops"), True), (gpu("triton_gelu"), True),
+                           (honest("manual_erf_gelu"), False), (honest("reused_output_buffer"), False)):
+        result = run_eval(cand, gpu_problem, device="cuda", time_compiled_reference=compiled)
         assert result.verdict is Verdict.CORRECT, (cand.name, result.reason)
-        assert result.baseline_compiled is not None, cand.name
+        assert (result.baseline_compiled is not None) is compiled, cand.name
         assert result.timing.method == "cuda_event+device_sync+l2_flush"
         assert not any(f.startswith("l2_persistence") for f in result.flags)
 
@@ -103,7 +104,7 @@ def test_no_gpu_memory_or_process_left_after_a_timeout(run_eval, gpu_problem):
     import torch
 
     free_before, _ = torch.cuda.mem_get_info()
-    result = run_eval(gpu("gpu_hog"), gpu_problem, device="cuda", timeout_s=25)
+    result = run_eval(gpu("gpu_hog"), gpu_problem, device="cuda", timeout_s=15)
     assert result.verdict is Verdict.TIMEOUT, result.reason
     import time
 
