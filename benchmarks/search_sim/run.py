@@ -54,11 +54,16 @@ BASELINES: dict[str, Callable[[int], Any]] = {
 # each adaptation switched off, everything else at its default
 ABLATIONS: dict[str, dict[str, Any]] = {
     "no_widening": {"widening": False},
-    "no_asymmetric_narrow": {"asymmetric": False},  # every node gets the refinement budget
-    "no_asymmetric_wide": {"asymmetric": False, "max_children": 10, "widening_k": 2.0},
+    # root and refinements alike: every node gets the refinement budget, k and constant
+    "no_asymmetric_narrow": {"asymmetric": False},
+    # ... or every node gets the root's
+    "no_asymmetric_wide": {"asymmetric": False, "max_children": 8, "widening_k": 2.0,
+                           "exploration": 0.3},
+    "no_strategy_trials": {"strategy_trials": 0},
     "no_log_reward": {"log_reward": False},
     "no_wall": {"correctness_wall": False},
     "no_pruning": {"pruning": False},
+    "no_dive": {"dive": False},
     "no_virtual_loss": {"virtual_loss": 0.0},
     "mean_backup": {"max_backup": 0.0},
 }

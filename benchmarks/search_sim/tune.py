@@ -28,6 +28,8 @@ from search_sim.sim import run_search  # noqa: E402
 
 SPACE = {
     "exploration": lambda r: round(r.uniform(0.02, 0.5), 3),
+    "root_exploration": lambda r: round(r.uniform(0.1, 0.6), 3),
+    "strategy_trials": lambda r: r.randint(0, 6),
     "max_backup": lambda r: round(r.uniform(0.5, 1.0), 2),
     "widening_k": lambda r: round(r.uniform(0.5, 2.0), 2),
     "widening_alpha": lambda r: round(r.uniform(0.2, 0.6), 2),

@@ -41,7 +41,7 @@ def test_bad_settings_are_rejected_with_a_value_error():
 
 
 def test_uct_matches_the_formula():
-    p = policy(exploration=0.7, max_backup=0.0)
+    p = policy(root_exploration=0.7, max_backup=0.0, strategy_trials=0)
     tree = Tree.new()
     a = add(p, tree, ROOT, 2.0)
     add(p, tree, a, 4.0)
@@ -55,8 +55,53 @@ def test_uct_matches_the_formula():
     assert p.uct(tree.root, tree[b], span) == pytest.approx(0.0 + 0.7 * math.sqrt(math.log(3) / 1))
 
 
+def test_root_and_refinement_exploration_constants():
+    p = policy(root_exploration=0.6, exploration=0.1, max_backup=0.0, strategy_trials=0)
+    tree = Tree.new()
+    a = add(p, tree, ROOT, 2.0)
+    b = add(p, tree, a, 2.0)
+    add(p, tree, a, 1.0)
+    span = p._span(tree)
+    bonus = lambda c, n_parent, n: c * math.sqrt(math.log(n_parent) / n)  # noqa: E731
+    assert p.uct(tree.root, tree[a], span) == pytest.approx(p.value(tree[a], span) + bonus(0.6, 3, 3))
+    assert p.uct(tree[a], tree[b], span) == pytest.approx(p.value(tree[b], span) + bonus(0.1, 3, 1))
+    flat = policy(asymmetric=False, root_exploration=0.6, exploration=0.1, max_backup=0.0,
+                  strategy_trials=0)
+    assert flat.uct(tree.root, tree[a], span) == pytest.approx(p.value(tree[a], span) + bonus(0.1, 3, 3))
+
+
+def test_a_strategy_is_valued_as_the_best_until_refined_a_few_times():
+    p = policy(strategy_trials=3, max_backup=0.0, root_exploration=0.0)
+    tree = Tree.new()
+    good = add(p, tree, ROOT, 3.0)
+    add(p, tree, good, 3.0)
+    add(p, tree, good, 3.0)
+    fresh = add(p, tree, ROOT, 0.8)  # a slow first attempt at another strategy
+    span = p._span(tree)
+    assert p.uct(tree.root, tree[fresh], span) == pytest.approx(1.0)
+    add(p, tree, fresh, 0.8)
+    add(p, tree, fresh, 0.8)
+    assert p.uct(tree.root, tree[fresh], p._span(tree)) < 0.5
+    off = policy(strategy_trials=0, max_backup=0.0, root_exploration=0.0)
+    assert off.uct(tree.root, tree[fresh], p._span(tree)) < 0.5
+
+
+def test_a_new_best_is_expanded_next():
+    p = policy(dive=True, pruning=False)
+    tree = Tree.new()
+    a = add(p, tree, ROOT, 1.5)
+    add(p, tree, ROOT, 1.2)
+    star = add(p, tree, a, 3.0)  # new best for the problem
+    assert tree[star].stats["dive"] is True
+    picks = p.select(tree, 2)
+    assert picks[0] == star
+    assert tree[star].stats["dive"] is False  # consumed: the rest is UCT's
+    add(p, tree, a, 1.0)  # not a new best: no dive
+    assert not tree[tree[a].children[-1]].stats.get("dive")
+
+
 def test_max_backup_mixes_mean_and_best():
-    p = policy(max_backup=0.5)
+    p = policy(max_backup=0.5, strategy_trials=0)
     tree = Tree.new()
     a = add(p, tree, ROOT, 2.0)
     add(p, tree, a, 4.0)
@@ -75,7 +120,8 @@ def test_widening_limit_is_ceil_k_n_alpha(visits):
 
 
 def test_widening_decides_between_expanding_and_descending():
-    p = policy(asymmetric=False, max_children=10, widening_k=1.0, widening_alpha=0.5, pruning=False)
+    p = policy(asymmetric=False, max_children=10, widening_k=1.0, widening_alpha=0.5, pruning=False,
+               dive=False)
     tree = Tree.new()
     add(p, tree, ROOT, 1.5)
     add(p, tree, ROOT, 1.2)
@@ -101,13 +147,13 @@ def test_a_node_whose_children_all_failed_is_not_stuck():
 
 
 def test_asymmetric_branching_budgets():
-    p = policy(root_max_children=12, max_children=5, depth_decay=1, min_children=2)
+    p = policy(root_max_children=12, max_children=5, depth_decay=1, min_children=2, widening_k=1.0)
     tree = Tree.new()
     assert p.branching_budget(tree.root) == 12
     for depth, budget in [(1, 5), (2, 4), (3, 3), (4, 2), (9, 2)]:
         node = tree.root.__class__(id="x", parent=ROOT, depth=depth)
         assert p.branching_budget(node) == budget
-    flat = policy(asymmetric=False, max_children=5)
+    flat = policy(asymmetric=False, max_children=5, widening_k=1.0)
     assert flat.branching_budget(tree.root) == 5
     tree.root.visits = 4
     assert p.child_limit(tree.root) == math.ceil(p.settings.root_widening_k * 2)

@@ -6,16 +6,22 @@ so that it can be turned off for ablation:
 
 * **UCT selection.** From the root, descend to the child maximising
   ``Q + c * sqrt(ln N_parent / N_child)`` (Kocsis & Szepesvari 2006), where ``Q`` is the
-  calibrated value of the child's subtree and ``N`` counts evaluated candidates in a subtree
-  (virtual losses included).
+  calibrated value of the child's subtree (a mix of its mean and its best, ``max_backup``)
+  and ``N`` counts evaluated candidates in a subtree (virtual losses included).
 * **Progressive widening.** A node with ``N`` visits may have at most
   ``ceil(k * N**alpha)`` children (Coulom 2007; Chaslot et al. 2008). While it has fewer it
   is expanded; otherwise the search descends into its children. A node none of whose
   children can be selected may still be expanded up to its branching budget, so that a
   parent whose every child failed is not stuck.
-* **Asymmetric branching.** The branching budget (the most children a node ever gets) and
-  the widening coefficient differ between the root (distinct strategies, wide) and
-  refinement nodes (narrow, shrinking with depth).
+* **Asymmetric branching.** The branching budget (the most children a node ever gets), the
+  widening coefficient and the exploration constant differ between the root (distinct
+  strategies: wide, exploratory) and refinement nodes (narrow, shrinking with depth,
+  exploitative). A strategy (a child of the root) is valued as the best so far until
+  ``strategy_trials`` candidates were evaluated in its subtree (first-play urgency), since
+  a first attempt says little about where a strategy goes.
+* **Greedy playout.** A candidate that sets a new best for the problem is expanded in the
+  next batch (``dive``), before UCT fills the rest of the batch; MCTS's simulation step,
+  done with real evaluations.
 * **Log-reward calibration.** ``Node.reward`` is the reward function's value (the built-in
   reward is the clamped log speedup). Values are normalised per problem to ``[0, 1]`` by
   the range of correct rewards in this tree (the reference, log 1 = 0, included), so a
@@ -42,7 +48,8 @@ Node ``stats`` keys written here: ``n_correct`` / ``n_fail`` (evaluated candidat
 subtree), ``best_reward`` (best correct reward in the subtree), ``stale`` (expansions of
 this node since its subtree's best last improved), ``fail_streak`` (consecutive failed
 children), ``pending`` (expansions selected and not yet resolved), ``empty`` (expansions
-that produced nothing), ``backed_up`` (the node's own result was backed up).
+that produced nothing), ``backed_up`` (the node's own result was backed up), ``dive`` (set
+a new best, to be expanded next).
 """
 
 from __future__ import annotations
@@ -63,29 +70,38 @@ _nonneg = attrs.validators.ge(0)
 
 @attrs.frozen
 class Settings:
-    """Config keys of the ``mcts`` policy. Defaults were tuned on development seeds of the
-    simulated landscapes in ``benchmarks/search_sim`` (see its RESULTS.md)."""
+    """Config keys of the ``mcts`` policy. Defaults were tuned by random search on the
+    development seeds (0-99) of the simulated landscapes in ``benchmarks/search_sim``
+    (``tune.py``) and reported on other seeds (``RESULTS.md``)."""
 
-    # UCT exploration constant, on normalised values in [0, 1]
-    exploration: float = attrs.field(default=0.35, validator=_nonneg)
-    # share of a subtree's best (instead of its mean) in its value: 0 = plain UCT mean
+    # UCT exploration constant below the root, on normalised values in [0, 1]
+    exploration: float = attrs.field(default=0.05, validator=_nonneg)
+    # share of a subtree's best (instead of its mean) in its value: 0 = plain UCT mean.
+    # The goal is the best kernel, not the average one; the mean part damps timing noise.
     max_backup: float = attrs.field(
-        default=0.5, validator=[attrs.validators.ge(0.0), attrs.validators.le(1.0)]
+        default=0.85, validator=[attrs.validators.ge(0.0), attrs.validators.le(1.0)]
     )
 
     # progressive widening: at most ceil(k * N**alpha) children after N visits
     widening: bool = True
-    widening_k: float = attrs.field(default=1.0, validator=_pos)
+    widening_k: float = attrs.field(default=1.5, validator=_pos)
     widening_alpha: float = attrs.field(
         default=0.5, validator=[attrs.validators.ge(0.0), attrs.validators.le(1.0)]
     )
 
     # asymmetric branching: the root explores distinct strategies widely, refinements narrowly
     asymmetric: bool = True
-    root_max_children: int = attrs.field(default=10, validator=_pos)
+    root_max_children: int = attrs.field(default=8, validator=_pos)
     root_widening_k: float = attrs.field(default=2.0, validator=_pos)
+    # UCT constant among the root's children (strategies); ``exploration`` applies below.
+    # With asymmetric off, ``exploration`` applies everywhere.
+    root_exploration: float = attrs.field(default=0.3, validator=_nonneg)
+    # first-play urgency for strategies: a child of the root whose subtree holds fewer
+    # candidates than this is valued as the best so far, because a first attempt says little
+    # about where a strategy can go (0 = off)
+    strategy_trials: int = attrs.field(default=4, validator=_nonneg)
     # refinement budget at depth 1; with asymmetric off, the budget of every node
-    max_children: int = attrs.field(default=5, validator=_pos)
+    max_children: int = attrs.field(default=3, validator=_pos)
     depth_decay: int = attrs.field(default=1, validator=_nonneg)  # fewer children per level
     min_children: int = attrs.field(default=2, validator=_pos)
 
@@ -99,13 +115,17 @@ class Settings:
 
     # dead-end pruning
     pruning: bool = True
-    max_consecutive_failures: int = attrs.field(default=3, validator=_pos)
-    stale_expansions: int = attrs.field(default=4, validator=_pos)
+    max_consecutive_failures: int = attrs.field(default=4, validator=_pos)
+    stale_expansions: int = attrs.field(default=6, validator=_pos)
     # an improvement must beat the subtree's best by this fraction (timing noise is ~1-5%)
     min_improvement: float = attrs.field(default=0.02, validator=_nonneg)
 
+    # playout: a candidate that sets a new best for the problem is expanded next, once,
+    # before UCT picks the rest of the batch (a greedy one-step playout)
+    dive: bool = True
+
     # parallel expansion: pretend visits per in-flight selection, valued as the worst correct
-    virtual_loss: float = attrs.field(default=1.0, validator=_nonneg)
+    virtual_loss: float = attrs.field(default=2.5, validator=_nonneg)
     # a node whose expansions produced nothing this many times is closed (liveness, not pruning)
     max_empty_expansions: int = attrs.field(default=2, validator=_pos)
 
@@ -128,8 +148,9 @@ class MCTS(SearchPolicy):
         """Pick up to ``n`` parents to expand now, applying a virtual loss per pick."""
         self._sync(tree)
         picked: list[str] = []
+        dives = self._dives(tree) if self.settings.dive else []
         for _ in range(max(0, n)):
-            node_id = self._descend(tree)
+            node_id = dives.pop(0) if dives else self._descend(tree)
             if node_id is None:
                 break
             self._apply_virtual_loss(tree, node_id)
@@ -209,6 +230,19 @@ class MCTS(SearchPolicy):
                 out.add(node.id)
         return out
 
+    def _dives(self, tree: Tree) -> list[str]:
+        """Nodes that set a new best for the problem since the last selection and can still
+        be expanded, best first; their mark is consumed."""
+        out = []
+        for node in tree:
+            if node.stats.get("dive"):
+                node.stats["dive"] = False
+                grown = len(node.children) + self._pending(node)
+                if self._is_open(node) and grown < self.branching_budget(node):
+                    out.append(node)
+        out.sort(key=lambda nd: -(nd.reward or 0.0))  # stable: ties keep insertion order
+        return [nd.id for nd in out]
+
     def _descend(self, tree: Tree) -> str | None:
         selectable = self._selectable(tree)
         if ROOT not in selectable:
@@ -248,6 +282,10 @@ class MCTS(SearchPolicy):
             return node.speedup
         return math.exp(min(node.reward, 50.0))
 
+    def _top(self, span: tuple[float, float]) -> float:
+        """The best value on the current scale: 1 normalised, the best speedup otherwise."""
+        return 1.0 if self.settings.log_reward else math.exp(span[1])
+
     def _normalise(self, raw: float, span: tuple[float, float]) -> float:
         if not self.settings.log_reward:
             return raw
@@ -277,12 +315,16 @@ class MCTS(SearchPolicy):
         vl = s.virtual_loss * node.virtual_loss
         weight = node.stats.get("n_correct", 0) if s.correctness_wall else node.visits
         weight = max(weight, 1)
-        q = self.value(node, span) * weight / (weight + vl)
+        value = self.value(node, span)
+        if parent.id == ROOT and node.visits < s.strategy_trials:
+            value = self._top(span)  # an untried strategy is judged after a few refinements
+        q = value * weight / (weight + vl)
         n_node = node.visits + vl
         n_parent = parent.visits + s.virtual_loss * parent.virtual_loss
         if n_node <= 0:
             return math.inf
-        return q + s.exploration * math.sqrt(math.log(max(n_parent, 1.0)) / n_node)
+        c = s.root_exploration if (s.asymmetric and parent.id == ROOT) else s.exploration
+        return q + c * math.sqrt(math.log(max(n_parent, 1.0)) / n_node)
 
     # --- bookkeeping ---------------------------------------------------------------------
 
@@ -343,6 +385,8 @@ class MCTS(SearchPolicy):
                     anc.stats["best_reward"] = node.reward
                     anc.stats["stale"] = 0
                     improved_parent = improved_parent or anc.id == node.parent
+                    if anc.id == ROOT:
+                        node.stats["dive"] = True  # a new best for the problem
         if correct:
             node.stats.setdefault("best_reward", node.reward)
         if node.parent is None:
