@@ -2,21 +2,25 @@
 
 Two CuTe candidates: ``examples/gemm_bf16_wgmma.py`` (the evidence candidate: 128x128
 tile, TMA + WGMMA, 2 warpgroups) and ``examples/gemm_bf16_wgmma_ws.py`` (warp-specialized
-128x256 tile, 3 warpgroups). Steps, each recorded even when a later one fails:
+128x256 tile, 3 warpgroups). The capture keeps to a deadline (``KP_CUTE_DEADLINE_S``,
+default 138 s, for a 150 s slot): every wait is cut to what is left and
+$OUT/cute.tar.gz is rewritten after every step. Steps, each recorded even when a later
+one fails:
 
 1. Build both with load_inline and ``kernelpro_cute.build_flags()`` in a fresh extensions
    directory, in two processes at once; wall time of each build (concurrent builds and
    the eval's own build share the CPU, so these are upper bounds of a lone build).
-2. Per candidate, in a child process with a time limit (a deadlocked kernel cannot hang
-   the capture): correctness against torch.matmul on fresh random bf16 inputs (3 seeds at
+2. Per candidate, in one child process with a time limit (a deadlocked kernel cannot
+   hang the capture; results are saved after every measurement): correctness against torch.matmul on fresh random bf16 inputs (3 seeds at
    4096^3 plus two smaller shapes, one with fewer K tiles than pipeline stages), relative
    error ||C - C_ref||_F / ||C_ref||_F in fp32 and max abs error; then timing at 4096^3
    against torch.matmul: CUDA events around each call, 20 warm-up calls then 50 timed
    calls each, interleaved; median and IQR in ms; TFLOP/s = 2*M*N*K / median.
 3. ``cuobjdump -sass`` of each built .so: HGMMA / UTMALDG / SYNCS ... instruction counts.
 4. ``kernelpro eval`` of the evidence candidate (started first, in the background, so its
-   build overlaps ours; waited for before any of our GPU work) and ``kernelpro analyze``
-   of its .so, when this kernelpro has those commands.
+   build overlaps ours; waited for before our GPU work while the deadline allows, else
+   recorded as overlapping) and ``kernelpro analyze`` of its .so, when this kernelpro has
+   those commands.
 
 Everything goes to $OUT/cute.tar.gz (summary.json, SASS excerpts, tool outputs, logs).
 """
@@ -46,10 +50,14 @@ CANDIDATES = {
 # output rounding alone gives ~2^-9 = 2e-3 relative per element; differences in fp32
 # accumulation order are far smaller; a wrong tile or layout gives O(1)
 REL_ERR_LIMIT = 1e-2
-#: seconds a candidate's correctness + timing child may take (the build is cached by then)
-CHILD_TIMEOUT_S = 90
-EVAL_TIMEOUT_S = 200
-BUILD_TIMEOUT_S = 300
+#: the whole capture ends within this many seconds (the batch gives it 150 s); every
+#: step's time limit is cut to what is left, and the tarball is rewritten after each step
+DEADLINE_S = float(os.environ.get("KP_CUTE_DEADLINE_S", "138"))
+T0 = time.perf_counter()
+
+
+def remaining() -> float:
+    return DEADLINE_S - (time.perf_counter() - T0)
 
 
 def _log(msg: str) -> None:
@@ -82,8 +90,8 @@ def build_main(name: str) -> int:
     return 0
 
 
-def step_build(summary: dict, out_dir: Path) -> None:
-    """Build every candidate at once, each in its own process (nvcc is single-threaded
+def start_builds(summary: dict, out_dir: Path) -> dict:
+    """Start building every candidate, each in its own process (nvcc is single-threaded
     per translation unit and the machine has cores to spare)."""
     import kernelpro_cute
 
@@ -96,9 +104,14 @@ def step_build(summary: dict, out_dir: Path) -> None:
         procs[name] = (subprocess.Popen([sys.executable, __file__, "--build", name], stdout=log,
                                         stderr=subprocess.STDOUT, text=True),
                        log, time.perf_counter())
+    return procs
+
+
+def finish_builds(procs: dict, summary: dict, reserve_s: float) -> None:
+    """Wait for the builds, leaving ``reserve_s`` seconds of the deadline for the rest."""
     for name, (proc, log, t0) in procs.items():
         try:
-            rc = proc.wait(timeout=max(1.0, BUILD_TIMEOUT_S - (time.perf_counter() - t0)))
+            rc = proc.wait(timeout=max(1.0, remaining() - reserve_s))
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
@@ -127,14 +140,31 @@ def _rel_err(out, ref) -> tuple[float, float]:
     return rel, diff.abs().max().item()
 
 
-def child_main(name: str, result_path: Path) -> int:
-    """Correctness then timing of one candidate; writes JSON to ``result_path`` as it goes."""
+def child_main(names: list[str], result_path: Path) -> int:
+    """Correctness then timing of each candidate in turn, in one process (one torch/CUDA
+    start-up); writes JSON to ``result_path`` after every measurement, so what was done
+    survives a hang that gets this process killed."""
     import torch
 
-    result: dict = {"gpu_name": torch.cuda.get_device_name()}
+    results: dict = {"gpu_name": torch.cuda.get_device_name()}
 
     def save() -> None:
-        result_path.write_text(json.dumps(result, indent=2))
+        result_path.write_text(json.dumps(results, indent=2))
+
+    rc = 0
+    for name in names:
+        result = results[name] = {}
+        try:
+            rc |= _check_and_time(name, result, save)
+        except Exception as exc:
+            result["error"] = f"{type(exc).__name__}: {str(exc)[:3000]}"
+            save()
+            rc = 1
+    return rc
+
+
+def _check_and_time(name: str, result: dict, save) -> int:
+    import torch
 
     cand = _load_candidate(name, CANDIDATES[name])
     model = cand.ModelNew().cuda()
@@ -200,30 +230,32 @@ def child_main(name: str, result_path: Path) -> int:
     return 0
 
 
-def step_run_children(summary: dict, out_dir: Path) -> None:
-    summary["runs"] = {}
-    for name, build in summary.get("builds", {}).items():
-        if "so_path" not in build:
-            continue
-        result_path = out_dir / f"run_{name}.json"
-        t0 = time.perf_counter()
+def step_runs(summary: dict, out_dir: Path, reserve_s: float) -> None:
+    """One child process runs every built candidate (evidence candidate first)."""
+    names = [n for n, b in summary.get("builds", {}).items() if "so_path" in b]
+    if not names:
+        return
+    result_path = out_dir / "runs.json"
+    t0 = time.perf_counter()
+    log_path = out_dir / "runs.log"
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen([sys.executable, __file__, "--child", ",".join(names), str(result_path)],
+                                stdout=log, stderr=subprocess.STDOUT, text=True)
         try:
-            proc = subprocess.run(
-                [sys.executable, __file__, "--child", name, str(result_path)],
-                capture_output=True, text=True, timeout=CHILD_TIMEOUT_S, env=os.environ.copy())
-            rc, log = proc.returncode, proc.stdout + proc.stderr
-        except subprocess.TimeoutExpired as exc:
+            rc = proc.wait(timeout=max(5.0, remaining() - reserve_s))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
             rc = "timeout"
-            log = ((exc.stdout or b"").decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")) + \
-                  ((exc.stderr or b"").decode(errors="replace") if isinstance(exc.stderr, bytes) else (exc.stderr or ""))
-        (out_dir / f"run_{name}.log").write_text(log)
-        run = json.loads(result_path.read_text()) if result_path.exists() else {}
-        run["rc"] = rc
-        run["wall_s"] = round(time.perf_counter() - t0, 1)
-        summary["runs"][name] = run
-        _log(f"run {name}: rc {rc}, passed {run.get('passed')}, {run['wall_s']} s")
-        if rc != 0:
-            _log(log[-3000:])
+    runs = json.loads(result_path.read_text()) if result_path.exists() else {}
+    summary["runs"] = {n: runs.get(n, {}) for n in names}
+    summary["runs_rc"] = rc
+    summary["runs_wall_s"] = round(time.perf_counter() - t0, 1)
+    summary["gpu_name"] = runs.get("gpu_name")
+    _log(f"runs: rc {rc} in {summary['runs_wall_s']} s: " +
+         ", ".join(f"{n} passed={summary['runs'][n].get('passed')}" for n in names))
+    if rc != 0:
+        _log(log_path.read_text()[-3000:])
     summary["correct"] = bool(summary["runs"].get("cute_wgmma", {}).get("passed"))
 
 
@@ -240,7 +272,7 @@ def step_sass(summary: dict, out_dir: Path) -> None:
         if "so_path" not in build:
             continue
         proc = subprocess.run([exe, "-sass", build["so_path"]], capture_output=True, text=True,
-                              timeout=120)
+                              timeout=max(3.0, min(30.0, remaining() - 8)))
         text = proc.stdout
         counts: dict = {"rc": proc.returncode}
         for op in ("HGMMA", "UTMALDG", "SYNCS", "WARPGROUP", "USETMAXREG", "STG", "BAR"):
@@ -283,35 +315,54 @@ def start_eval(summary: dict, out_dir: Path):
     return proc, time.perf_counter(), out, err
 
 
-def finish_eval(handle, summary: dict) -> None:
-    """Wait for the eval started by :func:`start_eval` (killed after EVAL_TIMEOUT_S)."""
-    if handle is None:
-        return
+def wait_eval(handle, summary: dict, until_remaining_s: float, kill: bool) -> bool:
+    """Wait for the eval started by :func:`start_eval` while more than
+    ``until_remaining_s`` seconds of the deadline are left; kill it at that point when
+    ``kill``. True when it has finished (or never started)."""
+    if handle is None or "rc" in summary["kernelpro_eval"]:
+        return True
     proc, t0, out, err = handle
-    remaining = max(1.0, EVAL_TIMEOUT_S - (time.perf_counter() - t0))
     try:
-        rc = proc.wait(timeout=remaining)
+        rc = proc.wait(timeout=max(0.5, remaining() - until_remaining_s))
     except subprocess.TimeoutExpired:
+        if not kill:
+            return False
         proc.kill()
         proc.wait()
-        rc = "timeout"
+        rc = "killed at the capture deadline"
     out.close()
     err.close()
     summary["kernelpro_eval"].update(rc=rc, wall_s=round(time.perf_counter() - t0, 1))
     _log(f"kernelpro eval: rc {rc} in {summary['kernelpro_eval']['wall_s']} s")
+    return True
 
 
 def step_analyze(summary: dict, out_dir: Path) -> None:
     kp = _kernelpro_cmd()
     so = summary.get("builds", {}).get("cute_wgmma", {}).get("so_path")
+    if not so or remaining() < 12:
+        return
     help_an = subprocess.run(kp + ["analyze", "--help"], capture_output=True, text=True)
-    if help_an.returncode == 0 and so:
+    if help_an.returncode == 0:
         summary["kernelpro_analyze"] = _run_tool(
-            kp + ["analyze", so], out_dir / "kernelpro_analyze.txt", timeout_s=60)
+            kp + ["analyze", so], out_dir / "kernelpro_analyze.txt",
+            timeout_s=int(max(3, remaining() - 5)))
         _log(f"kernelpro analyze: {summary['kernelpro_analyze']}")
 
 
 # --- driver --------------------------------------------------------------------------------
+
+
+def _pack(summary: dict, out_dir: Path, out_root: Path) -> None:
+    """(Re)write $OUT/cute.tar.gz with everything gathered so far."""
+    summary["wall_s"] = round(time.perf_counter() - T0, 1)
+    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
+    out_root.mkdir(parents=True, exist_ok=True)
+    tmp = out_root / "cute.tar.gz.part"
+    with tarfile.open(tmp, "w:gz") as tar:
+        for f in sorted(out_dir.iterdir()):
+            tar.add(f, arcname=f.name)
+    os.replace(tmp, out_root / "cute.tar.gz")
 
 
 def main() -> int:
@@ -319,35 +370,34 @@ def main() -> int:
     out_dir = Path(tempfile.mkdtemp(prefix="cute_out_"))
     work = Path(tempfile.mkdtemp(prefix="kp_cute_build_"))
     os.environ["TORCH_EXTENSIONS_DIR"] = str(work / "torch_extensions")
-    summary: dict = {"started_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())}
-    t_start = time.perf_counter()
-    eval_handle = None
-    try:
-        eval_handle = start_eval(summary, out_dir)
-    except Exception as exc:
-        summary.setdefault("errors", {})["eval_start"] = f"{type(exc).__name__}: {exc}"
-    for name, step in (("build", lambda: step_build(summary, out_dir)),
-                       ("eval", lambda: finish_eval(eval_handle, summary)),  # GPU free after
-                       ("runs", lambda: step_run_children(summary, out_dir)),
-                       ("sass", lambda: step_sass(summary, out_dir)),
-                       ("analyze", lambda: step_analyze(summary, out_dir))):
-        if name in ("runs", "sass") and not any("so_path" in b for b in summary.get("builds", {}).values()):
-            summary.setdefault("skipped", []).append(name)
-            continue
+    summary: dict = {"started_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
+                     "deadline_s": DEADLINE_S}
+
+    def guarded(name, fn):
         try:
-            step()
+            return fn()
         except Exception as exc:  # record and keep going: every step's evidence matters
             summary.setdefault("errors", {})[name] = f"{type(exc).__name__}: {str(exc)[:3000]}"
             (out_dir / f"error_{name}.txt").write_text(traceback.format_exc())
             _log(f"step {name} failed: {type(exc).__name__}: {str(exc)[:3000]}")
-    summary["wall_s"] = round(time.perf_counter() - t_start, 1)
-    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
-    out_root.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(out_root / "cute.tar.gz", "w:gz") as tar:
-        for f in sorted(out_dir.iterdir()):
-            tar.add(f, arcname=f.name)
+        finally:
+            _pack(summary, out_dir, out_root)
+
+    # the eval's build and ours overlap on the CPU; its GPU phase is given time alone
+    # before ours starts, as long as the deadline allows
+    eval_handle = guarded("eval_start", lambda: start_eval(summary, out_dir))
+    builds = guarded("build_start", lambda: start_builds(summary, out_dir)) or {}
+    guarded("build", lambda: finish_builds(builds, summary, reserve_s=35))
+    eval_done = guarded("eval_wait", lambda: wait_eval(eval_handle, summary, 32, kill=False))
+    summary["eval_overlapped_our_gpu_runs"] = not eval_done
+    if any("so_path" in b for b in summary.get("builds", {}).values()):
+        guarded("runs", lambda: step_runs(summary, out_dir, reserve_s=12))
+        guarded("sass", lambda: step_sass(summary, out_dir))
+    guarded("eval_finish", lambda: wait_eval(eval_handle, summary, 4, kill=True))
+    guarded("analyze", lambda: step_analyze(summary, out_dir))
 
     _log("\n=== kernelpro_cute GPU capture ===")
+    _log(f"gpu            {summary.get('gpu_name')}")
     for name, build in summary.get("builds", {}).items():
         run = summary.get("runs", {}).get(name, {})
         timing = run.get("timing_4096", {})
@@ -360,9 +410,10 @@ def main() -> int:
         if isinstance(sass, dict) and name in sass:
             line += f"  HGMMA {sass[name].get('HGMMA')} UTMALDG {sass[name].get('UTMALDG')}"
         _log(line)
-    _log(f"kernelpro eval {summary.get('kernelpro_eval')}")
+    ev = summary.get("kernelpro_eval")
+    _log(f"kernelpro eval {ev if isinstance(ev, str) else {k: ev.get(k) for k in ('rc', 'wall_s')}}")
     _log(f"errors         {summary.get('errors', {})}")
-    _log(f"wall           {summary['wall_s']} s")
+    _log(f"wall           {round(time.perf_counter() - T0, 1)} s (deadline {DEADLINE_S:g} s)")
     return 0 if summary.get("correct") else 1
 
 
@@ -370,5 +421,5 @@ if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--build":
         sys.exit(build_main(sys.argv[2]))
     if len(sys.argv) == 4 and sys.argv[1] == "--child":
-        sys.exit(child_main(sys.argv[2], Path(sys.argv[3])))
+        sys.exit(child_main(sys.argv[2].split(","), Path(sys.argv[3])))
     sys.exit(main())
