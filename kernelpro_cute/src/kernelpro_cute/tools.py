@@ -1,7 +1,7 @@
 """LLM tools over the CUTLASS/CuTe corpus: ``cute_search``, ``cute_read``, ``cute_list``.
 
 ``cute_search`` opens the corpus index lazily (once per corpus root and process; the
-first build takes about 35 s); ``cute_read`` and ``cute_list`` read files directly and
+first build took 35-45 s on 2 cores); ``cute_read`` and ``cute_list`` read files directly and
 need no index. All answer in plain text. Paths are relative to the corpus root; a path that leaves it, a missing
 corpus or a malformed argument raises :class:`kernelpro.api.ToolError` with one line.
 """
