@@ -144,6 +144,16 @@ def test_contract_violation_gets_a_repair_prompt(server, make_generator, problem
     assert server.bodies[1]["messages"][1] == {"role": "assistant", "content": [{"type": "text", "text": bad_reply}]}
 
 
+def test_truncated_or_refused_replies_say_why(server, make_generator, problem):
+    server.add(text_reply("Change: x\n```python\nimport torch\n", stop_reason="max_tokens"),
+               text_reply("I can't help with that.", stop_reason="refusal"), text_reply(answer()))
+    make_generator(max_tokens=2000).generate(request_for(problem))
+    cut = server.bodies[1]["messages"][-1]["content"][-1]["text"]
+    refused = server.bodies[2]["messages"][-1]["content"][-1]["text"]
+    assert "the code block is not closed (the answer was cut off?) (the reply stopped at max_tokens = 2000)" in cut
+    assert "no ```python code block (stop_reason: refusal)" in refused
+
+
 def test_contract_still_broken_after_max_repairs(server, make_generator, problem):
     server.add(*(text_reply("Change: x\n```python\nprint('no model')\n```") for _ in range(3)))
     drafts = make_generator(max_repairs=2).generate(request_for(problem))

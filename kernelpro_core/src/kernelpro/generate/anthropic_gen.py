@@ -252,6 +252,8 @@ class AnthropicGenerator(Generator):
                 contract_error = str(exc)
                 if message.stop_reason == "max_tokens":
                     contract_error += f" (the reply stopped at max_tokens = {s.max_tokens})"
+                elif message.stop_reason not in ("end_turn", "stop_sequence", None):
+                    contract_error += f" (stop_reason: {message.stop_reason})"
                 if trace["repairs"] >= s.max_repairs:
                     break
                 trace["repairs"] += 1
