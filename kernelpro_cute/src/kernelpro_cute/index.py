@@ -127,10 +127,49 @@ def _fold(name: str) -> str:
     return name.lower().replace("_", "")
 
 
-def build_index(corpus: Corpus, db_path: Path, files: list[Path] | None = None) -> Path:
-    """Chunk and index every file of ``corpus`` into a new SQLite file at ``db_path``."""
+def _file_rows(root: str, rel: str) -> list[tuple]:
+    """Index rows of one file: (kind, symbol, qualified, start, end, signature,
+    symbol terms, path terms, file-name parts, body terms). Runs in worker processes."""
+    try:
+        text = (Path(root) / rel).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    lines = text.splitlines()
+    pterms = " ".join(path_terms(rel))
+    stem = " ".join(stem_parts(rel))
+    rows = []
+    for ch in chunk_file(rel, text):
+        end = min(ch.end_line, ch.start_line + BODY_LINE_LIMIT - 1)
+        body = "\n".join(lines[ch.start_line - 1 : end])
+        sterms = " ".join(identifier_terms(ch.symbol)) if ch.symbol else ""
+        rows.append((ch.kind, ch.symbol, ch.qualified, ch.start_line, ch.end_line, ch.signature,
+                     sterms, pterms, stem, " ".join(text_terms(body))))
+    return rows
+
+
+def _all_rows(root: Path, rels: list[str], workers: int):
+    """(rel, rows) per file, in file order; chunked in ``workers`` processes when > 1."""
+    if workers > 1 and len(rels) > 50:
+        try:
+            from concurrent.futures import ProcessPoolExecutor
+
+            with ProcessPoolExecutor(max_workers=workers) as pool:
+                yield from zip(rels, pool.map(_file_rows, [str(root)] * len(rels), rels, chunksize=16))
+            return
+        except (OSError, ImportError, RuntimeError):  # no process pool here: do it serially
+            pass
+    for rel in rels:
+        yield rel, _file_rows(str(root), rel)
+
+
+def build_index(corpus: Corpus, db_path: Path, files: list[Path] | None = None,
+                workers: int | None = None) -> Path:
+    """Chunk and index every file of ``corpus`` into a new SQLite file at ``db_path``
+    (chunking in up to ``workers`` processes; default: the CPU count, at most 8)."""
     root = corpus.root
     files = indexed_files(root) if files is None else files
+    rels = [f.relative_to(root).as_posix() for f in files]
+    workers = workers if workers is not None else min(8, os.cpu_count() or 1)
     db_path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=db_path.name + ".", suffix=".tmp", dir=db_path.parent)
     os.close(fd)
@@ -140,34 +179,23 @@ def build_index(corpus: Corpus, db_path: Path, files: list[Path] | None = None) 
     try:
         con.executescript(_SCHEMA)
         rows = syms = 0
-        for f in files:
-            rel = f.relative_to(root).as_posix()
-            try:
-                text = f.read_text(encoding="utf-8", errors="replace")
-            except OSError:
-                continue
-            lines = text.splitlines()
-            pterms = " ".join(path_terms(rel))
-            stem = " ".join(stem_parts(rel))
-            for ch in chunk_file(rel, text):
-                end = min(ch.end_line, ch.start_line + BODY_LINE_LIMIT - 1)
-                body = "\n".join(lines[ch.start_line - 1 : end])
-                sterms = " ".join(identifier_terms(ch.symbol)) if ch.symbol else ""
+        for rel, file_rows in _all_rows(root, rels, workers):
+            for (kind, symbol, qualified, start, end, signature, sterms, pterms, stem,
+                 body_terms) in file_rows:
                 cur = con.execute(
                     "INSERT INTO chunks (path, kind, symbol, qualified, start_line, end_line,"
                     " signature, symbol_terms, path_terms, stem_parts)"
                     " VALUES (?,?,?,?,?,?,?,?,?,?)",
-                    (rel, ch.kind, ch.symbol, ch.qualified, ch.start_line, ch.end_line,
-                     ch.signature, sterms, pterms, stem),
+                    (rel, kind, symbol, qualified, start, end, signature, sterms, pterms, stem),
                 )
                 rowid = cur.lastrowid
                 con.execute(
                     "INSERT INTO chunks_fts (rowid, path_t, symbol_t, body_t) VALUES (?,?,?,?)",
-                    (rowid, pterms, sterms, " ".join(text_terms(body))),
+                    (rowid, pterms, sterms, body_terms),
                 )
                 rows += 1
-                if ch.symbol:
-                    con.execute("INSERT INTO symbols VALUES (?,?)", (_fold(ch.symbol), rowid))
+                if symbol:
+                    con.execute("INSERT INTO symbols VALUES (?,?)", (_fold(symbol), rowid))
                     syms += 1
         con.executemany(
             "INSERT INTO meta VALUES (?,?)",
