@@ -135,3 +135,9 @@ def test_64bit_division_subroutine_calls_are_seen(profiles):
     assert f.division_calls_in_loops > 0
     (finding,) = [x for x in run_all(profiles["intdiv64_loop"]) if x.tool == "sass_int_division_in_loop"]
     assert "64-bit division subroutine" in finding.message
+
+
+def test_findings_point_at_source_lines(profiles):
+    """Fixtures are compiled with -lineinfo; nvdisasm -g maps SASS back to .cu lines."""
+    (f,) = [x for x in run_all(profiles["intdiv_loop"]) if x.tool == "sass_int_division_in_loop"]
+    assert any(line.endswith("intdiv_loop.cu:4") for line in f.source_lines), f.source_lines

@@ -23,6 +23,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -175,21 +176,56 @@ def pick_arch(archs: list[str | None], preferred: str | None = None) -> str | No
     return max(present, key=_arch_key)
 
 
+def is_cubin(path: Path) -> bool:
+    """An ELF of machine EM_CUDA (a cubin, whatever its suffix)."""
+    try:
+        with path.open("rb") as fh:
+            return _elf_machine(fh.read(64)) == EM_CUDA
+    except OSError:
+        return False
+
+
+def sass_listing(path: Path, timeout_s: float = 120.0) -> tuple[str, str]:
+    """The SASS text of ``path`` and how it was made.
+
+    With nvdisasm: ``nvdisasm -c -g`` on a cubin, or on each cubin ``cuobjdump -xelf all``
+    extracts from a fat binary / object / shared object; ``-g`` adds the source file and
+    line of each instruction when the code was built with line info (``-lineinfo``, Triton).
+    Without nvdisasm: ``cuobjdump -sass`` (no source lines). Without cuobjdump: nvdisasm on
+    cubins only."""
+    cuobjdump, nvdisasm = find_tool("cuobjdump"), find_tool("nvdisasm")
+    if nvdisasm is not None and is_cubin(path):
+        return run_tool([str(nvdisasm), "-c", "-g", str(path)], timeout_s, what="nvdisasm"), "nvdisasm"
+    if cuobjdump is None:
+        raise CollectorError(missing_message("cuobjdump"))
+    if nvdisasm is not None:
+        scratch = Path(tempfile.mkdtemp(prefix="kernelpro_sass_xelf_"))
+        try:
+            try:
+                subprocess.run([str(cuobjdump), "-xelf", "all", str(path.resolve())], cwd=scratch,
+                               capture_output=True, text=True, timeout=timeout_s)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+            cubins = sorted(p for p in scratch.glob("*.cubin") if is_cubin(p))
+            if cubins:
+                texts = [run_tool([str(nvdisasm), "-c", "-g", str(c)], timeout_s, what="nvdisasm")
+                         for c in cubins]
+                return "\n".join(texts), "cuobjdump -xelf + nvdisasm"
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+    return _cuobjdump(cuobjdump, "-sass", path, timeout_s), "cuobjdump -sass"
+
+
 def disassemble(path: Path, preferred_arch: str | None = None, timeout_s: float = 120.0,
                 extra_log: str = "", origin: str = "nvcc") -> DisassembledFile:
-    """Disassemble every kernel of ``path`` with cuobjdump (nvdisasm for a plain cubin when
-    cuobjdump is missing), attach resource usage and ptxas messages from ``extra_log``."""
+    """Disassemble every kernel of ``path`` (:func:`sass_listing`), attach resource usage
+    (``cuobjdump -res-usage``) and ptxas messages from ``extra_log``."""
     notes: list[str] = []
+    text, _ = sass_listing(path, timeout_s)
     cuobjdump = find_tool("cuobjdump")
     if cuobjdump is not None:
-        text = _cuobjdump(cuobjdump, "-sass", path, timeout_s)
-        res_text = _cuobjdump(cuobjdump, "-res-usage", path, timeout_s)
-        usage = parse_res_usage(res_text)
+        usage = parse_res_usage(_cuobjdump(cuobjdump, "-res-usage", path, timeout_s))
     else:
-        nvdisasm = find_tool("nvdisasm")
-        if nvdisasm is None or path.suffix != ".cubin":
-            raise CollectorError(missing_message("cuobjdump"))
-        text = run_tool([str(nvdisasm), "-c", str(path)], timeout_s, what="nvdisasm")
         usage = {}
         notes.append(f"{path.name}: cuobjdump missing, no resource usage (pip install nvidia-cuda-cuobjdump)")
     raw = parse_sass(text)

@@ -25,6 +25,7 @@ _SECTION_TEXT = re.compile(r"^\s*\.section\s+\.text\.([^,\s]+)")
 _LABEL = re.compile(r"^\s*(\.L_\w+):\s*$")
 _HEX = re.compile(r"0x([0-9a-fA-F]+)")
 _LABEL_REF = re.compile(r"`\((\.L_\w+)\)")
+_LINE_INFO = re.compile(r'^\s*//## File "([^"]+)", line (\d+)')
 
 
 @attrs.frozen
@@ -38,6 +39,7 @@ class Instruction:
     predicate: str | None = None  # "P0", "!P1", "UP0", "PT", "!PT" (never executes) ...
     branch_target: int | None = None
     loop_depth: int = 0
+    source: str | None = None  # "file.cu:12" from line info (nvdisasm -g), when built with it
 
     @property
     def mnemonic(self) -> str:
@@ -159,22 +161,24 @@ def parse_sass(text: str) -> list[_RawKernel]:
     kernels: list[_RawKernel] = []
     arch: str | None = None
     name: str | None = None
-    rows: list[tuple[int, str]] = []
+    rows: list[tuple[int, str, str | None]] = []
     labels: dict[str, int] = {}
     pending_labels: list[str] = []
+    source: str | None = None
 
     def flush() -> None:
-        nonlocal rows, labels, pending_labels
+        nonlocal rows, labels, pending_labels, source
         if name is not None and rows:
             raw = []
-            for address, body in rows:
+            for address, body, where in rows:
                 predicate, opcode, mods, operands = _split(body)
                 raw.append(Instruction(address=address, opcode=opcode, modifiers=mods,
                                        operands=operands, predicate=predicate,
-                                       branch_target=_branch_target(opcode, operands, labels)))
+                                       branch_target=_branch_target(opcode, operands, labels),
+                                       source=where))
             instructions, loops = _with_loops(raw)
             kernels.append(_RawKernel(name, arch, instructions, loops))
-        rows, labels, pending_labels = [], {}, []
+        rows, labels, pending_labels, source = [], {}, [], None
 
     for line in text.splitlines():
         m = _INSN.match(line)
@@ -186,7 +190,11 @@ def parse_sass(text: str) -> list[_RawKernel]:
             for label in pending_labels:
                 labels[label] = address
             pending_labels = []
-            rows.append((address, body))
+            rows.append((address, body, source))
+            continue
+        m = _LINE_INFO.match(line)
+        if m:
+            source = f"{m.group(1).rsplit('/', 1)[-1]}:{m.group(2)}"
             continue
         m = _FUNCTION.match(line) or _SECTION_TEXT.match(line)
         if m:
@@ -204,10 +212,12 @@ def parse_sass(text: str) -> list[_RawKernel]:
             arch = m.group(1)
             continue
         m = _TARGET.match(line)
-        if m and name is None:  # nvdisasm's header (and cuobjdump's repeat of it)
+        if m:  # a cubin's header (nvdisasm; cuobjdump repeats it after "code for")
+            flush()
+            name = None
             arch = m.group(1)
             continue
-        if line.strip().startswith(".section") and name is not None:
+        if re.match(r"\s*\.section\s", line) and name is not None:  # not .sectioninfo
             flush()
             name = None
     flush()

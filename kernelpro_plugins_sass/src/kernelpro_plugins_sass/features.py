@@ -227,13 +227,17 @@ def _division_setups(executed: list[Instruction]) -> list[Instruction]:
 
 
 def _division_calls(executed: list[Instruction]) -> list[Instruction]:
-    """CALLs whose target subroutine starts a reciprocal estimate (I2F.U64.RP, or
-    MUFU.RCP64H, within its first 40 instructions): ptxas' 64-bit integer division or
-    modulo subroutine."""
+    """CALLs to ptxas' 64-bit integer division/modulo subroutine: nvdisasm names it
+    (``$__internal_0_$__cuda_sm20_div_s64``, ``..._rem_u64``); in cuobjdump's listing the
+    target is an address, recognised by a reciprocal estimate (I2F.U64.RP, or MUFU.RCP64H)
+    within its first 40 instructions."""
     index = {i.address: k for k, i in enumerate(executed)}
     sites = []
     for ins in executed:
         if ins.opcode != "CALL":
+            continue
+        if re.search(r"__cuda_sm\d+_(div|rem)", ins.operands):
+            sites.append(ins)
             continue
         hexes = re.findall(r"0x([0-9a-fA-F]+)", ins.operands)
         start = index.get(int(hexes[-1], 16)) if hexes else None

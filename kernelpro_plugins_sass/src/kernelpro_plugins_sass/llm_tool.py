@@ -44,7 +44,8 @@ def format_kernel(entry: KernelEntry, max_lines: int) -> str:
         shown = (in_loops or executed)[:max_lines]
         note = (f"// trimmed: {len(shown)} of {len(executed)} instructions shown"
                 + (" (loop bodies only)" if in_loops else ""))
-    body = [f"/*{i.address:04x}*/ {'[L%d] ' % i.loop_depth if i.loop_depth else ''}{i.text}" for i in shown]
+    body = [f"/*{i.address:04x}*/ {'[L%d] ' % i.loop_depth if i.loop_depth else ''}{i.text}"
+            + (f"  // {i.source}" if i.source else "") for i in shown]
     return "\n".join([ln for ln in head if ln] + ([note] if note else []) + body)
 
 

@@ -37,7 +37,8 @@ class SassMicroProfiler(MicroProfiler):
     def finding(self, entry: KernelEntry, severity: str, title: str, message: str, action: str,
                 gain: float | None, evidence: dict[str, float],
                 lines: list[Instruction] | tuple[str, ...] = ()) -> Finding:
-        quoted = tuple(i if isinstance(i, str) else f"/*{i.address:04x}*/ {i.text}"
+        quoted = tuple(i if isinstance(i, str) else
+                       f"/*{i.address:04x}*/ {i.text}" + (f"  // {i.source}" if i.source else "")
                        for i in list(lines)[:MAX_SOURCE_LINES])
         return Finding(tool=self.name, severity=severity, title=title, message=message,
                        action=action, estimated_gain=None if gain is None else round(max(0.0, min(gain, 0.9)), 3),
