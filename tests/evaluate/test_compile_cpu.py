@@ -76,3 +76,13 @@ def test_build_env_points_every_cache_into_the_entry(tmp_path):
     assert env["TORCH_EXTENSIONS_DIR"] == str(Path(tmp_path).resolve() / "torch_extensions")
     assert env["TRITON_CACHE_DIR"].endswith("triton") and env["KERNELPRO_BUILD_DIR"].endswith("nvcc")
     assert env["TORCH_CUDA_ARCH_LIST"] == "9.0a"
+
+
+def test_compile_pool_runs_in_the_background(tmp_path, fast_config):
+    cfg = attrs.evolve(fast_config, build_cache_dir=str(tmp_path / "cache"))
+    pool = build.CompilePool(cfg, workers=2)
+    try:
+        fut = pool.submit(honest("nvcc_broken"))
+        assert fut.result(timeout=120).status == "compile_error"
+    finally:
+        pool.shutdown()

@@ -24,6 +24,7 @@ INTEGRITY = Verdict.INTEGRITY
     ("inspects_frames", INTEGRITY, "stack frames"),
     ("thread_work", INTEGRITY, "threads"),
     ("forges_result_pipe", INTEGRITY, "not signed"),
+    ("alters_reference", INTEGRITY, "reference model no longer produces its own outputs"),
     ("wrong_dtype", Verdict.INCORRECT, "dtype"),
     ("relu_shortcut", Verdict.INCORRECT, "N(0,1) trial"),
 ])

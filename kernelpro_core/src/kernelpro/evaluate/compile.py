@@ -312,6 +312,31 @@ def compile_many(candidate_paths: Iterable[Path], *, config: Any, workers: int |
         return [f.result() for f in futures]
 
 
+class CompilePool:
+    """Compile candidates in the background while the caller evaluates others::
+
+        pool = CompilePool(config.evaluator)           # workers: config.compile_workers
+        futures = {cid: pool.submit(path) for cid, path in next_drafts}
+        ...
+        result = evaluate(problem, path, ..., compiled=futures[cid].result())
+        pool.shutdown()
+    """
+
+    def __init__(self, config: Any, workers: int | None = None) -> None:
+        cores = os.cpu_count() or 1
+        self.workers = max(1, workers or config.compile_workers or min(cores, 8))
+        self.config = config
+        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=self.workers,
+                                                           thread_name_prefix="kernelpro-compile")
+
+    def submit(self, candidate_path: Path) -> "concurrent.futures.Future[CompileOutcome]":
+        jobs = max(1, (os.cpu_count() or 1) // self.workers)
+        return self._pool.submit(compile_candidate, Path(candidate_path), config=self.config, max_jobs=jobs)
+
+    def shutdown(self, wait: bool = True) -> None:
+        self._pool.shutdown(wait=wait, cancel_futures=not wait)
+
+
 def _read_meta(entry: Path) -> dict[str, Any] | None:
     try:
         meta = json.loads((entry / "meta.json").read_text())

@@ -38,10 +38,12 @@ def command(
 
 def prepare(problem_path: Path, candidate_path: Path | None, device: str, seed: int):
     """Build the model (candidate's ModelNew, or the reference Model) and its inputs."""
+    from kernelpro.evaluate.compile import install_build_hooks
     from kernelpro.evaluate.loader import build_model, load_module, make_inputs
 
     problem = load_module(problem_path, "kernelpro_problem")
     if candidate_path is not None:
+        install_build_hooks()  # the evaluator's include paths and flags: the cached build is reused
         cand = load_module(candidate_path, "kernelpro_candidate")
         cls = cand.ModelNew
     else:
