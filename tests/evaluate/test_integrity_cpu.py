@@ -41,6 +41,13 @@ def test_forged_result_file_is_ignored(run_eval, gelu_problem):
     assert result.timing is None
 
 
+def test_content_memoization_never_hits(run_eval, gelu_problem, session_dir):
+    # every timed call sees values no call saw before, so a memo keyed by content never hits
+    result = run_eval(cheater("memoizes_content"), gelu_problem)
+    assert result.verdict is Verdict.CORRECT, result.reason
+    assert not list(session_dir.glob("eval*_memoizes_content/memo_hits.txt"))
+
+
 def test_stale_memory_is_never_correct(run_eval, gelu_problem):
     result = run_eval(cheater("stale_memory"), gelu_problem)
     assert result.verdict is not Verdict.CORRECT

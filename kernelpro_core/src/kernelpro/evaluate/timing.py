@@ -121,10 +121,14 @@ class Timer:
         self._check()
         return (t1 - t0) * 1e3, out
 
-    def warmup(self, fn: Callable[[], Any], after: Callable[[Any], None] | None = None) -> float:
-        """Run ``fn`` for about ``warmup_ms``; return the estimated time per call (ms)."""
+    def warmup(self, fn: Callable[[], Any], after: Callable[[Any], None] | None = None,
+               before: Callable[[int], None] | None = None) -> float:
+        """Run ``fn`` for about ``warmup_ms``; return the estimated time per call (ms).
+        ``before(k)`` / ``after(out)`` run around warm-up call ``k`` (0, 1, ...)."""
         spent, count = 0.0, 0
         while True:
+            if before is not None:
+                before(count)
             ms, out = self.once(fn)
             if after is not None:
                 after(out)
@@ -145,14 +149,15 @@ class Timer:
         """Time each callable, alternating between them in ``rounds`` rounds.
 
         ``before(name, i)`` runs before and ``after(name, i, output)`` after each timed
-        call, both outside the timed region (the worker rotates inputs, re-checks outputs,
+        call, both outside the timed region (the worker refreshes inputs, re-checks outputs,
         poisons the reference's outputs and resets device state there); ``i`` counts the
-        calls of one callable from 0, warm-up calls excluded."""
+        timed calls of one callable from 0; warm-up calls get ``before(name, -1 - k)`` and
+        ``after(name, -1, output)``."""
         per_call = {}
         for name, fn in fns.items():
-            if before is not None:
-                before(name, -1)
-            per_call[name] = max(self.warmup(fn, (lambda out, n=name: after(n, -1, out)) if after else None), 1e-4)
+            warm_before = (lambda k, n=name: before(n, -1 - k)) if before else None
+            warm_after = (lambda out, n=name: after(n, -1, out)) if after else None
+            per_call[name] = max(self.warmup(fn, warm_after, warm_before), 1e-4)
         samples: dict[str, list[float]] = {name: [] for name in fns}
         rounds = max(1, rounds)
         reps = {name: max(1, max(self.min_reps, min(self.max_reps, int(self.rep_ms / per_call[name]))) // rounds)

@@ -204,6 +204,16 @@ def _poison(out: Any, keep: list[torch.Tensor]) -> None:
             pass  # e.g. an expanded view: not writable in place, and not a fresh block anyway
 
 
+def _fill_timed_inputs(timed: list[Any], src: list[Any], u: float) -> None:
+    """Copy a trial's inputs into the timing buffers and scale the floating ones by
+    ``1 + u * max(1e-3, 4 * eps(dtype))`` (sign and zeros kept, values new)."""
+    for dst, s in zip(timed, src):
+        if isinstance(dst, torch.Tensor):
+            dst.copy_(s)
+            if dst.is_floating_point() and u:
+                dst.mul_(1.0 + u * max(1e-3, 4 * torch.finfo(dst.dtype).eps))
+
+
 def _poison_free_memory(device: str) -> None:
     """Fill the caching allocator's free blocks with NaN so stale reads see poison."""
     if not device.startswith("cuda"):
@@ -481,19 +491,22 @@ def run(job: dict[str, Any]) -> EvalResult:
     for i in range(1, len(order)):  # consecutive calls always see different values
         if k_sets > 1 and order[i] == order[i - 1]:
             order[i] = (order[i] + 1) % k_sets
-    current = {"j": 0}
-    kept: list[tuple[int, int, Any]] = []
+    # every call's floating inputs are also scaled by (1 + eps), |eps| a few ulps of the dtype
+    # or 1e-3 (whichever is larger), different for every call: no two timed calls see the
+    # same values, so neither address- nor content-keyed caches can hit
+    eps_u = [rng.choice((-1.0, 1.0)) * rng.uniform(1.0, 2.0) for _ in range(len(order))]
+    warm_u = [rng.choice((-1.0, 1.0)) * rng.uniform(1.0, 2.0) for _ in range(len(order))]
+    current = {"j": 0, "u": 0.0}
+    kept: list[tuple[int, int, float, Any]] = []
     recheck_n = max(1, int(ev.get("recheck_calls", 8)))
     seen = {"n": 0}
     stream_handles = [torch.cuda.current_stream().cuda_stream, 0] if cuda else []
 
     def before(name: str, i: int) -> None:
-        j = 0 if i < 0 else order[i % len(order)]
-        current["j"] = j
-        src = input_sets[j]
-        for dst, s in zip(timed_inputs, src):
-            if isinstance(dst, torch.Tensor):
-                dst.copy_(s)
+        j = order[(-1 - i) % len(order)] if i < 0 else order[i % len(order)]
+        u = warm_u[(-1 - i) % len(warm_u)] if i < 0 else eps_u[i % len(eps_u)]
+        current["j"], current["u"] = j, u
+        _fill_timed_inputs(timed_inputs, input_sets[j], u)
         guard.restore_backend_flags(cand_flags if name == "candidate" else ref_flags)
         if l2 is not None:
             l2.reset(stream_handles)
@@ -513,13 +526,14 @@ def run(job: dict[str, Any]) -> EvalResult:
         # reservoir sample of the timed calls (copied to the host only when kept), and the
         # latest call always in the last slot
         seen["n"] += 1
+        item = (i, current["j"], current["u"])
         if len(kept) < recheck_n:
-            kept.append((i, current["j"], cmp.to_cpu(out)))
+            kept.append((*item, cmp.to_cpu(out)))
             return
         r = rng.randrange(seen["n"])
         if r < recheck_n - 1:
             kept[r] = kept[-1]
-        kept[-1] = (i, current["j"], cmp.to_cpu(out))
+        kept[-1] = (*item, cmp.to_cpu(out))
 
     def ref_call() -> Any:
         return ref_model(*timed_inputs)
@@ -539,13 +553,6 @@ def run(job: dict[str, Any]) -> EvalResult:
         f = _classify_runtime(exc, "timed run failed: ")
         f.extra["compile"] = compile_res
         raise f
-    guard.restore_backend_flags(ref_flags)
-    for i, j, out in kept:
-        c = cmp.compare(out, ref_outs[j], tols, "cpu")
-        if not c.ok:
-            raise fail(Verdict.INTEGRITY, f"timed call {i} returned a wrong output (results cached across calls "
-                       f"or an input-dependent shortcut): {c.message}")
-    evaluator_notes["rechecked_calls"] = float(len(kept))
 
     # 5. after timing ----------------------------------------------------------------------
     _status(job, "verify")
@@ -560,7 +567,23 @@ def run(job: dict[str, Any]) -> EvalResult:
     if not cmp.compare(cmp.to_cpu(again), ref_outs[0], tols).ok:
         raise fail(Verdict.INTEGRITY, "the reference model no longer produces its own outputs: the candidate "
                    "altered it")
+    _poison(again, params)
     del again
+    guard.restore_backend_flags(ref_flags)
+    for i, j, u, out in kept:
+        if l2 is not None:
+            l2.reset(stream_handles)
+        _fill_timed_inputs(timed_inputs, input_sets[j], u)
+        with torch.no_grad():
+            ref_out = ref_model(*timed_inputs)
+            expected = cmp.to_cpu(ref_out)
+        _poison(ref_out, params + [x for x in timed_inputs if isinstance(x, torch.Tensor)])
+        del ref_out
+        c = cmp.compare(out, expected, tols, "cpu")
+        if not c.ok:
+            raise fail(Verdict.INTEGRITY, f"timed call {i} returned a wrong output (results cached across calls "
+                       f"or an input-dependent shortcut): {c.message}")
+    evaluator_notes["rechecked_calls"] = float(len(kept))
     if l2 is not None and l2.found:
         flags.append("l2_persistence_reset: the candidate left " + "; ".join(l2.found[:3])
                      + " (reset before every timed call)")
@@ -584,7 +607,10 @@ def run(job: dict[str, Any]) -> EvalResult:
             for t in range(n):
                 inputs = make_inputs(problem, seed + 5000 + t, device)
                 guard.restore_backend_flags(ref_flags)
-                ref = cmp.to_cpu(ref_model(*_clone_inputs(inputs)))
+                ref_dev = ref_model(*_clone_inputs(inputs))
+                ref = cmp.to_cpu(ref_dev)
+                _poison(ref_dev, params)
+                del ref_dev
                 guard.restore_backend_flags(cand_flags)
                 try:
                     out = cand_model(*inputs)
