@@ -5,6 +5,7 @@ from torch.utils.cpp_extension import load_inline
 
 CUDA_SRC = r'''
 #include <torch/extension.h>
+#include <ATen/cuda/CUDAContext.h>
 #include <cuda_runtime.h>
 __global__ void fused_bias_gelu_kernel(const float* x, const float* b, float* out, long n, long cols, float scale) {
     long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
