@@ -2,7 +2,7 @@
 
     python benchmarks/search_sim/run.py [--seeds N] [--first-seed S] [--budget B]
                                         [--parallel P] [--families a,b] [--no-ablations]
-                                        [--start naive|uniform] [--json OUT]
+                                        [--start naive|uniform] [--jobs J] [--json OUT]
 
 Runs the real policy classes (``kernelpro.search.mcts.MCTS``, ``kernelpro.search.greedy.Greedy``,
 ``kernelpro.search.beam.Beam``, default settings) and MCTS with each adaptation switched
@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import multiprocessing
 import platform
 import random
 import statistics
@@ -69,31 +70,45 @@ ABLATIONS: dict[str, dict[str, Any]] = {
 }
 
 
-def ablation_factory(overrides: dict[str, Any]) -> Callable[[int], Any]:
-    settings = Settings(**overrides)
-    return lambda seed: MCTS(settings, rng=random.Random(seed))
+def make_policy(name: str, seed: int) -> Any:
+    if name in BASELINES:
+        return BASELINES[name](seed)
+    return MCTS(Settings(**ABLATIONS[name]), rng=random.Random(seed))
 
 
-def run_all(policies: dict[str, Callable[[int], Any]], families: list[str], seeds: list[int],
-            budget: int, parallel: int, start: str = "naive") -> dict[str, dict[str, list[dict[str, Any]]]]:
+def _one_landscape(task: tuple[str, int, list[str], int, int, str]) -> tuple[str, int, dict[str, dict]]:
+    """Every policy on one landscape; the unit of work for --jobs."""
+    family, seed, names, budget, parallel, start = task
+    landscape = make_landscape(family, seed)
+    optimum = landscape.optimum()
+    rows = {}
+    for name in names:
+        out = run_search(make_policy(name, seed), landscape, budget, parallel=parallel, seed=seed,
+                         start=start)
+        rows[name] = {
+            "seed": seed,
+            "reported_speedup": out.reported_true_speedup,
+            "best_found_speedup": out.best_true_speedup,
+            "optimum_speedup": optimum,
+            "evaluated": out.evaluated,
+            "correct": out.correct,
+        }
+    return family, seed, rows
+
+
+def run_all(names: list[str], families: list[str], seeds: list[int], budget: int, parallel: int,
+            start: str = "naive", jobs: int = 1) -> dict[str, dict[str, list[dict[str, Any]]]]:
     """results[family][policy] = one dict per seed, in seed order."""
-    results: dict[str, dict[str, list[dict[str, Any]]]] = {}
-    for family in families:
-        results[family] = {}
-        for seed in seeds:
-            landscape = make_landscape(family, seed)
-            optimum = landscape.optimum()
-            for name, factory in policies.items():
-                out = run_search(factory(seed), landscape, budget, parallel=parallel, seed=seed,
-                                 start=start)
-                results[family].setdefault(name, []).append({
-                    "seed": seed,
-                    "reported_speedup": out.reported_true_speedup,
-                    "best_found_speedup": out.best_true_speedup,
-                    "optimum_speedup": optimum,
-                    "evaluated": out.evaluated,
-                    "correct": out.correct,
-                })
+    tasks = [(f, s, names, budget, parallel, start) for f in families for s in seeds]
+    if jobs > 1:
+        with multiprocessing.Pool(jobs) as pool:
+            done = pool.map(_one_landscape, tasks, chunksize=4)
+    else:
+        done = [_one_landscape(t) for t in tasks]
+    results: dict[str, dict[str, list[dict[str, Any]]]] = {f: {n: [] for n in names} for f in families}
+    for family, _seed, rows in done:  # tasks are in (family, seed) order
+        for name, row in rows.items():
+            results[family][name].append(row)
     return results
 
 
@@ -162,6 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-ablations", action="store_true")
     ap.add_argument("--start", choices=STARTS, default="naive",
                     help="where first attempts land: plain low knobs (naive) or anywhere (uniform)")
+    ap.add_argument("--jobs", type=int, default=1, help="worker processes")
     ap.add_argument("--json", type=Path, help="write every run's numbers here")
     args = ap.parse_args(argv)
     families = [f for f in args.families.split(",") if f]
@@ -172,11 +188,9 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--seeds, --budget and --parallel must be positive")
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
 
-    policies = dict(BASELINES)
-    if not args.no_ablations:
-        policies.update({name: ablation_factory(o) for name, o in ABLATIONS.items()})
+    names = list(BASELINES) + ([] if args.no_ablations else list(ABLATIONS))
     started = time.time()
-    results = run_all(policies, families, seeds, args.budget, args.parallel, args.start)
+    results = run_all(names, families, seeds, args.budget, args.parallel, args.start, args.jobs)
     elapsed = time.time() - started
 
     header = [

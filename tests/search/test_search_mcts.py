@@ -221,7 +221,7 @@ def test_consecutive_failures_close_a_node_with_the_reason():
     add(p, tree, a, None, verdict="incorrect")
     assert tree[a].closed is None
     add(p, tree, a, None)
-    assert tree[a].closed and "dead end" in tree[a].closed and "3 children failed" in tree[a].closed
+    assert tree[a].closed == "dead end: the last 3 candidates in this subtree failed to compile or verify"
     assert a in tree and len(tree[a].children) == 3  # pruned nodes stay in the record
     assert a not in p._selectable(tree)
 
@@ -239,25 +239,40 @@ def test_a_correct_child_resets_the_failure_streak():
 def test_non_improving_expansions_close_a_node():
     p = policy(stale_expansions=3, min_improvement=0.02, max_consecutive_failures=99)
     tree = Tree.new()
+    add(p, tree, ROOT, 5.0)  # the best candidate lives elsewhere
     a = add(p, tree, ROOT, 2.0)
     add(p, tree, a, 2.01)  # within the 2% improvement threshold: not an improvement
     add(p, tree, a, 1.5)
     assert tree[a].closed is None
     add(p, tree, a, 1.9)
-    assert tree[a].closed.startswith("no improvement in 3 expansions")
-    assert "2.00x" in tree[a].closed
+    assert tree[a].closed == "no improvement in 3 expansions of this subtree (best 2.00x)"
 
 
-def test_an_improvement_deeper_in_the_subtree_keeps_a_node_open():
+def test_staleness_counts_the_whole_subtree():
     p = policy(stale_expansions=2, max_consecutive_failures=99)
     tree = Tree.new()
+    add(p, tree, ROOT, 10.0)
     a = add(p, tree, ROOT, 2.0)
-    b = add(p, tree, a, 1.5)
-    add(p, tree, b, 3.0)  # improves a's subtree: a's count restarts
-    add(p, tree, a, 1.0)
+    b = add(p, tree, a, 1.5)  # a: 1 without improvement
+    add(p, tree, b, 3.0)  # improves a's subtree best: a's count restarts
+    assert tree[a].closed is None and tree[a].stats["stale"] == 0
+    add(p, tree, b, 1.0)
     assert tree[a].closed is None
-    add(p, tree, a, 1.0)
-    assert tree[a].closed is not None
+    add(p, tree, b, 1.0)
+    assert tree[a].closed is not None and tree[b].closed is not None
+
+
+def test_the_lineage_of_the_best_candidate_is_never_closed():
+    p = policy(stale_expansions=2, max_consecutive_failures=2)
+    tree = Tree.new()
+    a = add(p, tree, ROOT, 2.0)
+    b = add(p, tree, a, 3.0)  # the best candidate; a is its ancestor
+    add(p, tree, b, None)
+    add(p, tree, b, None)
+    assert tree[b].closed is not None  # the best candidate itself can be a dead end
+    for _ in range(4):
+        add(p, tree, a, 1.0)
+    assert tree[a].closed is None
 
 
 def test_pruning_off_never_closes():

@@ -32,9 +32,10 @@ so that it can be turned off for ablation:
   worth ``wall_value`` (below every correct value). Failures still count as visits (they
   spent budget). Switched off, failures are averaged in at ``wall_value`` like slow
   candidates.
-* **Dead-end pruning.** A node whose last ``max_consecutive_failures`` children all failed,
-  or whose last ``stale_expansions`` expansions did not improve the best of its subtree, is
-  closed (``Node.closed`` holds the reason) and never selected again; it stays in the tree.
+* **Dead-end pruning.** A subtree whose last ``max_consecutive_failures`` new candidates
+  all failed, or whose last ``stale_expansions`` new candidates did not improve its best by
+  ``min_improvement``, is closed (``Node.closed`` holds the reason) and never selected
+  again; it stays in the tree. The ancestors of the best candidate so far are never closed.
 * **Parallel expansion.** ``select(tree, n)`` returns up to ``n`` parents at once. Each
   selection adds a virtual loss to every node of its path (``Node.virtual_loss``), which
   counts as ``virtual_loss`` extra visits valued at the worst correct value; ``update`` or
@@ -45,9 +46,9 @@ Every statistic lives on the nodes (``visits``, ``value_sum``, ``virtual_loss``,
 saved with :meth:`Tree.save` and reloaded continues with identical selections.
 
 Node ``stats`` keys written here: ``n_correct`` / ``n_fail`` (evaluated candidates in the
-subtree), ``best_reward`` (best correct reward in the subtree), ``stale`` (expansions of
-this node since its subtree's best last improved), ``fail_streak`` (consecutive failed
-children), ``pending`` (expansions selected and not yet resolved), ``empty`` (expansions
+subtree), ``best_reward`` (best correct reward in the subtree), ``stale`` (candidates added
+to the subtree since its best last improved), ``fail_streak`` (consecutive failed
+candidates in the subtree), ``pending`` (expansions selected and not yet resolved), ``empty`` (expansions
 that produced nothing), ``backed_up`` (the node's own result was backed up), ``dive`` (set
 a new best, to be expanded next).
 """
@@ -116,7 +117,7 @@ class Settings:
     # dead-end pruning
     pruning: bool = True
     max_consecutive_failures: int = attrs.field(default=4, validator=_pos)
-    stale_expansions: int = attrs.field(default=6, validator=_pos)
+    stale_expansions: int = attrs.field(default=15, validator=_pos)
     # an improvement must beat the subtree's best by this fraction (timing noise is ~1-5%)
     min_improvement: float = attrs.field(default=0.02, validator=_nonneg)
 
@@ -375,40 +376,51 @@ class MCTS(SearchPolicy):
             else:
                 nd.stats["n_fail"] = nd.stats.get("n_fail", 0) + 1
 
-        # improvement and staleness, on the reward's (log) scale
-        threshold = math.log1p(s.min_improvement)
-        improved_parent = False
-        if node.parent is not None:
-            for anc in self._path(tree, node.parent):
-                best = anc.stats.get("best_reward")
-                if correct and (best is None or node.reward > best + threshold):
-                    anc.stats["best_reward"] = node.reward
-                    anc.stats["stale"] = 0
-                    improved_parent = improved_parent or anc.id == node.parent
-                    if anc.id == ROOT:
-                        node.stats["dive"] = True  # a new best for the problem
+        # improvement, staleness and failure streaks of every subtree holding the node,
+        # on the reward's (log) scale
         if correct:
             node.stats.setdefault("best_reward", node.reward)
         if node.parent is None:
             return
-        parent = tree[node.parent]
-        if not improved_parent:
-            parent.stats["stale"] = parent.stats.get("stale", 0) + 1
-        parent.stats["fail_streak"] = 0 if correct else parent.stats.get("fail_streak", 0) + 1
-        if s.pruning and parent.id != ROOT and parent.closed is None:
-            self._maybe_prune(parent)
+        threshold = math.log1p(s.min_improvement)
+        ancestors = self._path(tree, node.parent)
+        for anc in ancestors:
+            best = anc.stats.get("best_reward")
+            if correct and (best is None or node.reward > best + threshold):
+                anc.stats["best_reward"] = node.reward
+                anc.stats["stale"] = 0
+                if anc.id == ROOT:
+                    node.stats["dive"] = True  # a new best for the problem
+            else:
+                anc.stats["stale"] = anc.stats.get("stale", 0) + 1
+            anc.stats["fail_streak"] = 0 if correct else anc.stats.get("fail_streak", 0) + 1
+        if not s.pruning:
+            return
+        incumbent = tree.best()
+        # the lineage of the best candidate so far is where refinement pays most: it is not
+        # closed (the best candidate itself may be)
+        protected = (
+            {nd.id for nd in tree.path_to_root(incumbent.id)} - {incumbent.id}
+            if incumbent is not None
+            else set()
+        )
+        for anc in ancestors:
+            if anc.id != ROOT and anc.closed is None and anc.id not in protected:
+                self._maybe_prune(anc)
 
     def _maybe_prune(self, node: Node) -> None:
         s = self.settings
         if node.stats.get("fail_streak", 0) >= s.max_consecutive_failures:
             node.closed = (
-                f"dead end: last {node.stats['fail_streak']} children failed to compile or verify"
+                f"dead end: the last {node.stats['fail_streak']} candidates in this subtree "
+                f"failed to compile or verify"
             )
         elif node.stats.get("stale", 0) >= s.stale_expansions:
             best = node.stats.get("best_reward")
             shown = f"{math.exp(best):.2f}x" if best is not None else "none correct"
             node.closed = (
-                f"no improvement in {node.stats['stale']} expansions (subtree best {shown})"
+                f"no improvement in {node.stats['stale']} expansions of this subtree "
+                f"(best {shown})"
             )
 
 
