@@ -129,6 +129,7 @@ def test_collector_falls_back_from_unusable_nsys(tiny, tmp_path, monkeypatch):
 
 def test_collector_tries_nsys_once_then_remembers(tiny, tmp_path, monkeypatch):
     problem, candidate = tiny
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     fake = tmp_path / "nsys"
     fake.write_text("#!/bin/sh\nwhile [ \"$1\" != \"-o\" ]; do shift; done\n: > \"$2.qdstrm\"\n")
     fake.chmod(0o755)
@@ -139,3 +140,21 @@ def test_collector_tries_nsys_once_then_remembers(tiny, tmp_path, monkeypatch):
     with pytest.raises(CollectorError, match="torch sees no CUDA device"):
         collector.collect(target, stage=1)
     assert "nsys.qdstrm" in nsys_tool.UNUSABLE[str(fake)]
+    # a later run (a fresh process) reads the verdict back instead of trying again
+    monkeypatch.setattr(nsys_tool, "UNUSABLE", {})
+    assert "nsys.qdstrm" in nsys_tool.known_unusable(str(fake))
+
+
+def test_hung_nsys_is_killed_and_marked_unusable(tmp_path, monkeypatch):
+    """The H200 image's nsys neither finished nor wrote a file within 45 s."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(nsys_tool, "UNUSABLE", {})
+    fake = tmp_path / "nsys"
+    fake.write_text("#!/bin/sh\nsleep 300 &\nsleep 300\n")
+    fake.chmod(0o755)
+    with pytest.raises(nsys_tool.NsysUnusable, match="did not finish within 2 s") as err:
+        nsys_tool.record(str(fake), ["true"], tmp_path / "out", {}, tmp_path, 2)
+    nsys_tool.mark_unusable(str(fake), str(err.value))
+    monkeypatch.setattr(nsys_tool, "UNUSABLE", {})
+    assert "did not finish" in nsys_tool.known_unusable(str(fake))
+    assert nsys_tool.known_unusable(str(tmp_path / "other-nsys")) is None

@@ -11,8 +11,8 @@ Method, for each forward window (the host-side range of one recorded call):
   busy, and *gaps* are the idle intervals inside the span (the first one is the launch
   latency from the start of the call to its first device activity);
 - *host* numbers come from the window's thread: top-level operators (not nested in another
-  operator), *Python time* = window minus the union of top-level operators, *host-only
-  operator time* = top-level operators that issued no CUDA call;
+  operator), *Python time* = window minus the union of top-level operators and CUDA API
+  calls, *host-only operator time* = top-level operators that issued no CUDA call;
 - synchronisations, copies and allocator calls are counted from the CUDA API calls and the
   device copies, allocator events from Kineto's ``[memory]`` events in the window.
 
@@ -90,7 +90,7 @@ class ForwardStats:
     alloc_bytes: int
     reserved_changes: int  # allocator events where reserved memory changed: segments mapped/unmapped
     ops_union_us: float  # union of top-level host operators
-    python_us: float  # host range minus ops_union
+    python_us: float  # host range minus the union of top-level operators and CUDA calls
     host_only_op_us: float  # top-level operators that issued no CUDA call
     runtime_us: float  # CUDA API calls, summed
     top_host_ops: tuple[tuple[str, float, int], ...]  # (name, total us, count), top-level ops
@@ -126,6 +126,14 @@ class SystemTimeline:
         if not self.forwards:
             return 0.0
         return float(statistics.median(float(getattr(f, field)) for f in self.forwards))
+
+    def typical_forward(self) -> ForwardStats | None:
+        """The recorded forward with the median span (the lower middle for an even count):
+        the call whose gaps and details a finding quotes."""
+        if not self.forwards:
+            return None
+        ordered = sorted(self.forwards, key=lambda f: f.span_us)
+        return ordered[(len(ordered) - 1) // 2]
 
     @property
     def gpu_busy_share(self) -> float:
@@ -266,8 +274,13 @@ def forward_stats(
     def describe(s: float, e: float) -> Gap:
         mid = (s + e) / 2
         op = locator.at(mid)
-        if op is not None:
+        call = next((c for c in calls if c.start_us - EPS_US <= mid <= c.end_us + EPS_US), None)
+        if op is not None and call is not None:
+            context = f"{op.name} > {call.name}"
+        elif op is not None:
             context = op.name
+        elif call is not None:
+            context = call.name
         elif mid <= w1:
             context = "python (no operator running)"
         else:
@@ -319,6 +332,9 @@ def forward_stats(
             prev_reserved = a.total_reserved
 
     ops_union = _length(merge((o.start_us, o.end_us) for o in tops))
+    # host time in neither an operator nor a CUDA call (a graph replay, torch.cuda.* helpers
+    # call CUDA outside any operator): the interpreter's own time
+    host_busy = _length(merge([(o.start_us, o.end_us) for o in tops] + [(c.start_us, c.end_us) for c in calls]))
     call_starts = sorted(c.start_us for c in calls)
     host_only = 0.0
     for o in tops:
@@ -362,7 +378,7 @@ def forward_stats(
         alloc_bytes=alloc_bytes,
         reserved_changes=reserved_changes,
         ops_union_us=ops_union,
-        python_us=max(0.0, (w1 - w0) - ops_union),
+        python_us=max(0.0, (w1 - w0) - host_busy),
         host_only_op_us=host_only,
         runtime_us=sum(c.dur_us for c in calls),
         top_host_ops=tuple((n, round(t, 3), c) for n, t, c in top_ops[:TOP_HOST_OPS]),

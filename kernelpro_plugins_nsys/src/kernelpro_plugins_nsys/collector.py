@@ -35,6 +35,9 @@ class TimelineSettings:
     iters: int = 3  # recorded forward calls
     seed: int = 0
     timeout_s: float = 300.0  # per recording subprocess
+    # nsys gets less: on the H200 image it hung (no file in 45 s); a hung nsys is marked
+    # unusable (for later runs too) and the PyTorch profiler records instead
+    nsys_timeout_s: float = 90.0
 
 
 class TimelineCollector(Collector):
@@ -84,15 +87,17 @@ class TimelineCollector(Collector):
         timeline = None
         if self.settings.prefer_nsys and target.device.startswith("cuda"):
             nsys = nsys_tool.find_nsys(self.settings.nsys_path)
-            if nsys is not None and nsys in nsys_tool.UNUSABLE:
-                notes.append(f"timeline: nsys unusable ({nsys_tool.UNUSABLE[nsys]}); used the PyTorch profiler")
+            known = nsys_tool.known_unusable(nsys) if nsys is not None else None
+            if known is not None:
+                notes.append(f"timeline: nsys unusable ({known}); used the PyTorch profiler")
             elif nsys is not None:
                 program = self._program(target, outdir / "unused.json", mode="nvtx")
                 try:
-                    sqlite = nsys_tool.record(nsys, program, outdir / "nsys", env, Path(target.workdir), self.settings.timeout_s)
+                    sqlite = nsys_tool.record(nsys, program, outdir / "nsys", env, Path(target.workdir),
+                                              min(self.settings.nsys_timeout_s, self.settings.timeout_s))
                     timeline = nsys_sqlite.read(sqlite)
                 except nsys_tool.NsysUnusable as exc:
-                    nsys_tool.UNUSABLE[nsys] = str(exc)
+                    nsys_tool.mark_unusable(nsys, str(exc))
                     notes.append(f"timeline: nsys unusable ({exc}); used the PyTorch profiler")
         if timeline is None:
             trace_path = outdir / "trace.json.gz"

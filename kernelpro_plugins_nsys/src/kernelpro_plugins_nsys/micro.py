@@ -365,7 +365,8 @@ class IdleGaps(SystemMicroProfiler):
         if tl is None or tl.device != "cuda":
             return []
         idle = tl.gpu_idle_share
-        gaps = sorted((g for f in tl.forwards for g in f.gaps), key=lambda g: -g.dur_us)
+        typical = tl.typical_forward()
+        gaps = list(typical.gaps)  # largest first
         if idle < GAP_IDLE_SHARE or not gaps or gaps[0].dur_us < GAP_MIN_US:
             return []
         span = tl.per_call("span_us")
@@ -380,7 +381,8 @@ class IdleGaps(SystemMicroProfiler):
             title="GPU idle gaps inside forward",
             message=(
                 f"The GPU is idle {idle_us:.1f} us of each {span:.1f} us call "
-                f"({100 * idle:.1f}%). Largest gaps: {listed}."
+                f"({100 * idle:.1f}%). Largest gaps in a typical call (#{typical.index}, "
+                f"{typical.span_us:.1f} us): {listed}."
             ),
             action=(
                 "Close the largest gaps first: move the host work named in each gap out of "
@@ -393,7 +395,7 @@ class IdleGaps(SystemMicroProfiler):
                 "idle_us": idle_us,
                 "span_us": span,
                 "largest_gap_us": gaps[0].dur_us,
-                "gaps_recorded": float(len(gaps)),
+                "largest_gap_share": gaps[0].dur_us / typical.span_us if typical.span_us > 0 else 0.0,
             },
         )]
 
