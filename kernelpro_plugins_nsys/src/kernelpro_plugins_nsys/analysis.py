@@ -42,6 +42,7 @@ from kernelpro_plugins_nsys.timeline import (
 
 TOP_GAPS = 5  # gaps kept per forward, largest first
 TOP_HOST_OPS = 5
+HOST_RANGE_OVER = "host range over"  # Gap.host_context of a gap after the host range ended
 EPS_US = 0.5  # tolerance when testing containment: Kineto rounds timestamps to ns
 
 
@@ -284,7 +285,7 @@ def forward_stats(
         elif mid <= w1:
             context = "python (no operator running)"
         else:
-            context = "after the host range"
+            context = HOST_RANGE_OVER
         j = bisect.bisect_left(act_starts, e - EPS_US)
         nxt = starts_sorted[j].name if j < len(starts_sorted) else ""
         return Gap(round(s - w0, 3), round(e - s, 3), context, nxt)

@@ -18,7 +18,7 @@ from typing import ClassVar
 from kernelpro.api import ANY, MicroProfiler, ProfileContext
 from kernelpro.records import Bottleneck, Finding, ProfileData
 
-from kernelpro_plugins_nsys.analysis import SystemTimeline
+from kernelpro_plugins_nsys.analysis import HOST_RANGE_OVER, SystemTimeline
 
 LEVEL = "system"
 HOST_BOUND_KINDS = frozenset({"too_little_work", "latency", "unknown"})
@@ -71,6 +71,12 @@ def _fmt_bytes(n: float) -> str:
 
 def _short(name: str, limit: int = 90) -> str:
     return name if len(name) <= limit else name[: limit - 3] + "..."
+
+
+def _where(host_context: str) -> str:
+    if host_context == HOST_RANGE_OVER:
+        return "after the call's host range ended"
+    return f"while the host was in {_short(host_context, 50)}"
 
 
 class SystemMicroProfiler(MicroProfiler):
@@ -314,11 +320,8 @@ class CpuOverhead(SystemMicroProfiler):
             return []
         if overhead_share < CPU_OVERHEAD_SHARE:
             return []
-        top_ops: dict[str, float] = {}
-        for f in tl.forwards:
-            for name, us, _ in f.top_host_ops:
-                top_ops[name] = top_ops.get(name, 0.0) + us / len(tl.forwards)
-        top = ", ".join(f"{n} {us:.0f} us" for n, us in sorted(top_ops.items(), key=lambda x: -x[1])[:3])
+        typical = tl.typical_forward()
+        top = ", ".join(f"{n} {us:.0f} us" for n, us, _ in typical.top_host_ops[:3])
         if tl.device == "cuda":
             gpu_part = (
                 f"the GPU is busy {tl.per_call('gpu_busy_us'):.1f} us ({100 * busy_share:.1f}%) of "
@@ -333,7 +336,7 @@ class CpuOverhead(SystemMicroProfiler):
                 f"The host spends {overhead:.1f} us of its {host:.1f} us range "
                 f"({100 * overhead_share:.1f}%) outside device work: {python:.1f} us in Python "
                 f"between operators and {host_only:.1f} us in host-only operators; {gpu_part}. "
-                f"Largest top-level operators: {top or 'none'}."
+                f"Largest top-level operators in a typical call: {top or 'none'}."
             ),
             action=(
                 "Take host work off the call's critical path: precompute constants and tables "
@@ -372,7 +375,7 @@ class IdleGaps(SystemMicroProfiler):
         span = tl.per_call("span_us")
         idle_us = tl.per_call("idle_us")
         listed = "; ".join(
-            f"{g.dur_us:.1f} us at +{g.offset_us:.1f} us while the host ran {_short(g.host_context, 50)}"
+            f"{g.dur_us:.1f} us at +{g.offset_us:.1f} us {_where(g.host_context)}"
             + (f", ended by {_short(g.next_activity, 60)}" if g.next_activity else "")
             for g in gaps[:3]
         )
