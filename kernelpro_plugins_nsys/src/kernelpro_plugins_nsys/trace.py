@@ -107,7 +107,7 @@ def record_kineto(model, inputs, device: str, warmup: int, iters: int, out: Path
         forward_s: list[float] = []
         with profile(**kwargs) as prof:
             # The first call under the profiler pays its one-time costs (on the H200 its span
-            # was 3.3 to 4.4 ms longer than the next call's in every case of
+            # was 3.2 to 4.3 ms longer than the next call's in every case of
             # docs/validation/nsys_tools.md); it is recorded under another name, not analysed.
             with record_function(PROFILER_WARMUP_RANGE):
                 model(*inputs)
