@@ -1,9 +1,10 @@
 """Built-in generator ``torch_compile``: ``torch.compile`` variants of the reference.
 
 Needs no network. Its search space is torch.compile's mode and a few Inductor options.
-Each candidate embeds the problem's source and defines ``ModelNew`` as a subclass of
-``Model`` whose forward is compiled, so parameters are created exactly as the
-reference creates them. From the root it proposes the most promising configurations
+Each candidate embeds the problem's source and defines ``ModelNew`` as a module that
+builds ``Model`` and calls ``torch.compile`` on that module (compiling the module, not a
+bound method, keeps per-call guard overhead low), so parameters are created exactly as
+the reference creates them. From the root it proposes the most promising configurations
 first; refining a node, it proposes configurations that extend the node's own by one
 option, ordered by the node's bottleneck (launch-bound forwards try CUDA graphs first).
 """
@@ -119,15 +120,17 @@ def render(problem_source: str, params: dict[str, Any], settings: TorchCompileSe
         kwargs.append(f"options={params['options']!r}")
     return (
         f"# KernelPro candidate: {describe(params)}\n"
-        "# The problem's source follows unchanged; ModelNew compiles Model's forward.\n"
+        "# The problem's source follows unchanged; ModelNew wraps Model and compiles it.\n"
         f"{problem_source.rstrip()}\n\n\n"
         "import torch as _kp_torch\n\n\n"
-        "class ModelNew(Model):\n"
+        "class ModelNew(_kp_torch.nn.Module):\n"
         "    def __init__(self, *args, **kwargs):\n"
-        "        super().__init__(*args, **kwargs)\n"
-        f"        self._kp_compiled = _kp_torch.compile(super().forward, {', '.join(kwargs)})\n\n"
+        "        super().__init__()\n"
+        "        # built like the reference, so the same seed gives the same parameters\n"
+        "        self.inner = Model(*args, **kwargs)\n"
+        f"        self.compiled = _kp_torch.compile(self.inner, {', '.join(kwargs)})\n\n"
         "    def forward(self, *args):\n"
-        "        return self._kp_compiled(*args)\n"
+        "        return self.compiled(*args)\n"
     )
 
 
