@@ -79,3 +79,35 @@ def test_cli_analyze_bad_trace_is_one_line(tmp_path):
     errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("error:")]
     assert len(errors) == 1 and "not a JSON trace" in errors[0]
     assert "Traceback" not in proc.stderr
+
+
+PY_LOOP = '''
+import math
+import torch
+import torch.nn as nn
+
+class {cls}(nn.Module):
+    def forward(self, x):
+        c = sum(math.cos(1e-3 * i) for i in range(200000)) / 200000
+        return x * c
+
+def get_inputs():
+    return [torch.randn(16, 16)]
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_cli_profile_runs_the_timeline_collector_on_cpu(tmp_path):
+    problem = tmp_path / "problem.py"
+    problem.write_text(PY_LOOP.format(cls="Model"))
+    candidate = tmp_path / "candidate.py"
+    candidate.write_text(PY_LOOP.format(cls="ModelNew"))
+    env = dict(os.environ, KERNELPRO_LOAD_PLUGINS="nsys_timeline,core_gpus,core_generators,core_search,core_rewards")
+    proc = subprocess.run([sys.executable, "-m", "kernelpro.cli", "profile", str(problem), str(candidate),
+                           "--device", "cpu", "--json"], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    (finding,) = [f for f in out["findings"] if f["tool"] == "cpu_overhead"]
+    assert finding["evidence"]["overhead_share"] > 0.9
