@@ -26,6 +26,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tarfile
@@ -158,7 +159,8 @@ def verify(run: Path, requests: list[dict], device: str, rc: int) -> list[dict]:
               f"{first['runtime_ms']:.4f} ms -> {second['runtime_ms']:.4f} ms")
     check(checks, "second candidate refines the first", bool(second and second["parent"] == "c0001"),
           str(second and second["parent"]))
-    check(checks, "records carry LLM usage", all(r.get("usage", {}).get("calls", 0) >= 1 for r in records),
+    check(checks, "records carry LLM usage",
+          bool(records) and all(r.get("usage", {}).get("calls", 0) >= 1 for r in records),
           json.dumps([r.get("usage") for r in records]))
 
     refine = [b for b in requests if "Version to improve: c0001" in user_text(b)]
@@ -201,7 +203,38 @@ def pack(out: Path, work: Path) -> Path:
     return tar_path
 
 
+class Stopped(Exception):
+    """SIGTERM arrived (a step limit): stop kernelpro, then check and pack what exists."""
+
+
+def _stop(signum: int, frame: object) -> None:
+    raise Stopped(f"signal {signum}")
+
+
+def run_optimize(cmd: list[str], env: dict[str, str], work: Path, timeout_s: float) -> int:
+    """Run ``kernelpro optimize`` with its output going straight to files in ``work`` (so
+    that a stopped run still leaves its log); returns its exit status, 124 when it was
+    stopped by ``timeout_s`` or by SIGTERM to this script."""
+    with open(work / "optimize.stdout.txt", "w") as out, open(work / "optimize.stderr.txt", "w") as err:
+        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=err, text=True, start_new_session=True)
+        try:
+            return proc.wait(timeout=timeout_s)
+        except (subprocess.TimeoutExpired, Stopped) as exc:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)  # finish checking and packing
+            why = f"timed out after {timeout_s:.0f} s" if isinstance(exc, subprocess.TimeoutExpired) else str(exc)
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=4)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+            err.write(f"\n[kernelpro optimize stopped: {why}]\n")
+            print(f"kernelpro optimize stopped: {why}", flush=True)
+            return 124
+
+
 def main() -> int:
+    signal.signal(signal.SIGTERM, _stop)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
     parser.add_argument("--out", default=os.environ.get("OUT", "out"))
@@ -229,23 +262,16 @@ def main() -> int:
                "--device", args.device, "--budget", "2", "--generator", "anthropic", "--quiet"]
         print("$ kernelpro", " ".join(cmd[len(kernelpro):]), flush=True)
         t0 = time.monotonic()
-        try:
-            proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.timeout)
-            rc, stdout, stderr = proc.returncode, proc.stdout, proc.stderr
-        except subprocess.TimeoutExpired as exc:
-            rc = 124
-            stdout = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
-            stderr = (exc.stderr.decode() if isinstance(exc.stderr, bytes) else (exc.stderr or "")) + \
-                f"\n[timed out after {args.timeout:.0f} s]"
+        rc = run_optimize(cmd, env, work, args.timeout)
         wall = time.monotonic() - t0
         requests = [r["body"] for r in server.requests]
-    (work / "optimize.stdout.txt").write_text(stdout)
-    (work / "optimize.stderr.txt").write_text(stderr)
     (work / "requests.json").write_text(json.dumps(requests, indent=1))
+    stdout = (work / "optimize.stdout.txt").read_text()
+    stderr = (work / "optimize.stderr.txt").read_text()
 
     checks = verify(run, requests, args.device, rc)
-    summary = {"device": args.device, "command": ["kernelpro", *cmd[len(kernelpro):]], "cli": cli_mode, "exit_status": rc, "wall_s": round(wall, 1),
-               "requests": len(requests), "checks": checks}
+    summary = {"device": args.device, "command": ["kernelpro", *cmd[len(kernelpro):]], "cli": cli_mode,
+               "exit_status": rc, "wall_s": round(wall, 1), "requests": len(requests), "checks": checks}
     (work / "checks.json").write_text(json.dumps(summary, indent=1))
     tar_path = pack(out, work)
 

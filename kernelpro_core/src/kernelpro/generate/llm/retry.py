@@ -36,8 +36,17 @@ def is_retryable(exc: BaseException) -> bool:
     if isinstance(exc, anthropic.APIConnectionError):  # includes APITimeoutError
         return True
     if isinstance(exc, anthropic.APIStatusError):
-        return exc.status_code in RETRYABLE_STATUS or exc.type in RETRYABLE_ERROR_TYPES
+        return exc.status_code in RETRYABLE_STATUS or error_type(exc) in RETRYABLE_ERROR_TYPES
     return False
+
+
+def error_type(exc: anthropic.APIStatusError) -> str | None:
+    """The body's ``error.type`` (SDKs before 2.x have no ``type`` attribute)."""
+    kind = getattr(exc, "type", None)
+    if kind is None and isinstance(exc.body, dict):
+        error = exc.body.get("error")
+        kind = error.get("type") if isinstance(error, dict) else None
+    return kind
 
 
 def retry_after_s(exc: BaseException) -> float | None:
@@ -70,8 +79,8 @@ def describe(exc: BaseException) -> str:
         cause = exc.__cause__ or exc.__context__
         return f"connection error ({cause})" if cause else "connection error"
     if isinstance(exc, anthropic.APIStatusError):
-        kind = exc.type or type(exc).__name__
-        message = (exc.api_message or str(exc)).splitlines()[0][:300]
+        kind = error_type(exc) or type(exc).__name__
+        message = (getattr(exc, "api_message", None) or str(exc)).splitlines()[0][:300]
         return f"HTTP {exc.status_code} {kind}: {message}"
     return f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"
 
