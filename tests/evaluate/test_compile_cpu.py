@@ -86,3 +86,19 @@ def test_compile_pool_runs_in_the_background(tmp_path, fast_config):
         assert fut.result(timeout=120).status == "compile_error"
     finally:
         pool.shutdown()
+
+
+def test_callers_build_dir_points_at_the_cache_entry(tmp_path, gelu_problem, fast_config):
+    # the loop passes builds/<cid>; profilers later run with build_env(builds/<cid>)
+    from kernelpro.evaluate.runner import build_env, evaluate
+
+    build_dir = tmp_path / "builds" / "c0001"
+    result = evaluate(gelu_problem, honest("nvcc_build"), device="cpu", config=fast_config,
+                      workdir=tmp_path / "eval", build_dir=build_dir)
+    assert result.verdict is Verdict.CORRECT, result.reason
+    assert build_dir.is_symlink()
+    entry = build_dir.resolve()
+    assert entry.parent == Path(fast_config.build_cache_dir).resolve()
+    env = build_env(build_dir)
+    assert env["KERNELPRO_BUILD_DIR"] == str(entry / "nvcc")
+    assert any((entry / "nvcc").iterdir())
