@@ -158,3 +158,13 @@ def test_hung_nsys_is_killed_and_marked_unusable(tmp_path, monkeypatch):
     monkeypatch.setattr(nsys_tool, "UNUSABLE", {})
     assert "did not finish" in nsys_tool.known_unusable(str(fake))
     assert nsys_tool.known_unusable(str(tmp_path / "other-nsys")) is None
+
+
+def test_nvtx_mode_runs_without_recording(tiny, tmp_path):
+    """The program nsys runs: annotated calls, nothing written by the driver itself."""
+    problem, candidate = tiny
+    out = tmp_path / "unused.json"
+    proc = subprocess.run(command(problem, candidate, out, device="cpu", warmup=1, iters=1, mode="nvtx"),
+                          capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr
+    assert not out.exists()

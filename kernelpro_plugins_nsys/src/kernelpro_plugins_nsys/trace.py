@@ -30,6 +30,7 @@ Exit status 0 on success; on failure one line on stderr and status 1.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gzip
 import json
 import sys
@@ -139,7 +140,9 @@ def run_nvtx(model, inputs, device: str, warmup: int, iters: int) -> dict:
         if cuda:
             torch.cuda.synchronize()
             torch.cuda.cudart().cudaProfilerStart()
-        with torch.autograd.profiler.emit_nvtx(record_shapes=False):
+        # operator ranges for the external profiler; NVTX exists only in CUDA builds
+        ranges = torch.autograd.profiler.emit_nvtx(record_shapes=False) if cuda else contextlib.nullcontext()
+        with ranges:
             for _ in range(iters):
                 t0 = time.perf_counter()
                 if cuda:
