@@ -34,6 +34,15 @@ def test_build_then_reuse_then_rebuild_on_change(mini_corpus, cache):
     assert not ix.lookup("brand_new_helper")
 
 
+def test_pool_and_serial_chunking_agree(mini_corpus):
+    from kernelpro_cute.index import _all_rows, indexed_files
+
+    rels = [f.relative_to(mini_corpus.root).as_posix() for f in indexed_files(mini_corpus.root)]
+    serial = list(_all_rows(mini_corpus.root, rels, workers=1))
+    pooled = list(_all_rows(mini_corpus.root, rels, workers=2, min_files=0))
+    assert pooled == serial and sum(len(rows) for _, rows in serial) > 10
+
+
 def test_cache_dir_follows_xdg(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert cache_dir() == tmp_path / "kernelpro" / "cute-index"

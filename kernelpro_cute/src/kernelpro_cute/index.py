@@ -147,9 +147,13 @@ def _file_rows(root: str, rel: str) -> list[tuple]:
     return rows
 
 
-def _all_rows(root: Path, rels: list[str], workers: int):
+#: fewer files than this are chunked in-process (a pool costs more than it saves)
+POOL_MIN_FILES = 50
+
+
+def _all_rows(root: Path, rels: list[str], workers: int, min_files: int = POOL_MIN_FILES):
     """(rel, rows) per file, in file order; chunked in ``workers`` processes when > 1."""
-    if workers > 1 and len(rels) > 50:
+    if workers > 1 and len(rels) >= min_files:
         try:
             from concurrent.futures import ProcessPoolExecutor
 
