@@ -48,6 +48,14 @@ def test_source_scan():
     assert guard.scan_source("from kernelpro.evaluate import timing\n")
     assert guard.scan_source("open('/proc/self/fd/5')\n")
     assert guard.scan_source("from kernelpro.evaluate.nvcc import load_cu\n") is None
+    assert guard.scan_source("import kernelpro\n")
+    assert guard.scan_source("from kernelpro import evaluate\n")
+    assert guard.scan_source("import kernelpro.evaluate.timing as t\n")
+    assert guard.scan_source("p = sys.modules['kernelpro_problem']\n")
+    # other distributions named kernelpro_* are not the evaluator (a CuTe candidate imports
+    # kernelpro_cute for its build flags; rejecting it was a false positive seen on the H200)
+    assert guard.scan_source("        import kernelpro_cute\n") is None
+    assert guard.scan_source("from kernelpro_cute.flags import build_flags\n") is None
     assert guard.scan_source("import torch\nx = torch.ones(3)\n") is None
 
 

@@ -181,7 +181,10 @@ _FORBIDDEN = (
      "inspects the evaluator's stack frames"),
     (re.compile(r"\bget_objects\b|\bget_referrers\b|\bget_referents\b"), "searches the garbage collector's objects"),
     (re.compile(r"/proc/self/(?:mem|fd)|/proc/\{|/proc/\"|KERNELPRO_RESULT_FD"), "touches the evaluator's result channel or memory"),
-    (re.compile(r"(?:from|import)\s+kernelpro(?!\.evaluate\.nvcc\b)|kernelpro\.evaluate\.(?!nvcc\b)\w+|sys\.modules\s*\[\s*['\"]kernelpro"),
+    # the kernelpro package itself (other distributions such as kernelpro_cute are fine;
+    # kernelpro.evaluate.nvcc is the helper candidates may use)
+    (re.compile(r"\b(?:from|import)\s+kernelpro(?:\s|$|\.(?!evaluate\.nvcc\b))|\bkernelpro\.evaluate\.(?!nvcc\b)\w+"
+                r"|sys\.modules\s*\[\s*['\"]kernelpro(?:['\".]|_problem)", re.M),
      "imports the evaluator"),
     (re.compile(r"\bsettrace\b|\bsetprofile\b|\baddaudithook\b"), "installs tracing or audit hooks"),
 )
