@@ -133,3 +133,26 @@ def test_helpers():
     ops = [HostOp("a", 0, 10, 1), HostOp("b", 1, 2, 1), HostOp("c", 12, 3, 1)]
     assert [o.name for o in top_level(ops)] == ["a", "c"]
     assert kineto.copy_kind_from_name("Memcpy DtoH (Device -> Pinned)") == "DtoH"
+
+
+def test_real_cpu_trace_with_profiler_steps(tmp_path):
+    """A user's own trace from torch.profiler stepped per iteration: ProfilerStep#N windows."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile, schedule
+
+    x = torch.randn(32, 32)
+    # an active window longer than the run: the trace holds both steps when the context exits
+    with profile(activities=[ProfilerActivity.CPU], schedule=schedule(wait=0, warmup=0, active=3),
+                 profile_memory=True) as prof:
+        for _ in range(2):
+            torch.relu(x @ x)
+            prof.step()
+    path = tmp_path / "user.json"
+    prof.export_chrome_trace(str(path))
+    tl = kineto.read(path)
+    # torch opens a third step range after the last step(); it holds nothing and is dropped
+    assert tl.window_kind == "profiler_step" and len(tl.windows) == 3
+    st = analyze(tl)
+    assert st.device == "cpu" and len(st.forwards) == 2
+    names = {name for name, _, _ in st.forwards[0].top_host_ops}
+    assert {"aten::matmul", "aten::relu"} <= names

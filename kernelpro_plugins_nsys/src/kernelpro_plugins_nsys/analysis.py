@@ -411,6 +411,8 @@ def analyze(timeline: Timeline) -> SystemTimeline:
         next_start = windows[i + 1].start_us if i + 1 < len(windows) else None
         tid = window.tid if window.tid is not None else main_tid
         stats, acts = forward_stats(index, window, next_start, tid)
+        if not acts and stats.ops_union_us == 0 and stats.runtime_us == 0 and stats.launches == 0:
+            continue  # an empty range (the step torch.profiler opens after the last step())
         forwards.append(stats)
         all_acts += acts
     meta_keys = ("gpu_name", "arch", "torch", "device", "iters", "warmup", "problem", "candidate", "mode")
