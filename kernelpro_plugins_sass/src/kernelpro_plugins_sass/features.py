@@ -46,6 +46,13 @@ MATRIX_NAME = re.compile(r"gemm|matmul|_mm_|\bmm\b|bmm|conv|linear|attn|attentio
 
 #: if-conversion shows as guarded instructions and as selects; both issue for every lane
 SELECT_OPCODES = frozenset({"FSEL", "SEL"})
+#: instruction classes that do a thread's work; predicated control, synchronisation, moves
+#: (R2UR, PLOP3, ... under the elect/producer predicate of warp-specialised kernels) are
+#: bookkeeping
+WORK_CLASSES = frozenset({"fp32", "fp16", "fp64", "integer", "conversion", "special_function",
+                          "global_memory", "shared_memory", "local_memory", "tensor"})
+#: loops shorter than this (executed instructions) are waits and elect-one issue loops
+MIN_PREDICATION_LOOP = 16
 
 _REGISTER = re.compile(r"^-?\|?R(\d+|Z)\|?(\.reuse)?$")
 _MEM_BASE = re.compile(r"\[(R\d+)(?:\.64)?(?:\.U32)?(?:\s*\+\s*(-?0x[0-9a-fA-F]+))?\]\s*$")
@@ -140,9 +147,9 @@ class KernelFeatures:
     barriers_in_loops: int
     # predication
     guarded: int
-    guarded_in_loops: int
+    guarded_in_loops: int  # guarded work instructions in the substantial loops
     selects_in_loops: int
-    predicated_fraction: float  # (guarded + selects) / non-control, over loops when there are loops
+    predicated_fraction: float  # (guarded + selects) / work instructions, substantial loops (or kernel)
     # misc
     hgmma_waits: int  # WARPGROUP.DEPBAR / wait instructions
     name_says_matrix: bool
@@ -290,8 +297,14 @@ def kernel_features(kernel: SassKernel) -> KernelFeatures:
                 and any(i.opcode == "BAR" for i in body)):
             tiled += 1
 
-    scope = in_loops if in_loops else executed
-    guard_scope = [i for i in scope if i.klass != "control"]
+    # predication is judged on the work instructions of the substantial loops: spin-waits on
+    # mbarriers and elect-one issue loops (a handful of instructions, all guarded by
+    # ELECT/PHASECHK predicates) are control, not if-converted data-dependent branches
+    big = [lp for lp in kernel.loops
+           if sum(1 for i in executed if lp.start_address <= i.address <= lp.end_address) >= MIN_PREDICATION_LOOP]
+    in_big = [i for i in executed if any(lp.start_address <= i.address <= lp.end_address for lp in big)]
+    scope = in_big if in_big else (executed if not in_loops else [])
+    guard_scope = [i for i in scope if i.klass in WORK_CLASSES]
     guarded_scope = sum(1 for i in guard_scope if i.guarded or i.opcode in SELECT_OPCODES)
 
     return KernelFeatures(
@@ -333,8 +346,8 @@ def kernel_features(kernel: SassKernel) -> KernelFeatures:
         shared_stores_in_loops=sum(1 for i in in_loops if i.opcode == "STS"),
         barriers_in_loops=sum(1 for i in in_loops if i.opcode == "BAR"),
         guarded=sum(1 for i in executed if i.guarded and i.klass != "control"),
-        guarded_in_loops=sum(1 for i in in_loops if i.guarded and i.klass != "control"),
-        selects_in_loops=sum(1 for i in in_loops if i.opcode in SELECT_OPCODES),
+        guarded_in_loops=sum(1 for i in guard_scope if i.guarded),
+        selects_in_loops=sum(1 for i in guard_scope if i.opcode in SELECT_OPCODES),
         predicated_fraction=guarded_scope / len(guard_scope) if guard_scope else 0.0,
         hgmma_waits=sum(1 for i in executed if i.opcode == "WARPGROUP" and "DEPBAR" in i.modifiers),
         name_says_matrix=MATRIX_NAME.search(kernel.name) is not None,

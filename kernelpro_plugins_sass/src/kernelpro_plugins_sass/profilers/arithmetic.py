@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kernelpro.records import Finding, GpuSpec
 
-from kernelpro_plugins_sass.features import SELECT_OPCODES
+from kernelpro_plugins_sass.features import SELECT_OPCODES, WORK_CLASSES
 from kernelpro_plugins_sass.payload import KernelEntry
 from kernelpro_plugins_sass.profilers.base import COMPUTE_SIDE, SassMicroProfiler
 
@@ -111,18 +111,17 @@ class HeavyPredication(SassMicroProfiler):
 
     def check(self, entry: KernelEntry, gpu: GpuSpec | None) -> list[Finding]:
         f = entry.features
-        guarded = (f.guarded_in_loops + f.selects_in_loops) if f.instructions_in_loops else f.guarded
+        guarded = f.guarded_in_loops + f.selects_in_loops
         if f.predicated_fraction < HEAVY_PREDICATION_FRACTION or guarded < MIN_GUARDED:
             return []
         scope = "loop" if f.instructions_in_loops else "kernel"
         lines = [i for i in entry.kernel.executed if (i.guarded or i.opcode in SELECT_OPCODES)
-                 and i.klass != "control"
-                 and (i.in_loop or not f.instructions_in_loops)]
+                 and i.klass in WORK_CLASSES and (i.in_loop or not f.instructions_in_loops)]
         return [self.finding(
             entry, "medium" if f.predicated_fraction >= 0.45 else "low",
             "Heavy predication",
-            f"{guarded} of the {scope} instructions ({f.predicated_fraction:.0%}, branches excluded) "
-            f"are if-converted ({f.guarded_in_loops if f.instructions_in_loops else f.guarded} "
+            f"{guarded} of the {scope} work instructions ({f.predicated_fraction:.0%}; control, "
+            f"synchronisation and short wait loops excluded) are if-converted ({f.guarded_in_loops} "
             "issue under a predicate, the rest are FSEL/SEL selects): every lane pays for every "
             "branch body.",
             "Make the per-element decisions uniform: sort or bucket elements by mode, hoist "

@@ -32,7 +32,10 @@ class NarrowGlobalAccess(SassMicroProfiler):
     def check(self, entry: KernelEntry, gpu: GpuSpec | None) -> list[Finding]:
         f = entry.features
         subword = f.global_subword_in_loops >= MIN_SUBWORD_IN_LOOPS
-        if f.vectorizable_accesses < 2 and not subword:
+        # runs outside loops count only in loop-free kernels (one element group per thread);
+        # elsewhere they are prologue/epilogue code that runs once per thread
+        runs = f.vectorizable_in_loops if f.loops else f.vectorizable_accesses
+        if runs < 2 and not subword:
             return []
         parts = []
         if f.vectorizable_accesses >= 2:
