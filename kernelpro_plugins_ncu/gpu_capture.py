@@ -19,6 +19,7 @@ Writes ``$OUT/ncu.tar.gz`` (at most 12 MB) holding:
 * ``calibration.json``: ``kernelpro calibrate``'s measurement.
 
 Clocks, power and modes are never changed (ncu always runs with --clock-control none).
+``KP_NCU_PARTS=cases KP_NCU_FIRST=a,b`` runs only the per-candidate part, those cases first.
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ import attrs
 
 T0 = time.perf_counter()
 BUDGET_S = float(os.environ.get("KP_NCU_BUDGET_S", "220"))
+# which parts run (comma-separated): suite, full, cases; KP_NCU_FIRST orders the cases
+PARTS = set(os.environ.get("KP_NCU_PARTS", "suite,full,cases").split(","))
 REPO = Path(__file__).resolve().parents[1]
 PLUGIN = REPO / "kernelpro_plugins_ncu"
 for p in (PLUGIN / "src", REPO / "kernelpro_core" / "src", PLUGIN / "gpu_kernels"):
@@ -314,6 +317,8 @@ def per_candidate() -> None:
              "sgemm_fp32", "transpose_conflict", "pointer_chase", "spill", "divergent",
              "tail_grid", "smem_hog", "occupancy_gap", "unfused_fp32", "strided_reuse",
              "fused_fp32", "transpose_padded", "chain_fused"]
+    first = [c for c in os.environ.get("KP_NCU_FIRST", "").split(",") if c in order]
+    order = first + [c for c in order if c not in first]
     try:
         from kernelpro_plugins_ncu.classifier import RooflineClassifier
 
@@ -386,12 +391,12 @@ def main() -> int:
             return 1
         calibration()
         sanity_and_io()
-        if ncu:
+        if ncu and "suite" in PARTS:
             metric_catalogue(ncu)
             suite()
-        if ncu and elapsed() < BUDGET_S - 40:
+        if ncu and "full" in PARTS and elapsed() < BUDGET_S - 40:
             full_set(ncu)
-        if ncu:
+        if ncu and "cases" in PARTS:
             per_candidate()
     finally:
         log("summary:\n" + "\n".join(SUMMARY))

@@ -49,12 +49,25 @@ def read_json(path: Path) -> Any:
 
 
 def load_stage(folder: Path, stage: int) -> tuple[list[KernelProfile], dict[str, Any]]:
-    """A stage's kernels from the .ncu-rep when it is there, else from its raw CSV export."""
-    for name in (f"ncu_stage{stage}.ncu-rep", f"ncu_stage{stage}.raw.csv"):
-        path = folder / name
-        if path.exists():
-            return R.read_report(path)
-    raise FileNotFoundError(f"no stage-{stage} report in {folder}")
+    """A stage's kernels from the .ncu-rep when it is there, else from its raw CSV export
+    plus the source hot spots saved beside it (``ncu_stage<N>.hotspots.json``)."""
+    rep = folder / f"ncu_stage{stage}.ncu-rep"
+    if rep.exists():
+        return R.read_report(rep)
+    csv_path = folder / f"ncu_stage{stage}.raw.csv"
+    if not csv_path.exists():
+        raise FileNotFoundError(f"no stage-{stage} report in {folder}")
+    kernels, payload = R.read_report(csv_path)
+    spots = read_json(folder / f"ncu_stage{stage}.hotspots.json")
+    if spots is not None:
+        payload["source_hotspots"] = [{k: [tuple(x) for x in v] for k, v in d.items()} for d in spots]
+    return kernels, payload
+
+
+def export_hotspots(report: Path, out: Path) -> None:
+    """Save the per-kernel source hot spots of a .ncu-rep as JSON (CSV exports lack them)."""
+    _, payload = R.read_report(report)
+    out.write_text(json.dumps(payload.get("source_hotspots") or [], indent=1))
 
 
 def gpu_spec(capture: Path, calibrated: bool = True) -> GpuSpec | None:

@@ -33,7 +33,8 @@ def test_resolve_replaces_datasheet_ceilings(tmp_path, monkeypatch):
     C.save_calibration(RECORD)
     spec = C.resolve_gpu_spec("NVIDIA H200", "sm_90")
     assert spec.source == "calibrated" and spec.name.startswith("H200")
-    assert spec.dram_bandwidth_gbs == 4300.0 and spec.bf16_tflops == 790.0 and spec.fp32_tflops == 50.0
+    assert spec.dram_bandwidth_gbs == 4300.0 and spec.bf16_tflops == 790.0 and spec.tf32_tflops == 400.0
+    assert spec.fp32_tflops == 67 and spec.fp64_tflops == 34  # GEMM rates do not replace pipe peaks
     assert spec.sm_count == 132 and spec.l2_bytes == 60 * 1024 * 1024  # the rest from the table
 
 

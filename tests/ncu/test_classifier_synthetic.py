@@ -31,7 +31,7 @@ def test_memory_bound_copy_has_roofline_fraction_and_evidence():
 def test_compute_bound_names_tensor_pipe():
     b = classify(kernel("gemm", 2e5, **{
         M.SM_THROUGHPUT_PCT: 85.0, M.MEM_THROUGHPUT_PCT: 40.0, M.DRAM_THROUGHPUT_PCT: 10.0,
-        M.PIPE_TENSOR_GMMA_PCT: 80.0, M.PIPE_FMA_PCT: 5.0, M.GRID_SIZE: 264, M.SM_COUNT: 132,
+        M.PIPE_TENSOR_HMMA_PCT: 80.0, M.PIPE_FMA_PCT: 5.0, M.GRID_SIZE: 264, M.SM_COUNT: 132,
         "sm__ops_path_tensor_src_bf16_dst_fp32.sum": 1.37e11, M.DRAM_READ_BYTES: 1e8}))
     assert b.kind == "compute" and b.pipe == "tensor"
     # 137 GFLOP in 0.2 ms = 685 TFLOP/s of the 989 bf16 datasheet peak
@@ -80,7 +80,8 @@ def test_kernels_weighted_by_duration():
 
 
 def test_thresholds_are_settings():
-    k = kernel("k", 1e6, **{**memory_bound_metrics(), M.DRAM_THROUGHPUT_PCT: 55.0, M.MEM_THROUGHPUT_PCT: 55.0})
+    k = kernel("k", 1e6, **{**memory_bound_metrics(), M.DRAM_THROUGHPUT_PCT: 55.0, M.MEM_THROUGHPUT_PCT: 55.0,
+                            M.DRAM_READ_BYTES: 1e9, M.DRAM_WRITE_BYTES: 1e9})  # 0.42 of the roofline
     assert classify(k).kind == "latency"
     b = RooflineClassifier(RooflineSettings(busy_pct=50.0)).classify({"kernel": profile(k)}, CTX)
     assert b.kind == "memory"
@@ -113,3 +114,15 @@ def test_flop_accounting():
                                                       M.DFMA: 1.0, M.DRAM_READ_BYTES: 5.0})), H200)
     assert ev["fp32_flops"] == 25.0 and ev["fp64_flops"] == 2.0
     assert ev["arithmetic_intensity_flop_per_byte"] == pytest.approx(27.0 / 5.0)
+
+
+def test_streaming_kernel_below_busy_pct_is_memory_bound_by_the_roofline():
+    # 2.7 TB/s: 57% of the datasheet peak by ncu's percentage, but 0.56 of the 4.8 TB/s roof
+    k = kernel("chain", 1.96e5, **{M.DRAM_READ_BYTES: 2.68e8, M.DRAM_WRITE_BYTES: 2.68e8,
+                                   M.DRAM_THROUGHPUT_PCT: 57.0, M.MEM_THROUGHPUT_PCT: 57.0,
+                                   M.SM_THROUGHPUT_PCT: 20.0, M.GRID_SIZE: 262144, M.SM_COUNT: 132})
+    b = classify(k)
+    assert b.kind == "memory" and "by the roofline" in b.summary
+    assert b.roofline_fraction == pytest.approx(5.36e8 / 4.8e12 / 1.96e-4, rel=1e-6)
+    strict = RooflineClassifier(RooflineSettings(roofline_bound_fraction=0.9))
+    assert strict.classify({"kernel": profile(k)}, CTX).kind == "latency"

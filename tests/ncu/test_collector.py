@@ -156,3 +156,10 @@ def test_rejected_metrics_any_wording():
     assert rejected_metrics("==ERROR== Failed to find metric dram__bytes_read.sum", asked) == ["dram__bytes_read.sum"]
     assert rejected_metrics('==ERROR== Option --metrics: "launch__grid_size" is not valid', asked) == ["launch__grid_size"]
     assert rejected_metrics("==PROF== profiling dram__bytes_read.sum", asked) == []
+
+
+def test_section_only_metric_asks_for_its_section(tmp_path, fake):
+    collector().collect(target(tmp_path), 2, [M.THEORETICAL_OCCUPANCY_PCT, M.L2_HIT_PCT])
+    argv = profiled_calls(fake)[-1]
+    assert "Occupancy" in argv and M.THEORETICAL_OCCUPANCY_PCT not in argv[argv.index("--metrics") + 1]
+    assert M.L2_HIT_PCT in argv[argv.index("--metrics") + 1]

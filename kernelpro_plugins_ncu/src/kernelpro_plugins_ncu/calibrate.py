@@ -10,7 +10,8 @@ zeros, since some GPUs move or multiply zeros faster):
 
 The result is written to ``$XDG_CACHE_HOME/kernelpro/calibration/<device-name>.json``
 (``~/.cache`` when XDG_CACHE_HOME is unset). :func:`resolve_gpu_spec` then returns the
-registered datasheet spec with these ceilings in place and ``source="calibrated"``.
+registered datasheet spec with the measured bandwidth and tensor-core rates in place and
+``source="calibrated"`` (see :func:`calibrated_spec` for why FP32/FP64 stay datasheet).
 """
 
 from __future__ import annotations
@@ -144,16 +145,18 @@ def table_spec(device_name: str, specs: tuple[GpuSpec, ...] | None = None) -> Gp
 
 def calibrated_spec(device_name: str, arch: str, record: dict[str, Any],
                     base: GpuSpec | None) -> GpuSpec:
-    """``base`` with measured ceilings in place (or a spec built from the record alone)."""
-    measured = {
-        "dram_bandwidth_gbs": record.get("dram_bandwidth_gbs"),
-        "bf16_tflops": record.get("bf16_tflops"),
-        "fp16_tflops": record.get("fp16_tflops"),
-        "tf32_tflops": record.get("tf32_tflops"),
-        "fp32_tflops": record.get("fp32_tflops"),
-        "fp64_tflops": record.get("fp64_tflops"),
-    }
-    measured = {k: float(v) for k, v in measured.items() if isinstance(v, (int, float)) and v > 0}
+    """``base`` with measured ceilings in place (or a spec built from the record alone).
+
+    Only the DRAM bandwidth and the tensor-core rates (bf16, fp16, tf32 GEMMs) replace
+    datasheet numbers: an FP32 or FP64 GEMM measures the library's GEMM, not the FMA pipe's
+    peak (on the H200 cuBLAS SGEMM reached 47 TFLOP/s while a plain FFMA kernel ran at 58,
+    and DGEMM runs on the FP64 tensor cores), so for those a datasheet value is kept and
+    the measured GEMM rate serves only a GPU with no datasheet entry.
+    """
+    keys = ("dram_bandwidth_gbs", "bf16_tflops", "fp16_tflops", "tf32_tflops")
+    if base is None:
+        keys += ("fp32_tflops", "fp64_tflops")
+    measured = {k: float(record[k]) for k in keys if isinstance(record.get(k), (int, float)) and record[k] > 0}
     if base is not None:
         return attrs.evolve(base, source="calibrated", **measured)
     needed = ("dram_bandwidth_gbs", "bf16_tflops", "fp16_tflops", "tf32_tflops", "fp32_tflops",

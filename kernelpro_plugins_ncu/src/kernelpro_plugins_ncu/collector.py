@@ -169,7 +169,8 @@ class NcuCollector(Collector):
         wanted = [m for m in wanted if m not in rejected]
         for name in wanted:
             base = M.base_name(name)
-            if catalogue and base.startswith(_QUERIED_PREFIXES) and base not in catalogue:
+            if catalogue and name not in M.SECTION_ONLY and base.startswith(_QUERIED_PREFIXES) \
+                    and base not in catalogue:
                 dropped.append(name)
             else:
                 kept.append(name)
@@ -191,13 +192,18 @@ class NcuCollector(Collector):
                 "-f", "--export", str(report)]
         if self.settings.kernel_filter:
             argv += ["--kernel-name", f"regex:{self.settings.kernel_filter}"]
-        if stage == 1:
-            for section in M.STAGE1_SECTIONS:
-                argv += ["--section", section]
-        elif self.settings.source_lines:
-            argv += ["--section", "SourceCounters", "--import-source", "yes"]
-        if metric_names:
-            argv += ["--metrics", ",".join(metric_names)]
+        sections = list(M.STAGE1_SECTIONS) if stage == 1 else []
+        if stage != 1 and self.settings.source_lines:
+            sections.append("SourceCounters")
+        # section-computed metrics come through their section, never through --metrics
+        sections += [M.SECTION_ONLY[m] for m in metric_names if m in M.SECTION_ONLY]
+        for section in M.unique(sections):
+            argv += ["--section", section]
+        if "SourceCounters" in sections:
+            argv += ["--import-source", "yes"]
+        plain = [m for m in metric_names if m not in M.SECTION_ONLY]
+        if plain:
+            argv += ["--metrics", ",".join(plain)]
         return argv
 
     # --- running ------------------------------------------------------------------------------

@@ -56,10 +56,12 @@ DFMA = "smsp__sass_thread_inst_executed_op_dfma_pred_on.sum"
 HADD = "smsp__sass_thread_inst_executed_op_hadd_pred_on.sum"
 HMUL = "smsp__sass_thread_inst_executed_op_hmul_pred_on.sum"
 HFMA = "smsp__sass_thread_inst_executed_op_hfma_pred_on.sum"
-# tensor-core math operations (one multiply-add counts as two operations: checked against
-# 2*M*N*K of a bf16 GEMM in docs/validation/ncu_tools.md)
+# tensor-core math operations; one multiply-add counts as two (on the H200 the bf16 counter
+# read exactly 2*4096^3 for a 4096^3 GEMM, docs/validation/ncu_tools.md). Hopper names the
+# fp16 counter without a destination type; older chips split it by destination.
 TENSOR_OPS = {
-    "fp16": ("sm__ops_path_tensor_src_fp16_dst_fp16.sum", "sm__ops_path_tensor_src_fp16_dst_fp32.sum"),
+    "fp16": ("sm__ops_path_tensor_src_fp16.sum", "sm__ops_path_tensor_src_fp16_dst_fp16.sum",
+             "sm__ops_path_tensor_src_fp16_dst_fp32.sum"),
     "bf16": ("sm__ops_path_tensor_src_bf16_dst_fp32.sum",),
     "tf32": ("sm__ops_path_tensor_src_tf32_dst_fp32.sum",),
     "fp8": ("sm__ops_path_tensor_src_fp8.sum",),
@@ -67,8 +69,8 @@ TENSOR_OPS = {
     "fp64": ("sm__ops_path_tensor_src_fp64.sum",),
 }
 # pipe utilisation, percent of peak over active cycles
+# on Hopper the HMMA counter also counts warpgroup (HGMMA) work: 95% for a cuBLAS bf16 GEMM
 PIPE_TENSOR_HMMA_PCT = "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"
-PIPE_TENSOR_GMMA_PCT = "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active"
 PIPE_TENSOR_PCT = "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"
 PIPE_FMA_PCT = "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active"
 PIPE_FP64_PCT = "sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_active"
@@ -109,7 +111,7 @@ INST_EXECUTED = "smsp__inst_executed.sum"
 
 # --- warp stalls: average warps stalled per issued instruction, by reason ---------------------
 STALL_REASONS = (
-    "barrier", "branch_resolving", "dispatch_stall", "drain", "imc_miss", "lg_throttle",
+    "barrier", "branch_resolving", "dispatch_stall", "drain", "gmma", "imc_miss", "lg_throttle",
     "long_scoreboard", "math_pipe_throttle", "membar", "mio_throttle", "misc",
     "no_instruction", "not_selected", "selected", "short_scoreboard", "sleeping",
     "tex_throttle", "wait",
@@ -122,6 +124,14 @@ def stall_metric(reason: str) -> str:
 
 STALL_METRICS = tuple(stall_metric(r) for r in STALL_REASONS)
 
+# the per-PC sampling counters (Source Counters) name two reasons differently
+_PCSAMP_NAMES = {"no_instruction": "no_instructions", "gmma": "warpgroup_arrive"}
+
+
+def pcsamp_metric(reason: str) -> str:
+    """Per-PC warp-sample counter of a stall reason (instanced, Source Counters section)."""
+    return f"smsp__pcsamp_warps_issue_stalled_{_PCSAMP_NAMES.get(reason, reason)}"
+
 # --- what stage 1 collects -------------------------------------------------------------------
 STAGE1_SECTIONS = ("SpeedOfLight", "LaunchStats", "Occupancy")
 STAGE1_METRICS = (
@@ -133,9 +143,12 @@ STAGE1_METRICS = (
     ACHIEVED_OCCUPANCY_PCT, THEORETICAL_OCCUPANCY_PCT, ISSUE_ACTIVE_PCT,
     FADD, FMUL, FFMA, DADD, DMUL, DFMA, HADD, HMUL, HFMA,
     *[m for names in TENSOR_OPS.values() for m in names],
-    PIPE_TENSOR_HMMA_PCT, PIPE_TENSOR_GMMA_PCT, PIPE_TENSOR_PCT, PIPE_FMA_PCT, PIPE_FP64_PCT,
+    PIPE_TENSOR_HMMA_PCT, PIPE_TENSOR_PCT, PIPE_FMA_PCT, PIPE_FP64_PCT,
     PIPE_ALU_PCT, PIPE_LSU_PCT,
 )
+#: metrics that only a section computes (ncu --query-metrics does not list them): a stage
+#: asking for one gets the section instead
+SECTION_ONLY = {THEORETICAL_OCCUPANCY_PCT: "Occupancy"}
 #: metrics stage 2 always adds so that a stage-2 report stands on its own
 STAGE2_BASE_METRICS = (
     DURATION_NS, GRID_SIZE, BLOCK_SIZE, WAVES_PER_SM, SM_COUNT, DEVICE_NAME,
@@ -195,8 +208,8 @@ def dram_bytes(m: Mapping[str, float]) -> float:
 
 
 def tensor_pipe_pct(m: Mapping[str, float]) -> float:
-    """Busiest tensor-pipe utilisation (percent of peak); Hopper reports HMMA and GMMA apart."""
-    return max(get(m, PIPE_TENSOR_HMMA_PCT), get(m, PIPE_TENSOR_GMMA_PCT), get(m, PIPE_TENSOR_PCT))
+    """Busiest tensor-pipe utilisation (percent of peak)."""
+    return max(get(m, PIPE_TENSOR_HMMA_PCT), get(m, PIPE_TENSOR_PCT))
 
 #: every stage-2 metric some micro-profiler of this package reads (the capture script asks
 #: for all of them so that the fixtures serve every profiler whatever the gate decided)
@@ -209,6 +222,6 @@ STAGE2_ALL = (
     BRANCH_DIVERGENT, INST_EXECUTED, ISSUE_ACTIVE_PCT, IPC, ELIGIBLE_WARPS,
     ACTIVE_WARPS_PER_SCHEDULER, ACHIEVED_OCCUPANCY_PCT, THEORETICAL_OCCUPANCY_PCT,
     LIMIT_REGISTERS, LIMIT_SMEM, LIMIT_WARPS, LIMIT_BLOCKS, REGISTERS_PER_THREAD, SMEM_STATIC,
-    SMEM_DYNAMIC, FADD, FMUL, FFMA, PIPE_FMA_PCT, PIPE_TENSOR_HMMA_PCT, PIPE_TENSOR_GMMA_PCT,
+    SMEM_DYNAMIC, FADD, FMUL, FFMA, PIPE_FMA_PCT, PIPE_TENSOR_HMMA_PCT, PIPE_TENSOR_PCT,
     PIPE_FMA_INST_PCT, PIPE_ALU_INST_PCT, DRAM_READ_BYTES, DRAM_WRITE_BYTES, *STALL_METRICS,
 )

@@ -291,17 +291,21 @@ def _source_hotspots(action, metric, top: int = 5) -> list[tuple[str, float]]:
     return sorted(by_line.items(), key=lambda kv: -kv[1])[:top]
 
 
-#: instanced per-PC metrics of the Source Counters section whose hot lines are worth naming
+#: instanced per-PC metrics of the Source Counters section (names as ncu 2025.3 writes them
+#: on Hopper) whose hot source lines are kept, with what they count
 SOURCE_METRICS = {
-    "memory_l2_theoretical_sectors_global_excessive": "excess global sectors",
     "derived__memory_l2_theoretical_sectors_global_excessive": "excess global sectors",
     "derived__memory_l1_wavefronts_shared_excessive": "excess shared wavefronts",
-    "memory_l1_wavefronts_shared_excessive": "excess shared wavefronts",
+    "memory_l2_theoretical_sectors_local": "local-memory sectors",
+    "smsp__branch_targets_threads_divergent": "divergent branch targets",
     "smsp__pcsamp_sample_count": "warp samples",
     "inst_executed": "instructions executed",
-    "derived__smsp__inst_executed_op_local": "local memory instructions",
-    "smsp__branch_targets_threads_divergent": "divergent branch targets",
+    **{M.pcsamp_metric(r): f"{r.replace('_', ' ')} stall samples" for r in M.STALL_REASONS},
 }
+#: the ones summarised in KernelProfile.source_lines
+SUMMARY_SOURCE_METRICS = ("smsp__pcsamp_sample_count", "derived__memory_l2_theoretical_sectors_global_excessive",
+                          "derived__memory_l1_wavefronts_shared_excessive", "memory_l2_theoretical_sectors_local",
+                          "smsp__branch_targets_threads_divergent")
 
 
 def read_ncu_rep_module(path: Path, ncu_report) -> tuple[list[KernelProfile], dict[str, Any]]:
@@ -344,8 +348,8 @@ def read_ncu_rep_module(path: Path, ncu_report) -> tuple[list[KernelProfile], di
                 grid = tuple(int(v) for v in gx)  # type: ignore[assignment]
             if all(v is not None for v in bx):
                 block = tuple(int(v) for v in bx)  # type: ignore[assignment]
-            lines = tuple(f"{loc} ({what}: {value:.0f})"
-                          for key, what in SOURCE_METRICS.items() if key in spots
+            lines = tuple(f"{loc} ({SOURCE_METRICS[key]}: {value:.0f})"
+                          for key in SUMMARY_SOURCE_METRICS if key in spots
                           for loc, value in spots[key][:3])
             kernels.append(KernelProfile(
                 name=name, duration_ns=values.get(M.DURATION_NS), grid=grid, block=block,
@@ -420,6 +424,12 @@ def profile_data(kernels: Iterable[KernelProfile], payload: dict[str, Any],
                        payload=payload, notes=tuple(notes))
 
 
+def kernel_key(name: str) -> str:
+    """A kernel name comparable across readers: ncu_report writes template arguments with
+    casts ("tiled<(int)0>"), the CSV pages without ("tiled<0>")."""
+    return re.sub(r"\((?:unsigned |signed |long |short )*\w+\)(?=-?\d)", "", name).strip()
+
+
 def merge_kernels(first: list[KernelProfile], second: list[KernelProfile]) -> list[KernelProfile]:
     """Stage-2 kernels with stage-1 metrics filled in (matched by position and name);
     stage-2 values win where both have a metric."""
@@ -427,7 +437,7 @@ def merge_kernels(first: list[KernelProfile], second: list[KernelProfile]) -> li
         return list(second)
     out = []
     for a, b in zip(first, second):
-        if a.name != b.name:
+        if kernel_key(a.name) != kernel_key(b.name):
             return list(second)
         metrics = dict(a.metrics)
         metrics.update(b.metrics)

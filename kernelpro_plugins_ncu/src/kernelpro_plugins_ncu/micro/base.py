@@ -30,8 +30,15 @@ def severity_for(gain: float) -> str:
 
 
 def short_name(kernel: str, width: int = 60) -> str:
-    """Kernel name without its parameter list, shortened."""
-    name = kernel.split("(", 1)[0].strip()
+    """Kernel name without return type and parameter list (template arguments kept), shortened."""
+    name = kernel.strip()
+    if name.endswith(")"):  # drop the trailing "(params)" group, whatever parentheses it holds
+        depth = 0
+        for i in range(len(name) - 1, -1, -1):
+            depth += {")": 1, "(": -1}.get(name[i], 0)
+            if depth == 0:
+                name = name[:i].strip()
+                break
     if name.startswith("void "):
         name = name[5:]
     return name if len(name) <= width else name[: width - 3] + "..."
@@ -79,18 +86,23 @@ class KernelMicroProfiler(MicroProfiler):
 
     def source_lines(self, profile: ProfileData, index: int, kernel: KernelProfile) -> tuple[str, ...]:
         """Hot source lines for this profiler's metrics (Source Counters), best effort."""
+        for metric_name in self.source_metrics:
+            lines = self.hot_lines(profile, index, metric_name)
+            if lines:
+                return lines
+        return ()
+
+    def hot_lines(self, profile: ProfileData, index: int, metric_name: str) -> tuple[str, ...]:
+        """Hot source lines of one instanced Source Counters metric, best effort."""
         payload = profile.payload if isinstance(profile.payload, dict) else {}
         spots_all = payload.get("source_hotspots") or []
-        if index < len(spots_all):
-            spots = spots_all[index] or {}
-            for metric in self.source_metrics:
-                if spots.get(metric):
-                    return tuple(f"{loc} ({metric}: {value:.0f})" for loc, value in spots[metric][:3])
-        return ()
+        spots = (spots_all[index] or {}) if index < len(spots_all) else {}
+        return tuple(f"{loc} ({metric_name}: {value:.0f})" for loc, value in (spots.get(metric_name) or [])[:3])
 
     def finding(self, kernel: KernelProfile, share: float, index: int, profile: ProfileData,
                 gain: float, message: str, action: str, evidence: Mapping[str, float],
-                severity: str | None = None, title: str | None = None) -> Finding:
+                severity: str | None = None, title: str | None = None,
+                source_lines: tuple[str, ...] | None = None) -> Finding:
         gain = round(clip(gain), 4)
         ev = {k: float(v) for k, v in evidence.items() if v is not None}
         ev["kernel_time_share"] = round(share, 4)
@@ -100,7 +112,7 @@ class KernelMicroProfiler(MicroProfiler):
             tool=self.name, severity=severity or severity_for(gain), title=title or self.title,
             message=f"{who}{share_txt}: {message}", action=action, estimated_gain=gain,
             level="kernel", kernel=kernel.name, evidence=ev,
-            source_lines=self.source_lines(profile, index, kernel))
+            source_lines=source_lines or self.source_lines(profile, index, kernel))
 
 
 def io_bytes(profile: ProfileData) -> dict[str, float]:

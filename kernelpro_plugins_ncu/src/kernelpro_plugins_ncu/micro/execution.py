@@ -8,7 +8,7 @@ import attrs
 from kernelpro.api import ProfileContext
 from kernelpro.records import Bottleneck, Finding, ProfileData
 
-from kernelpro_plugins_ncu.micro.base import M, KernelMicroProfiler, clip, metric
+from kernelpro_plugins_ncu.micro.base import M, KernelMicroProfiler, clip, io_bytes, metric
 
 STALL_ADVICE = {
     "long_scoreboard": ("waiting for global/local memory (L1TEX) results",
@@ -28,6 +28,8 @@ STALL_ADVICE = {
     "wait": ("fixed-latency dependencies between consecutive instructions",
              "add instruction-level parallelism: several independent accumulators, unrolled loops"),
     "tex_throttle": ("the texture/L1 unit is saturated", "use fewer, wider memory instructions"),
+    "gmma": ("waiting for warpgroup MMA (wgmma) results",
+             "deepen the pipeline so loads of the next tiles overlap the MMAs, or give the MMAs larger tiles"),
     "branch_resolving": ("waiting for branch targets", "reduce data-dependent branching in hot loops"),
     "no_instruction": ("instruction fetch misses", "shrink the hot loop's code (less unrolling/inlining)"),
     "dispatch_stall": ("the dispatcher could not issue", "usually transient; check the pipe mix"),
@@ -46,6 +48,12 @@ class WarpStallSettings:
     min_reason_share: float = 0.25
     # kernels already at this fraction of the roofline are left alone
     max_roofline_fraction: float = 0.8
+    # schedulers issuing this often hide their stalls; a compute pipe this busy is the limit
+    max_issue_pct: float = 80.0
+    max_pipe_pct: float = 80.0
+    # in a forward bound by DRAM (at least this fraction of its roofline) waiting for memory
+    # is the classification itself, not a further finding
+    memory_bound_fraction: float = 0.5
 
 
 class WarpStallReasons(KernelMicroProfiler):
@@ -54,11 +62,21 @@ class WarpStallReasons(KernelMicroProfiler):
     description = "what warps wait for between issued instructions, by reason"
     Settings = WarpStallSettings
     applies_to = frozenset({"latency", "memory", "compute"})
-    metrics = (*M.STALL_METRICS, M.ISSUE_ACTIVE_PCT)
+    metrics = (*M.STALL_METRICS, M.ISSUE_ACTIVE_PCT, M.PIPE_FMA_PCT, M.PIPE_FP64_PCT, M.PIPE_ALU_PCT,
+               M.PIPE_TENSOR_HMMA_PCT, M.PIPE_TENSOR_PCT)
     source_metrics = ("smsp__pcsamp_sample_count",)
 
     def check(self, kernel, share, index, profile, bottleneck, context):
-        if bottleneck is not None and (bottleneck.roofline_fraction or 0.0) >= self.settings.max_roofline_fraction:
+        s = self.settings
+        fraction = (bottleneck.roofline_fraction or 0.0) if bottleneck is not None else 0.0
+        if fraction >= s.max_roofline_fraction:
+            return None
+        issue = metric(kernel, M.ISSUE_ACTIVE_PCT)
+        if issue is not None and issue >= s.max_issue_pct:
+            return None
+        pipes = [M.tensor_pipe_pct(kernel.metrics), M.get(kernel.metrics, M.PIPE_FMA_PCT),
+                 M.get(kernel.metrics, M.PIPE_FP64_PCT), M.get(kernel.metrics, M.PIPE_ALU_PCT)]
+        if max(pipes) >= s.max_pipe_pct:
             return None
         stalls = {r: metric(kernel, M.stall_metric(r)) for r in M.STALL_REASONS}
         stalls = {r: v for r, v in stalls.items() if v is not None and r not in ("selected", "not_selected")}
@@ -69,14 +87,17 @@ class WarpStallReasons(KernelMicroProfiler):
         top = [(r, v) for r, v in ranked if v / total >= self.settings.min_reason_share][:2]
         if not top or top[0][0] == "misc":
             return None
-        issue = metric(kernel, M.ISSUE_ACTIVE_PCT)
+        if bottleneck is not None and bottleneck.kind == "memory" and fraction >= s.memory_bound_fraction \
+                and top[0][0] in ("long_scoreboard", "lg_throttle", "drain"):
+            return None
         parts = [f"{r.replace('_', ' ')} {v:.1f} cycles per issued instruction ({v / total:.0%}; "
                  f"{STALL_ADVICE.get(r, ('', ''))[0]})" for r, v in top]
         issue_txt = f" Issue slots are busy {issue:.0f}% of cycles." if issue is not None else ""
         stall_share = top[0][1] / total
         gain = share * 0.5 * stall_share * clip(1 - (issue or 0.0) / 100)
+        lines = self.hot_lines(profile, index, M.pcsamp_metric(top[0][0]))
         return self.finding(
-            kernel, share, index, profile, gain,
+            kernel, share, index, profile, gain, source_lines=lines,
             message=(f"warps spend {total:.1f} cycles stalled between issued instructions; dominant: "
                      + "; ".join(parts) + "." + issue_txt),
             action="; ".join(f"{r.replace('_', ' ')}: {STALL_ADVICE.get(r, ('', 'no specific action'))[1]}"
@@ -91,6 +112,10 @@ class IssueSlotSettings:
     # scheduler rule warns when fewer than one warp is eligible per cycle)
     max_issue_pct: float = 30.0
     max_eligible_warps: float = 1.0
+    # few, wide instructions keep a busy pipe fed (a warpgroup GEMM issues rarely): a kernel
+    # near its roofline or with the tensor pipe this busy is not starved
+    max_roofline_fraction: float = 0.75
+    max_tensor_pipe_pct: float = 50.0
 
 
 class IssueSlotUtilization(KernelMicroProfiler):
@@ -99,9 +124,14 @@ class IssueSlotUtilization(KernelMicroProfiler):
     description = "schedulers find no eligible warp in most cycles"
     Settings = IssueSlotSettings
     applies_to = frozenset({"latency", "compute"})
-    metrics = (M.ISSUE_ACTIVE_PCT, M.IPC, M.ELIGIBLE_WARPS, M.ACTIVE_WARPS_PER_SCHEDULER)
+    metrics = (M.ISSUE_ACTIVE_PCT, M.IPC, M.ELIGIBLE_WARPS, M.ACTIVE_WARPS_PER_SCHEDULER, M.PIPE_TENSOR_HMMA_PCT,
+               M.PIPE_TENSOR_PCT)
 
     def check(self, kernel, share, index, profile, bottleneck, context):
+        if bottleneck is not None and (bottleneck.roofline_fraction or 0.0) >= self.settings.max_roofline_fraction:
+            return None
+        if M.tensor_pipe_pct(kernel.metrics) >= self.settings.max_tensor_pipe_pct:
+            return None
         issue = metric(kernel, M.ISSUE_ACTIVE_PCT)
         eligible = metric(kernel, M.ELIGIBLE_WARPS)
         if issue is None or issue >= self.settings.max_issue_pct:
@@ -182,7 +212,7 @@ class TensorCoresIdle(KernelMicroProfiler):
     Settings = TensorIdleSettings
     applies_to = frozenset({"compute", "latency", "memory"})
     metrics = (M.FFMA, M.FADD, M.FMUL, M.SHARED_LD_INST, M.GLOBAL_LD_INST, M.PIPE_FMA_PCT,
-               M.PIPE_TENSOR_HMMA_PCT, M.PIPE_TENSOR_GMMA_PCT, *[n for v in M.TENSOR_OPS.values() for n in v])
+               M.PIPE_TENSOR_HMMA_PCT, M.PIPE_TENSOR_PCT, *[n for v in M.TENSOR_OPS.values() for n in v])
 
     def check(self, kernel, share, index, profile, bottleneck, context):
         m = kernel.metrics
@@ -274,6 +304,8 @@ class AtRooflineSettings:
     # Nsight Compute calls >80% of peak high utilisation; 0.75 leaves room for the
     # difference between datasheet/calibrated ceilings and sustained rates
     min_roofline_fraction: float = 0.75
+    # DRAM traffic above this multiple of the problem's minimum turns the advice to the bytes
+    excess_factor: float = 1.5
 
 
 class AtRoofline(KernelMicroProfiler):
@@ -292,23 +324,36 @@ class AtRoofline(KernelMicroProfiler):
         if f < self.settings.min_roofline_fraction:
             return []
         ev = bottleneck.evidence
+        io = io_bytes(profile)
+        minimum = io.get("input_bytes", 0.0) + io.get("param_bytes", 0.0) + io.get("output_bytes", 0.0)
+        excess = ev.get("dram_bytes", 0.0) / minimum if minimum > 0 else None
         if bottleneck.kind == "memory":
             what = (f"DRAM traffic of {ev.get('dram_bytes', 0) / 1e6:.0f} MB at "
                     f"{ev.get('dram_bandwidth_achieved_gbs', 0):.0f} of {ev.get('dram_bandwidth_peak_gbs', 0):.0f} GB/s")
-            action = ("Tuning this kernel further gains little. Move fewer bytes: fuse it with its producer or "
-                      "consumer, use a smaller data type (bf16/fp8) where accuracy allows, or change the "
-                      "algorithm so data is read once.")
+            if excess is not None and excess >= self.settings.excess_factor:
+                what += (f"; but that traffic is {excess:.1f}x the {minimum / 1e6:.0f} MB the problem needs, "
+                         f"so the roofline is met for bytes that need not move")
+                action = ("Cut the bytes, not the time per byte: remove the excess DRAM traffic (see the "
+                          "DRAM-traffic and local-memory findings): keep data on chip, fuse, read inputs once.")
+            else:
+                action = ("Tuning this kernel further gains little. Move fewer bytes: fuse it with its producer "
+                          "or consumer, use a smaller data type (bf16/fp8) where accuracy allows, or change the "
+                          "algorithm so data is read once.")
         else:
             what = (f"{ev.get('flops', 0) / 1e9:.1f} GFLOP at {ev.get('achieved_tflops', 0):.0f} TFLOP/s "
                     f"on the {bottleneck.pipe or 'compute'} pipe")
             action = ("Tuning this kernel further gains little. Do less arithmetic (an algorithm with fewer "
                       "FLOPs, skipping zero/masked blocks), use a faster type (fp8/bf16 tensor cores) where "
                       "accuracy allows, or fuse neighbouring element-wise work into it.")
+        if excess is not None:
+            extra = {"excess_factor": excess}
+        else:
+            extra = {}
         return [Finding(
             tool=self.name, severity="info", title=self.title,
             message=(f"the candidate runs at {f:.0%} of its roofline ({bottleneck.kind}-bound: {what}); "
                      f"the remaining headroom is at most {max(0.0, 1 - f):.0%}."),
             action=action, estimated_gain=round(max(0.0, 1 - f), 4), level="kernel", kernel=None,
-            evidence={"roofline_fraction": f, **{k: v for k, v in ev.items()
+            evidence={"roofline_fraction": f, **extra, **{k: v for k, v in ev.items()
                                                 if k in ("dram_bytes", "flops", "achieved_tflops",
                                                          "dram_bandwidth_achieved_gbs")}})]

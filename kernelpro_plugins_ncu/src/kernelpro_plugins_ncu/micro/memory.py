@@ -33,8 +33,7 @@ class UncoalescedGlobalAccess(KernelMicroProfiler):
     applies_to = frozenset({"memory", "latency"})
     metrics = (M.GLD_BYTES_PER_SECTOR_PCT, M.GST_BYTES_PER_SECTOR_PCT, M.GLD_SECTORS, M.GLD_REQUESTS,
                M.GST_SECTORS, M.GST_REQUESTS)
-    source_metrics = ("memory_l2_theoretical_sectors_global_excessive",
-                      "derived__memory_l2_theoretical_sectors_global_excessive")
+    source_metrics = ("derived__memory_l2_theoretical_sectors_global_excessive",)
 
     def check(self, kernel, share, index, profile, bottleneck, context):
         parts = []
@@ -90,7 +89,7 @@ class SharedBankConflicts(KernelMicroProfiler):
     applies_to = frozenset({"memory", "latency", "compute"})
     metrics = (M.SHARED_LD_CONFLICTS, M.SHARED_ST_CONFLICTS, M.SHARED_LD_WAVEFRONTS,
                M.SHARED_ST_WAVEFRONTS, M.SHARED_LD_INST, M.SHARED_ST_INST)
-    source_metrics = ("derived__memory_l1_wavefronts_shared_excessive", "memory_l1_wavefronts_shared_excessive")
+    source_metrics = ("derived__memory_l1_wavefronts_shared_excessive",)
 
     def check(self, kernel, share, index, profile, bottleneck, context):
         conflicts = (metric(kernel, M.SHARED_LD_CONFLICTS) or 0.0) + (metric(kernel, M.SHARED_ST_CONFLICTS) or 0.0)
@@ -137,7 +136,7 @@ class LocalMemorySpilling(KernelMicroProfiler):
     applies_to = frozenset({"any"})
     metrics = (M.LOCAL_LD_SECTORS, M.LOCAL_ST_SECTORS, M.LOCAL_LD_INST, M.LOCAL_ST_INST,
                M.GLD_SECTORS, M.GST_SECTORS, M.REGISTERS_PER_THREAD)
-    source_metrics = ("derived__smsp__inst_executed_op_local",)
+    source_metrics = ("memory_l2_theoretical_sectors_local",)
 
     def check(self, kernel, share, index, profile, bottleneck, context):
         local = (metric(kernel, M.LOCAL_LD_SECTORS) or 0.0) + (metric(kernel, M.LOCAL_ST_SECTORS) or 0.0)
