@@ -74,7 +74,7 @@ class Optimizer:
         self.problem = problem
         self.config = config
         self.plugins = plugins
-        self.run = RunDir(run_dir)
+        self.run = RunDir(Path(run_dir).resolve())
         self.device = device
         self.progress = progress or Progress()
         resolved = cfg.validate(config, plugins)
@@ -106,7 +106,7 @@ class Optimizer:
         self.analyses: dict[str, Analysis] = {}
         self.baseline: EvalResult | None = None
         self.stopped_because = "budget reached"
-        self.run_id = run_dir.name
+        self.run_id = run_dir.name  # replaced by the id stored in run.json at start()
 
     # --- set-up and resume ---------------------------------------------------------------
 
@@ -116,6 +116,13 @@ class Optimizer:
 
     def start(self, resume: bool) -> None:
         self.run.create()
+        meta = self.run.read_json("run.json")
+        if meta is None:
+            import uuid
+
+            meta = {"run_id": f"{self.run.path.name}-{uuid.uuid4().hex[:12]}"}
+            self.run.write_json("run.json", meta)
+        self.run_id = meta["run_id"]
         if resume:
             self._restore()
         else:

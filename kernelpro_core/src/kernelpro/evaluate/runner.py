@@ -87,7 +87,7 @@ def evaluate(
     the outcome of :func:`kernelpro.evaluate.compile.compile_candidate` when the caller
     compiled ahead (``compile_many``); otherwise the compile stage runs here (a cache hit
     when the same source was built before)."""
-    workdir = Path(workdir)
+    workdir = Path(workdir).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     stage_info: dict[str, Any] = {}
