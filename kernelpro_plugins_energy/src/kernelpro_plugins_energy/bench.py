@@ -102,12 +102,14 @@ def fidelity(
     device: str = "cuda",
     settings: EnergySettings | None = None,
     snapshot: Callable[[], dict[str, float]] | None = None,
+    report: Callable[[int, dict[str, float]], None] | None = None,
 ) -> dict[str, Any]:
     """Measure ``call`` ``repeats`` times with the same settings; the spread of the medians.
 
     ``spread`` is (max - min) / median of the per-measurement joules per call; ``cv`` is
     their standard deviation over their mean. ``snapshot`` (e.g. temperature and clocks)
-    is recorded before each measurement and after the last.
+    is recorded before each measurement and after the last; ``report(i, numbers)`` is
+    called after measurement ``i`` (from 1).
     """
     runs = []
     states = []
@@ -116,6 +118,8 @@ def fidelity(
         if snapshot is not None:
             states.append(snapshot())
         runs.append(measure_energy(call, device, settings))
+        if report is not None:
+            report(len(runs), runs[-1])
     if snapshot is not None:
         states.append(snapshot())
     values = [r["energy_j_per_call"] for r in runs]
