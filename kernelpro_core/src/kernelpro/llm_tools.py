@@ -47,16 +47,6 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
-@attrs.frozen
-class ToolCall:
-    """One call a model made, for the generator's record."""
-
-    name: str
-    arguments: dict[str, Any]
-    is_error: bool
-    seconds: float
-
-
 class ToolBox:
     """The tools offered for one generation request, bound to its context."""
 
@@ -67,7 +57,6 @@ class ToolBox:
                 raise ValueError(f"two LLM tools are named {tool.name!r}")
             self.tools[tool.name] = tool
         self.context = context
-        self.calls: list[ToolCall] = []
 
     def __len__(self) -> int:
         return len(self.tools)
@@ -90,25 +79,22 @@ class ToolBox:
     def call(self, name: str, arguments: Any) -> tuple[str, bool]:
         """Run tool ``name``; returns ``(text, is_error)``. Never raises: a bad call, a
         :class:`ToolError` or a failing tool becomes an error text for the model."""
-        t0 = time.monotonic()
         tool = self.tools.get(name)
-        args = arguments if isinstance(arguments, dict) else {}
         if tool is None:
             text, is_error = f"unknown tool {name!r}; available: {', '.join(self.tools) or 'none'}", True
         elif not isinstance(arguments, dict):
             text, is_error = f"{name}: the input must be a JSON object", True
         else:
-            problem = schema_problem(args, tool.input_schema)
+            problem = schema_problem(arguments, tool.input_schema)
             if problem:
                 text, is_error = f"{name}: {problem}", True
             else:
                 try:
-                    text, is_error = tool.run(args, self.context), False
+                    text, is_error = tool.run(arguments, self.context), False
                 except ToolError as exc:
                     text, is_error = f"{name}: {exc}", True
                 except Exception as exc:  # a tool bug must not end the generation
                     text, is_error = f"{name} failed: {type(exc).__name__}: {exc}", True
-        self.calls.append(ToolCall(name, args, is_error, time.monotonic() - t0))
         return clip(text), is_error
 
 
@@ -370,7 +356,6 @@ def kernelpro_register_llm_tools(register):
 
 __all__ = [
     "ToolBox",
-    "ToolCall",
     "RunMicroProfiler",
     "ListMicroProfilers",
     "CompileCheck",

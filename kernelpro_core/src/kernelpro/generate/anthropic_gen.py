@@ -231,11 +231,13 @@ class AnthropicGenerator(Generator):
                 rounds += 1
                 results: list[dict[str, Any]] = []
                 for use in uses:
+                    t0 = time.monotonic()
                     if tools_open:
                         out, is_error = toolbox.call(use.name, use.input)
                     else:
                         out, is_error = NO_ROUNDS_LEFT, True
-                    trace["tools"].append({"name": use.name, "input": use.input, "is_error": is_error})
+                    trace["tools"].append({"name": use.name, "input": use.input, "is_error": is_error,
+                                           "seconds": round(time.monotonic() - t0, 3)})
                     usage.tool_calls += 1
                     self.ledger.record(Usage(tool_calls=1))
                     results.append(
