@@ -149,10 +149,6 @@ class Budget:
     output_tokens: int = 0
     dollars: float = 0.0
 
-    @property
-    def limited(self) -> bool:
-        return bool(self.calls or self.input_tokens or self.output_tokens or self.dollars)
-
 
 class Ledger:
     """Run totals and the budget check; safe to share between threads."""
