@@ -32,6 +32,7 @@ def record(cid: str, runtime_ms: float | None, energy_j: float | None, correct: 
     if energy_j is not None:
         energy = {"energy_j_per_call": energy_j, "energy_cv": 0.004, "power_w": 512.5,
                   "power_w_sampled": 509.0, "trials": 5.0, "window_s": 1.55,
+                  "time_per_call_ms": runtime_ms * 1.01 if runtime_ms else None,
                   "reference_energy_j_per_call": reference_j}
     return {
         "id": cid,

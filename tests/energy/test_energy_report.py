@@ -65,9 +65,9 @@ def test_section_table_and_front():
     text = sections[0]
     assert text.startswith("## Energy\n")
     assert "median 10 mJ per call over 4 measurements" in text
-    assert "| c1 | correct | 1 | 2 | 5 | 0.500 | 0.40 | 512.5 | 509.0 | 0.700 | * |" in text
-    assert "| c3 | correct | 2 | 1 | 4.5 | 0.450 | 0.40 | 512.5 | 509.0 | 0.100 |  |" in text
-    assert "| c4 | correct | 0.8 | 2.5 | - | - | - | - | - | 0.000 |  |" in text
+    assert "| c1 | correct | 1 | 1.01 | 2 | 5 | 0.500 | 0.40 | 512.5 | 509.0 | 0.700 | * |" in text
+    assert "| c3 | correct | 2 | 2.02 | 1 | 4.5 | 0.450 | 0.40 | 512.5 | 509.0 | 0.100 |  |" in text
+    assert "| c4 | correct | 0.8 | - | 2.5 | - | - | - | - | - | 0.000 |  |" in text
     assert "- `measurement_failed: energy: window too short`" in text
     front_table = text.split("### Time-energy Pareto front")[1]
     assert "| c1 | 1 | 5 |\n| c2 | 1.5 | 4 |" in front_table

@@ -158,3 +158,28 @@ def test_cap_is_validated(cap):
 def test_negative_slowdown_is_refused():
     with pytest.raises(ValueError, match="slowdown"):
         MatchedSpeedSettings(slowdown=-0.01)
+
+
+def test_matched_speed_on_the_energy_loop_time():
+    """Short timings match, but one candidate is 10 % slower in the sustained energy loop."""
+    def with_loop(runtime, energy, loop):
+        r = result(runtime_ms=runtime, energy_j=energy, reference_j=1.0)
+        r.measurements["energy"]["time_per_call_ms"] = loop
+        return r
+
+    steady = with_loop(1.00, 0.9, 1.02)
+    throttled = with_loop(1.01, 0.8, 1.12)  # 1 % off in timing, 10 % off in the loop
+    ctx = RewardContext(baseline_ms=2.0, population=(steady, throttled))
+    by_timing = EnergyAtMatchedSpeedReward(MatchedSpeedSettings(speed_source="timing"))
+    by_loop = EnergyAtMatchedSpeedReward(MatchedSpeedSettings(speed_source="energy_loop"))
+    assert by_timing.score(throttled, ctx) > by_timing.score(steady, ctx)
+    assert by_loop.score(throttled, ctx) < by_loop.score(steady, ctx)
+    assert by_loop.score(throttled, ctx) < -5.0  # in the slow band
+    # a result without loop time is matched on its timing
+    no_loop = result(runtime_ms=1.0, energy_j=0.5, reference_j=1.0)
+    assert by_loop.score(no_loop, ctx) == pytest.approx(math.log(2.0))
+
+
+def test_speed_source_is_validated():
+    with pytest.raises(ValueError, match="speed_source: expected one of timing, energy_loop"):
+        MatchedSpeedSettings(speed_source="wall")

@@ -97,25 +97,28 @@ def energy_section(records: Sequence[Mapping[str, Any]]) -> str | None:
     out.append(
         "Energy per call is the median over counter-aligned windows of the NVML total-energy "
         f"counter ({_num(first.get('trials'), '.0f')} windows of about {_num(first.get('window_s'), '.2f')} s); "
-        "`cv` is the spread between windows, `vs ref` the candidate's energy over the reference's."
+        "`loop ms` is the time per call during those windows (sustained; it exceeds the "
+        "runtime when the GPU slows at its power limit), `cv` the spread between windows, "
+        "`vs ref` the candidate's energy over the reference's."
     )
     out.append("")
 
     points = points_from_records(records)
     front = pareto_front(points)
     on_front = {p.id for p in front}
-    out.append("| id | verdict | runtime ms | speedup | energy mJ/call | vs ref | cv % | power W | sampled W | reward | front |")
-    out.append("|---|---|---|---|---|---|---|---|---|---|---|")
+    out.append("| id | verdict | runtime ms | loop ms | speedup | energy mJ/call | vs ref | cv % | power W | sampled W | reward | front |")
+    out.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for rec in records:
         m = (rec.get("measurements") or {}).get("energy") or {}
         energy = record_energy_j(rec)
         ref = record_energy_j(rec, "reference_energy_j_per_call")
         ratio = f"{energy / ref:.3f}" if energy is not None and ref is not None else "-"
         out.append(
-            "| {id} | {verdict} | {rt} | {sp} | {e} | {ratio} | {cv} | {pw} | {spw} | {rw} | {fr} |".format(
+            "| {id} | {verdict} | {rt} | {loop} | {sp} | {e} | {ratio} | {cv} | {pw} | {spw} | {rw} | {fr} |".format(
                 id=rec.get("id"),
                 verdict=rec.get("verdict"),
                 rt=_num(rec.get("runtime_ms"), ".4g"),
+                loop=_num(m.get("time_per_call_ms"), ".4g"),
                 sp=_num(rec.get("speedup"), ".3g"),
                 e=_num(m.get("energy_j_per_call"), ".4g", 1000.0),
                 ratio=ratio,
