@@ -183,8 +183,9 @@ def parse_details_csv(text: str) -> tuple[list[KernelProfile], dict[str, Any]]:
     order: list[str] = []
     by_id: dict[str, dict[str, Any]] = {}
     for row in rows[1:]:
-        if len(row) < len(header):
+        if len(row) < col["Metric Value"] + 1:
             continue
+        row = row + [""] * (len(header) - len(row))  # rule columns are left off when empty
         kid = row[col["ID"]]
         entry = by_id.get(kid)
         if entry is None:
@@ -200,9 +201,14 @@ def parse_details_csv(text: str) -> tuple[list[KernelProfile], dict[str, Any]]:
         metric = row[col["Metric Name"]]
         value = parse_number(row[col["Metric Value"]])
         if value is None:
+            if metric == M.DEVICE_NAME and row[col["Metric Value"]].strip():
+                entry["strings"][M.DEVICE_NAME] = row[col["Metric Value"]].strip()
             continue
         unit = row[col["Metric Unit"]]
-        raw = DETAILS_NAME_MAP.get((section, metric), f"{section}/{metric}")
+        if re.fullmatch(r"[a-z0-9]+__[\w.]+", metric):  # "Command line profiler metrics": raw names
+            raw = metric
+        else:
+            raw = DETAILS_NAME_MAP.get((section, metric), f"{section}/{metric}")
         if unit == "%" or raw.endswith("pct") or ".pct" in raw:
             entry["metrics"][raw] = value
         else:
