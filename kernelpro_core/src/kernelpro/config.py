@@ -124,6 +124,7 @@ class Config:
     reward: Choice = Choice("log_speedup")
     measurements: list[str] = attrs.field(factory=list)
     measurement_params: dict[str, dict[str, Any]] = attrs.field(factory=dict)
+    heuristic_params: dict[str, dict[str, Any]] = attrs.field(factory=dict)  # settings per heuristic
     evaluator: EvaluatorConfig = EvaluatorConfig()
     profiling: ProfilingConfig = ProfilingConfig()
     memory: MemoryConfig = MemoryConfig()
@@ -314,6 +315,17 @@ def validate(config: Config, plugins: Any) -> dict[str, Any]:
             resolved["measurements"].append(
                 (measurements[name], plugin_settings(measurements[name], params, f"measurement_params.{name}"))
             )
+        except ConfigError as exc:
+            problems.extend(exc.problems)
+    heuristics = {r.name: r.obj for r in plugins.registrations("heuristic").values()}
+    resolved["heuristics"] = {}
+    for name, params in config.heuristic_params.items():
+        if name not in heuristics:
+            avail = ", ".join(sorted(heuristics)) or "none"
+            problems.append(f"heuristic_params.{name}: unknown heuristic {name!r}; available: {avail}")
+            continue
+        try:
+            resolved["heuristics"][name] = plugin_settings(heuristics[name], params, f"heuristic_params.{name}")
         except ConfigError as exc:
             problems.extend(exc.problems)
     for name in config.measurement_params:

@@ -85,11 +85,12 @@ class Optimizer:
         self.policy = pol_cls(pol_settings, rng=random.Random(config.seed))
         self.reward = rew_cls(rew_settings)
         self.measurements = resolved["measurements"]
+        self.heuristic_settings = resolved["heuristics"]
         self.gpu = gpu_spec(plugins, device)
         self.profiler = None
         if config.profiling.enabled:
             self.profiler = Profiler(plugins, config.profiling.classifier, config.profiling.collectors,
-                                     config.profiling.block_micro_profilers)
+                                     config.profiling.block_micro_profilers, self.heuristic_settings)
         self.memory = None
         if config.memory.enabled:
             try:
@@ -245,7 +246,7 @@ class Optimizer:
         notes: list[str] = []
         if self.gpu is not None:
             for h in self.plugins.heuristics():
-                inst = h()
+                inst = h(self.heuristic_settings.get(h.name))
                 if inst.applies(self.gpu):
                     notes.extend(inst.prompt_notes(self.gpu))
         return GenerationRequest(

@@ -2,7 +2,9 @@
 
 1. Stage 1: every available collector of level "kernel" runs its cheap pass.
 2. The configured bottleneck classifier names the bottleneck from those profiles.
-3. Gate: only micro-profilers whose ``applies_to`` matches the bottleneck run.
+3. Gate: only micro-profilers whose ``applies_to`` matches the bottleneck run (when no
+   bottleneck could be classified, for example without a kernel-level collector, there
+   is nothing to gate on and every micro-profiler runs on the levels collected).
 4. Stage 2: kernel-level collectors collect just the metrics the gated micro-profilers
    declared; collectors of the other levels (instruction, system) collect once.
 5. Each gated micro-profiler reads the profile of its own level; architecture
@@ -41,7 +43,8 @@ class Profiler:
     """Runs the gate for one candidate with the installed plugins."""
 
     def __init__(self, plugins: Plugins, classifier: str | None = "roofline",
-                 collectors: list[str] | None = None, block_micro_profilers: Iterable[str] = ()) -> None:
+                 collectors: list[str] | None = None, block_micro_profilers: Iterable[str] = (),
+                 heuristic_settings: dict[str, Any] | None = None) -> None:
         self.plugins = plugins
         self.notes: list[str] = []
         self.classifier = None
@@ -60,7 +63,8 @@ class Profiler:
         self.collectors: list[Collector] = [c() for c in all_collectors]
         blocked = set(block_micro_profilers)
         self.micro_profilers: list[MicroProfiler] = [m() for m in plugins.micro_profilers() if m.name not in blocked]
-        self.heuristics = [h() for h in plugins.heuristics()]
+        settings = heuristic_settings or {}
+        self.heuristics = [h(settings.get(h.name)) for h in plugins.heuristics()]
 
     def gated(self, bottleneck, level: str | None = None) -> list[MicroProfiler]:
         return [m for m in self.micro_profilers
@@ -89,7 +93,8 @@ class Profiler:
         bottleneck = None
         if self.classifier is not None and stage1:
             bottleneck = self.classifier.classify(stage1, context)
-        gated = self.gated(bottleneck)
+        # without a classified bottleneck nothing can be gated: every micro-profiler runs
+        gated = self.gated(bottleneck) if bottleneck is not None else list(self.micro_profilers)
         if only is not None:
             wanted = set(only)
             unknown = wanted - {m.name for m in self.micro_profilers}

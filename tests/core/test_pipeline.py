@@ -1,0 +1,114 @@
+"""The two-stage gate, with plugin classes registered directly (no GPU needed)."""
+
+from __future__ import annotations
+
+import types
+from pathlib import Path
+
+from kernelpro.api import (
+    ANY,
+    BottleneckClassifier,
+    Collector,
+    MicroProfiler,
+    ProfileContext,
+    ProfileTarget,
+)
+from kernelpro.hookspecs import hookimpl
+from kernelpro.plugins import Plugins
+from kernelpro.profile.pipeline import Profiler
+from kernelpro.records import Bottleneck, Finding, KernelProfile, ProfileData
+
+CALLS: list[tuple] = []
+
+
+class FakeKernelCollector(Collector):
+    name = "fake_kernel"
+    level = "kernel"
+
+    def collect(self, target, stage, metrics=()):
+        CALLS.append(("kernel", stage, tuple(metrics)))
+        return ProfileData(level="kernel", collector=self.name,
+                           kernels=(KernelProfile(name="k", metrics={"dram_pct": 90.0, f"stage{stage}": 1.0}),))
+
+
+class MissingCollector(Collector):
+    name = "missing"
+    level = "system"
+
+    def unavailable_reason(self, target):
+        return "the tool is not installed (install it)"
+
+    def collect(self, target, stage, metrics=()):  # pragma: no cover - never called
+        raise AssertionError("an unavailable collector must not run")
+
+
+class FakeClassifier(BottleneckClassifier):
+    name = "fake"
+
+    def classify(self, profiles, context):
+        dram = profiles["kernel"].kernels[0].metrics["dram_pct"]
+        return Bottleneck(kind="memory" if dram > 60 else "compute", summary=f"DRAM {dram}%", classifier=self.name)
+
+
+def _mp(name, applies, metrics):
+    def analyze(self, profile, bottleneck, context):
+        k = profile.kernels[0]
+        return [Finding(tool=self.name, severity="medium", title=name, message=f"saw {sorted(k.metrics)}",
+                        action="act", estimated_gain=0.1)]
+
+    return type(name, (MicroProfiler,), {"name": name, "level": "kernel", "applies_to": frozenset(applies),
+                                         "metrics": metrics, "analyze": analyze})
+
+
+MemOnly = _mp("mem_only", {"memory"}, ("m1", "m2"))
+ComputeOnly = _mp("compute_only", {"compute"}, ("c1",))
+Always = _mp("always", {ANY}, ("m2", "a1"))
+
+
+def _plugins():
+    plugin = types.SimpleNamespace(
+        kernelpro_register_collectors=hookimpl(lambda register: [register(FakeKernelCollector),
+                                                                 register(MissingCollector)]),
+        kernelpro_register_classifiers=hookimpl(lambda register: register(FakeClassifier)),
+        kernelpro_register_micro_profilers=hookimpl(
+            lambda register: [register(MemOnly), register(ComputeOnly), register(Always)]),
+    )
+    return Plugins(entry_points=False, extra=[("fake", plugin)])
+
+
+def _target(tmp_path: Path) -> ProfileTarget:
+    return ProfileTarget(problem_path=tmp_path / "p.py", candidate_path=tmp_path / "c.py", device="cuda",
+                         workdir=tmp_path)
+
+
+def test_gate_runs_only_matching_micro_profilers_and_stage2_gets_their_metrics(tmp_path):
+    CALLS.clear()
+    profiler = Profiler(_plugins(), classifier="fake")
+    analysis, profiles = profiler.profile(_target(tmp_path), ProfileContext(gpu=None, device="cuda"))
+    assert analysis.bottleneck.kind == "memory"
+    assert sorted(f.tool for f in analysis.findings) == ["always", "mem_only"]
+    assert CALLS == [("kernel", 1, ()), ("kernel", 2, ("a1", "m1", "m2"))]
+    # stage-2 numbers are merged with stage-1 numbers
+    assert {"stage1", "stage2"} <= set(profiles["kernel"].kernels[0].metrics)
+    assert any("missing: the tool is not installed" in n for n in analysis.notes)
+
+
+def test_named_micro_profilers_only(tmp_path):
+    profiler = Profiler(_plugins(), classifier="fake")
+    analysis, _ = profiler.profile(_target(tmp_path), ProfileContext(gpu=None, device="cuda"), only=["always"])
+    assert [f.tool for f in analysis.findings] == ["always"]
+
+
+def test_unknown_classifier_is_a_note_not_a_failure(tmp_path):
+    profiler = Profiler(_plugins(), classifier="nope")
+    analysis, _ = profiler.profile(_target(tmp_path), ProfileContext(gpu=None, device="cuda"))
+    assert analysis.bottleneck is None
+    assert any("unknown bottleneck classifier 'nope'" in n for n in analysis.notes)
+    # nothing to gate on: every micro-profiler ran
+    assert sorted(f.tool for f in analysis.findings) == ["always", "compute_only", "mem_only"]
+
+
+def test_blocked_micro_profiler_does_not_run(tmp_path):
+    profiler = Profiler(_plugins(), classifier="fake", block_micro_profilers=["always"])
+    analysis, _ = profiler.profile(_target(tmp_path), ProfileContext(gpu=None, device="cuda"))
+    assert [f.tool for f in analysis.findings] == ["mem_only"]
