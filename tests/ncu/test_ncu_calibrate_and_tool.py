@@ -1,7 +1,6 @@
 """kernelpro calibrate (cache, spec resolution, CPU-only exit) and the fetch_metrics LLM tool."""
 
 import json
-from pathlib import Path
 
 import click
 import pytest

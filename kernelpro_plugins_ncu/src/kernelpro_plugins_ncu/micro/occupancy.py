@@ -108,17 +108,23 @@ class AchievedOccupancyGap(KernelMicroProfiler):
         if gap < self.settings.min_gap_points or achieved / theo > self.settings.max_ratio:
             return None
         waves = metric(kernel, M.WAVES_PER_SM)
-        waves_txt = f" over {waves:.2f} waves" if waves is not None else ""
         gain = share * 0.5 * clip(gap / theo)
+        if waves is not None and waves < 1.0:
+            cause = (f"the grid fills only {waves:.2f} of one wave, so most warp slots never get a warp")
+            action = ("Launch enough blocks to fill every SM's warp slots (at least one full wave), or give "
+                      "each thread more independent work to keep the few warps busy.")
+        else:
+            waves_txt = f" over {waves:.2f} waves" if waves is not None else ""
+            cause = (f"warps of a block finish at very different times (early exits, uneven per-thread "
+                     f"work) or the last wave is partial{waves_txt}")
+            action = ("Give every warp of a block the same amount of work (no early-returning warps, "
+                      "balanced loops); if only some threads have work, launch fewer, fuller blocks; "
+                      "for partial last waves see the tail-effect finding.")
         return self.finding(
             kernel, share, index, profile, gain,
-            message=(f"achieved occupancy {achieved:.1f}% against a theoretical {theo:.1f}%{waves_txt}: "
-                     f"on average {gap:.0f} points of warp slots sit empty, because warps of a block "
-                     f"finish at very different times (early exits, uneven per-thread work) or the last "
-                     f"wave is partial."),
-            action=("Give every warp of a block the same amount of work (no early-returning warps, "
-                    "balanced loops); if only some threads have work, launch fewer, fuller blocks; "
-                    "for partial last waves see the tail-effect finding."),
+            message=(f"achieved occupancy {achieved:.1f}% against a theoretical {theo:.1f}%: on average "
+                     f"{gap:.0f} points of warp slots sit empty, because {cause}."),
+            action=action,
             evidence={"achieved_occupancy_pct": achieved, "theoretical_occupancy_pct": theo,
                       "gap_points": gap, "waves_per_sm": waves})
 
