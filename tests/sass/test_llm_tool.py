@@ -52,3 +52,18 @@ def test_show_sass_unknown_kernel(run_dir):
 def test_show_sass_without_build(tmp_path):
     with pytest.raises(ToolError):
         ShowSass().run({"kernel": "x"}, context(tmp_path))
+
+
+def test_show_sass_without_parent(run_dir):
+    ctx = ToolContext(problem=None, parent=None, device="cuda", gpu=None, run_dir=run_dir)
+    with pytest.raises(ToolError) as info:
+        ShowSass().run({"kernel": "sgemm"}, ctx)
+    assert "no parent" in str(info.value)
+
+
+def test_show_sass_quotes_source_lines(tmp_path, compiled):
+    builds = tmp_path / "builds" / "n7"
+    builds.mkdir(parents=True)
+    shutil.copy(compiled["intdiv_loop"].cubin, builds / "k.cubin")  # built with -lineinfo
+    text = ShowSass().run({"kernel": "gather_rows"}, context(tmp_path))
+    assert "// intdiv_loop.cu:4" in text

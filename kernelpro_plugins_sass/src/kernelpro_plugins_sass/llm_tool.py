@@ -72,6 +72,8 @@ class ShowSass(LLMTool):
         except (TypeError, ValueError):
             raise ToolError("max_lines must be an integer") from None
         max_lines = max(10, min(max_lines, MAX_LINES_CAP))
+        if context.parent is None:
+            raise ToolError("no parent candidate yet: show_sass reads the SASS of the candidate being refined")
         build_dir = parent_build_dir(context)
         if build_dir is None:
             raise ToolError("no build directory for the parent candidate (expected <run_dir>/builds/<parent id>)")
