@@ -33,12 +33,7 @@ from kernelpro.api import CollectorError
 
 from kernelpro_plugins_sass.compile import compile_ptx
 from kernelpro_plugins_sass.disasm import SassKernel, parse_sass
-from kernelpro_plugins_sass.resources import (
-    CompilerMessage,
-    ResourceUsage,
-    parse_ptxas_log,
-    parse_res_usage,
-)
+from kernelpro_plugins_sass.resources import CompilerMessage, parse_ptxas_log, parse_res_usage
 from kernelpro_plugins_sass.toolchain import demangle, find_tool, missing_message, run_tool
 
 BINARY_SUFFIXES = (".cubin", ".fatbin", ".so", ".o")
