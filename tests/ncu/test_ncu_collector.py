@@ -163,3 +163,12 @@ def test_section_only_metric_asks_for_its_section(tmp_path, fake):
     argv = profiled_calls(fake)[-1]
     assert "Occupancy" in argv and M.THEORETICAL_OCCUPANCY_PCT not in argv[argv.index("--metrics") + 1]
     assert M.L2_HIT_PCT in argv[argv.index("--metrics") + 1]
+
+
+def test_stale_report_is_never_read(tmp_path, fake, monkeypatch):
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "ncu_stage1.ncu-rep").write_text("an earlier candidate's report")
+    monkeypatch.setenv("FAKE_NCU_MODE", "nokernels")
+    data = collector().collect(target(tmp_path), 1)
+    assert data.kernels == () and not (work / "ncu_stage1.ncu-rep").exists()

@@ -247,6 +247,9 @@ class NcuCollector(Collector):
         env = self._env(target)
         notes = [f"ncu does not know these metrics here, skipped: {', '.join(dropped)}"] if dropped else []
 
+        for stale in (report, io_json):  # never read an earlier candidate's files
+            if stale is not None and stale.exists():
+                stale.unlink()
         started = time.perf_counter()
         for _attempt in range(6):
             argv = self.ncu_argv(ncu, stage, kept, report) + self.forward_argv(target, io_json)
