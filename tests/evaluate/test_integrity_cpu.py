@@ -23,6 +23,7 @@ INTEGRITY = Verdict.INTEGRITY
     ("slows_reference", INTEGRITY, "torch.nn.functional.gelu"),
     ("inspects_frames", INTEGRITY, "stack frames"),
     ("thread_work", INTEGRITY, "threads"),
+    ("executor_work", INTEGRITY, "threads"),
     ("forges_result_pipe", INTEGRITY, "not signed"),
     ("alters_reference", INTEGRITY, "reference model no longer produces its own outputs"),
     ("wrong_dtype", Verdict.INCORRECT, "dtype"),

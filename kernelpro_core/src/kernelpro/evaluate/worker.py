@@ -237,13 +237,27 @@ def _poison_free_memory(device: str) -> None:
 
 
 def _candidate_threads() -> list[str]:
-    """Live Python threads whose code comes from the candidate's module."""
+    """Python threads other than this one that belong to the candidate: started with a
+    target (or a Thread subclass) from the candidate's module, or executing the candidate's
+    code right now (a thread pool running submitted work: ``sys._current_frames``)."""
     out = []
+    me = threading.get_ident()
+    frames = sys._current_frames()
+    names = {t.ident: t.name for t in threading.enumerate()}
     for t in threading.enumerate():
         target = getattr(t, "_target", None)
         mod = getattr(target, "__module__", None) if target is not None else type(t).__module__
-        if mod == "kernelpro_candidate" and t.is_alive():
+        if mod == "kernelpro_candidate" and t.is_alive() and t.ident != me:
             out.append(t.name)
+    for ident, frame in frames.items():
+        if ident == me or names.get(ident) in out:
+            continue
+        f = frame
+        while f is not None:
+            if f.f_globals.get("__name__") == "kernelpro_candidate":
+                out.append(names.get(ident, str(ident)))
+                break
+            f = f.f_back
     return out
 
 
