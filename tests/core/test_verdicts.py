@@ -57,3 +57,16 @@ def test_correct_result_carries_timing_and_correctness(tmp_path):
     assert res.timing.n >= 3 and res.baseline.n >= 3
     assert res.timing.method == "perf_counter"
     assert res.speedup == pytest.approx(res.baseline.median_ms / res.timing.median_ms)
+
+
+def test_torch_compile_candidate_is_honest(tmp_path):
+    """The built-in generator's output passes every integrity check (torch.compile patches
+    nn.Module methods on first use; that must not look like tampering)."""
+    from kernelpro.generate.torch_compile import TorchCompileSettings, render
+
+    cand = tmp_path / "tc.py"
+    cand.write_text(render((DATA / "tiny_problem.py").read_text(), {"mode": None, "options": {}},
+                           TorchCompileSettings()))
+    res = evaluate(DATA / "tiny_problem.py", cand, device="cpu", config=attrs.evolve(FAST, timeout_s=240),
+                   workdir=tmp_path / "w")
+    assert res.verdict is Verdict.CORRECT, res.reason

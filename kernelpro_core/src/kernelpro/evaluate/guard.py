@@ -79,10 +79,25 @@ def _torch_wrapper_of(new: Any, old: Any) -> bool:
             and os.path.dirname(code.co_filename).startswith(_TORCH_DIR))
 
 
+def _settle_torch() -> None:
+    """Let torch make the patches it makes on first use before the snapshot is taken:
+    torch.compile (Dynamo) replaces ``nn.Module.__init__`` and ``__setstate__`` with its
+    generation-tagging versions the first time it runs, without ``__wrapped__``."""
+    try:
+        from torch._dynamo.mutation_guard import install_generation_tagging_init
+    except Exception:  # an older or newer torch without it: nothing to settle
+        return
+    try:
+        install_generation_tagging_init()
+    except Exception:
+        pass
+
+
 class Snapshot:
     """The callables of the modules and classes the measurement relies on."""
 
     def __init__(self) -> None:
+        _settle_torch()
         self.targets = _targets()
         self.objs = {name: _callables(obj) for name, obj in self.targets.items()}
 
