@@ -102,3 +102,14 @@ def test_callers_build_dir_points_at_the_cache_entry(tmp_path, gelu_problem, fas
     env = build_env(build_dir)
     assert env["KERNELPRO_BUILD_DIR"] == str(entry / "nvcc")
     assert any((entry / "nvcc").iterdir())
+
+
+def test_compile_timeout_through_evaluate(tmp_path, gelu_problem, fast_config):
+    from kernelpro.evaluate.runner import evaluate
+
+    cand = tmp_path / "slow_build.py"
+    cand.write_text("import time\n# load_inline\ntime.sleep(60)\n")
+    cfg = attrs.evolve(fast_config, build_cache_dir=str(tmp_path / "cache"), compile_timeout_s=3)
+    result = evaluate(gelu_problem, cand, device="cpu", config=cfg, workdir=tmp_path / "eval")
+    assert result.verdict is Verdict.COMPILE_TIMEOUT
+    assert result.wall_s < 20

@@ -151,3 +151,18 @@ def test_arch_for_sm90a_sources(monkeypatch):
     assert toolchain.arch_for("using Atom = SM90_TMA_LOAD;") == "9.0a"
     assert toolchain.arch_for("anything", "8.0") == "8.0"
     assert toolchain.gencode("9.0a") == "-gencode=arch=compute_90a,code=sm_90a"
+
+
+def test_suspicious_speed_flags():
+    from kernelpro.evaluate.worker import suspicious_speed
+
+    h200 = next(s for s in SPECS if "h200" in s.match)
+    # a 4096^3 fp32 GEMM cannot take less than 2*4096^3 / 495e12 s = 0.278 ms on an H200
+    work = bounds.Work(flops=2 * 4096 ** 3, bytes_min=2 * 4096 * 4096 * 4, dtype="float32")
+    bound = bounds.lower_bound(work, h200)
+    ev = {"max_speedup": 100.0, "impossible_margin": 0.9}
+    assert suspicious_speed(2.5, 0.5, bound, ev) == []
+    flags = suspicious_speed(2.5, 0.1, bound, ev)
+    assert len(flags) == 1 and flags[0].startswith("physically_impossible") and "H200" in flags[0]
+    flags = suspicious_speed(300.0, 2.0, None, ev)
+    assert len(flags) == 1 and flags[0].startswith("suspicious_speedup: 150.0x")

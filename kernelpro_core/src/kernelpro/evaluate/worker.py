@@ -605,15 +605,7 @@ def run(job: dict[str, Any]) -> EvalResult:
     if extra_threads:
         evaluator_notes["threads_started"] = float(len(extra_threads))
 
-    speedup = times["reference"].median_ms / max(times["candidate"].median_ms, 1e-9)
-    suspicious = []
-    if speedup > float(ev.get("max_speedup", 100.0)):
-        suspicious.append(f"suspicious_speedup: {speedup:.1f}x exceeds evaluator.max_speedup")
-    if bound is not None and times["candidate"].median_ms < float(ev.get("impossible_margin", 0.9)) * bound.lower_ms:
-        suspicious.append(
-            f"physically_impossible: {times['candidate'].median_ms:.4g} ms is below the lower bound "
-            f"{bound.lower_ms:.4g} ms for the reference's bytes and FLOPs on {bound.gpu} "
-            f"(memory {bound.memory_ms:.4g} ms, compute {bound.compute_ms:.4g} ms)")
+    suspicious = suspicious_speed(times["reference"].median_ms, times["candidate"].median_ms, bound, ev)
     if suspicious:
         _status(job, "reverify")
         n = int(ev.get("reverify_trials", 10))
@@ -672,6 +664,21 @@ def run(job: dict[str, Any]) -> EvalResult:
         gpu_name=gpu_name,
         wall_s=time.monotonic() - t_start,
     )
+
+
+def suspicious_speed(reference_ms: float, candidate_ms: float, bound: Any, ev: dict[str, Any]) -> list[str]:
+    """Flags for a speedup above ``max_speedup`` or a time below ``impossible_margin`` x the
+    physical lower bound (``bound``: a :class:`kernelpro.evaluate.bounds.Bound` or None)."""
+    out = []
+    speedup = reference_ms / max(candidate_ms, 1e-9)
+    if speedup > float(ev.get("max_speedup", 100.0)):
+        out.append(f"suspicious_speedup: {speedup:.1f}x exceeds evaluator.max_speedup")
+    if bound is not None and candidate_ms < float(ev.get("impossible_margin", 0.9)) * bound.lower_ms:
+        out.append(
+            f"physically_impossible: {candidate_ms:.4g} ms is below the lower bound "
+            f"{bound.lower_ms:.4g} ms for the reference's bytes and FLOPs on {bound.gpu} "
+            f"(memory {bound.memory_ms:.4g} ms, compute {bound.compute_ms:.4g} ms)")
+    return out
 
 
 def _load_measurement(spec: dict[str, Any]) -> Any:
