@@ -83,3 +83,28 @@ def test_config_show_prints_resolved(tmp_path):
     assert res.returncode == 0
     shown = yaml.safe_load(res.stdout)
     assert shown["budget"] == 3 and shown["evaluator"]["trials"] == 5
+
+
+def test_reward_that_needs_a_measurement_gets_it():
+    from kernelpro.api import Reward
+
+    class NeedsEnergy(Reward):
+        name = "needs_energy"
+        requires_measurements = ("no_such_measurement",)
+
+        def score(self, result, context):
+            return 0.0
+
+    import types
+
+    from kernelpro.hookspecs import hookimpl
+
+    plugin = types.SimpleNamespace(kernelpro_register_rewards=hookimpl(lambda register: register(NeedsEnergy)))
+    plugins = Plugins(extra=[("needs", plugin)])
+    config = cfg.load_config(overrides={"reward": {"name": "needs_energy", "params": {}}})
+    with pytest.raises(cfg.ConfigError) as exc:
+        cfg.validate(config, plugins)
+    assert exc.value.problems == [
+        "reward.name: 'needs_energy' needs the measurement 'no_such_measurement', which is not installed; "
+        f"available: {', '.join(sorted(plugins.measurements())) or 'none'}"
+    ]

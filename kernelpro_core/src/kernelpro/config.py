@@ -328,8 +328,26 @@ def validate(config: Config, plugins: Any) -> dict[str, Any]:
             resolved["heuristics"][name] = plugin_settings(heuristics[name], params, f"heuristic_params.{name}")
         except ConfigError as exc:
             problems.extend(exc.problems)
+    # a reward that needs a measurement (energy) gets it even when the config did not list it
+    reward_cls = resolved.get("reward", (None, None))[0]
+    listed = {cls.name for cls, _ in resolved["measurements"]}
+    for name in getattr(reward_cls, "requires_measurements", ()) or ():
+        if name in listed:
+            continue
+        if name not in measurements:
+            avail = ", ".join(sorted(measurements)) or "none"
+            problems.append(f"reward.name: {reward_cls.name!r} needs the measurement {name!r}, which is not "
+                            f"installed; available: {avail}")
+            continue
+        try:
+            params = config.measurement_params.get(name, {})
+            resolved["measurements"].append(
+                (measurements[name], plugin_settings(measurements[name], params, f"measurement_params.{name}"))
+            )
+        except ConfigError as exc:
+            problems.extend(exc.problems)
     for name in config.measurement_params:
-        if name not in config.measurements:
+        if name not in config.measurements and name not in {c.name for c, _ in resolved["measurements"]}:
             problems.append(f"measurement_params.{name}: not listed in measurements")
     if problems:
         raise ConfigError(problems)
