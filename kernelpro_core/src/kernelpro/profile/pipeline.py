@@ -6,7 +6,9 @@
    bottleneck could be classified, for example without a kernel-level collector, there
    is nothing to gate on and every micro-profiler runs on the levels collected).
 4. Stage 2: kernel-level collectors collect just the metrics the gated micro-profilers
-   declared; collectors of the other levels (instruction, system) collect once.
+   declared; collectors of the other levels (instruction, system) collect once, as stage
+   2 with the metrics their own gated micro-profilers declared, and only when one of
+   those is gated in.
 5. Each gated micro-profiler reads the profile of its own level; architecture
    heuristics for the GPU add theirs. Findings are sorted by severity, then gain.
 
@@ -112,7 +114,9 @@ class Profiler:
                         # keep stage-1 numbers the stage-2 pass did not repeat
                         profiles["kernel"] = merge_profiles(stage1.get("kernel"), profiles["kernel"])
                 elif any(m.level == c.level for m in gated):
-                    profiles[c.level] = c.collect(target, stage=1)
+                    # other levels collect once, for the metrics their gated micro-profilers need
+                    metrics = sorted({x for m in gated if m.level == c.level for x in m.metrics})
+                    profiles[c.level] = c.collect(target, stage=2, metrics=metrics)
             except CollectorError as exc:
                 notes.append(f"{c.name}: {exc}")
         for p in profiles.values():
