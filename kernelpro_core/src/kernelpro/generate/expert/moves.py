@@ -1,0 +1,144 @@
+"""Moves: how the expert generator changes a parent's parameters, chosen from findings.
+
+Move table (finding tool or bottleneck kind -> moves, tried in this order):
+
+=====================================================  ==================================
+uncoalesced_global, sass_narrow_global_access           wider (more contiguous elements per
+                                                        thread; column kernels: wider inner tile)
+occupancy_limiter, occupancy_gap, local_memory,         smaller (halve the tile), fewer_warps
+sass_local_memory
+tail_effect, small_grid                                 more_programs (smaller blocks: more,
+                                                        shorter programs over the same data)
+launch_bound, launch_overhead, cpu_overhead,            graph (capture the whole forward)
+kernel_time_share, idle_gaps
+warp_stalls, issue_slots                                more_warps
+bottleneck too_little_work / latency                    graph, more_programs
+bottleneck memory                                       wider, more_warps
+bottleneck compute                                      smaller, fewer_warps
+no analysis (profiling off, CPU)                        wider, smaller, more_warps, fewer_warps, graph
+at_roofline finding, or roofline_fraction >= the        stop: no children for this node
+generator's ``stop_at_roofline_fraction``
+=====================================================  ==================================
+
+Findings that name a kernel (``Finding.kernel``) steer the move to the region whose kernel
+it is (``_kp_<rid>_kernel``); otherwise every lowered region gets the move in turn.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from kernelpro.generate.expert.render import SPACE
+from kernelpro.records import Analysis
+
+FINDING_MOVES: dict[str, tuple[str, ...]] = {
+    "uncoalesced_global": ("wider",),
+    "sass_narrow_global_access": ("wider",),
+    "occupancy_limiter": ("smaller", "fewer_warps"),
+    "occupancy_gap": ("smaller", "fewer_warps"),
+    "local_memory": ("smaller", "fewer_warps"),
+    "sass_local_memory": ("smaller", "fewer_warps"),
+    "tail_effect": ("more_programs",),
+    "small_grid": ("more_programs",),
+    "launch_bound": ("graph",),
+    "launch_overhead": ("graph",),
+    "cpu_overhead": ("graph",),
+    "kernel_time_share": ("graph",),
+    "idle_gaps": ("graph",),
+    "warp_stalls": ("more_warps",),
+    "issue_slots": ("more_warps",),
+}
+BOTTLENECK_MOVES: dict[str, tuple[str, ...]] = {
+    "too_little_work": ("graph", "more_programs"),
+    "latency": ("graph", "more_programs"),
+    "memory": ("wider", "more_warps"),
+    "compute": ("smaller", "fewer_warps"),
+}
+DEFAULT_MOVES = ("wider", "smaller", "more_warps", "fewer_warps", "graph")
+STOP_TOOLS = ("at_roofline",)
+
+
+def at_roofline(analysis: Analysis | None, threshold: float) -> bool:
+    if analysis is None:
+        return False
+    if any(f.tool in STOP_TOOLS for f in analysis.findings):
+        return True
+    b = analysis.bottleneck
+    return b is not None and b.roofline_fraction is not None and b.roofline_fraction >= threshold
+
+
+def plan(analysis: Analysis | None, region_ids: list[str]) -> list[tuple[str, str | None]]:
+    """Ordered (move, rid or None for every region) pairs for a parent's analysis."""
+    out: list[tuple[str, str | None]] = []
+    if analysis is not None:
+        ranked = sorted(analysis.findings, key=lambda f: -(f.estimated_gain or 0.0))
+        for f in ranked:
+            rid = next((r for r in region_ids if f.kernel and f"_kp_{r}_kernel" in f.kernel), None)
+            for move in FINDING_MOVES.get(f.tool, ()):
+                out.append((move, rid))
+        if analysis.bottleneck is not None:
+            out += [(m, None) for m in BOTTLENECK_MOVES.get(analysis.bottleneck.kind, ())]
+    out += [(m, None) for m in DEFAULT_MOVES]
+    seen, unique = set(), []
+    for item in out:
+        if item not in seen:
+            seen.add(item)
+            unique.append(item)
+    return unique
+
+
+def _clamp(key: str, value: int) -> int | None:
+    lo, hi = SPACE[key]
+    return value if lo <= value <= hi else None
+
+
+def apply_tile_move(move: str, tile: dict[str, int]) -> dict[str, int] | None:
+    """The tile after ``move``, or None when the move leaves the parameter space.
+
+    flat (pointwise): BLOCK and num_warps; row: BLOCK_R and num_warps; col: BLOCK_R,
+    BLOCK_I and num_warps."""
+    t = dict(tile)
+    col = "BLOCK_I" in t
+    key = "BLOCK" if "BLOCK" in t else ("BLOCK_I" if col else "BLOCK_R")
+    if move == "wider":
+        t[key] = t[key] * 2
+    elif move == "smaller":
+        k = "BLOCK_R" if col else key
+        t[k] = t[k] // 2
+    elif move == "more_programs":
+        if "BLOCK" in t:
+            t["BLOCK"] //= 2
+        elif col:
+            t["BLOCK_I"] //= 2
+        else:
+            return None  # a row kernel's grid is one program per row
+    elif move == "more_warps":
+        t["num_warps"] *= 2
+    elif move == "fewer_warps":
+        t["num_warps"] //= 2
+    else:
+        return None
+    for k, v in t.items():
+        if _clamp(k, v) is None:
+            return None
+    return t
+
+
+def apply(move: str, rid: str | None, params: dict[str, Any]) -> list[dict[str, Any]]:
+    """Children of ``params`` for one planned move (one per region touched)."""
+    if move == "graph":
+        if params.get("graph"):
+            return []
+        child = copy.deepcopy(params)
+        child["graph"] = True
+        return [child]
+    out = []
+    for r in ([rid] if rid else list(params["lower"])):
+        tile = apply_tile_move(move, params["tiles"][r])
+        if tile is None:
+            continue
+        child = copy.deepcopy(params)
+        child["tiles"][r] = tile
+        out.append(child)
+    return out

@@ -1,0 +1,308 @@
+"""What each traced operator means to the expert generator.
+
+:func:`classify` maps one torch.fx node to an :class:`OpInfo`: its kind (``pointwise``,
+``reduce``, ``softmax``, ``layernorm``, ``rmsnorm``, ``gemm``, ``conv``, ``pool``,
+``view`` or ``other``), a canonical operator name, the graph inputs it reads (fx nodes,
+parameter paths or Python scalars) and its scalar attributes. Pointwise operators also
+carry a Triton expression (:data:`POINTWISE`) so a chain of them can be written as one
+fused kernel body. Anything not listed here is ``other``: it stays in PyTorch.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from typing import Any
+
+import attrs
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+# Triton expression of each supported pointwise operator, in fp32. ``{0}``, ``{1}`` are
+# the operands; ``{p[...]}`` the operator's scalar attributes. Each is the textbook
+# definition of the PyTorch operator (documented formulas in torch.nn's docs).
+POINTWISE: dict[str, tuple[int, str]] = {
+    "add": (2, "({0} + {1})"),
+    "sub": (2, "({0} - {1})"),
+    "rsub": (2, "({1} - {0})"),
+    "mul": (2, "({0} * {1})"),
+    "div": (2, "({0} / {1})"),
+    "rdiv": (2, "({1} / {0})"),
+    "maximum": (2, "tl.maximum({0}, {1})"),
+    "minimum": (2, "tl.minimum({0}, {1})"),
+    "neg": (1, "(-{0})"),
+    "relu": (1, "tl.maximum({0}, 0.0)"),
+    "sigmoid": (1, "(1.0 / (1.0 + tl.exp(-{0})))"),
+    # tanh(x) = 2*sigmoid(2x) - 1 (tl has no tanh in every Triton release)
+    "tanh": (1, "(2.0 / (1.0 + tl.exp(-2.0 * {0})) - 1.0)"),
+    "gelu": (1, "(0.5 * {0} * (1.0 + tl.math.erf({0} * 0.7071067811865476)))"),
+    "gelu_tanh": (1, "(0.5 * {0} * (1.0 + (2.0 / (1.0 + tl.exp(-2.0 * (0.7978845608028654 * "
+                     "({0} + 0.044715 * {0} * {0} * {0})))) - 1.0)))"),
+    "silu": (1, "({0} / (1.0 + tl.exp(-{0})))"),
+    "leaky_relu": (1, "tl.where({0} >= 0.0, {0}, {0} * {p[negative_slope]})"),
+    "clamp": (1, "tl.minimum(tl.maximum({0}, {p[min]}), {p[max]})"),
+    "clamp_min": (1, "tl.maximum({0}, {p[min]})"),
+    "clamp_max": (1, "tl.minimum({0}, {p[max]})"),
+    "softplus": (1, "tl.where({0} * {p[beta]} > {p[threshold]}, {0}, "
+                    "tl.log(1.0 + tl.exp({0} * {p[beta]})) / {p[beta]})"),
+    "elu": (1, "tl.where({0} > 0.0, {0}, {p[alpha]} * (tl.exp({0}) - 1.0))"),
+    "selu": (1, "1.0507009873554805 * tl.where({0} > 0.0, {0}, 1.6732632423543772 * (tl.exp({0}) - 1.0))"),
+    "mish": (1, "({0} * (2.0 / (1.0 + tl.exp(-2.0 * tl.where({0} > 20.0, {0}, tl.log(1.0 + tl.exp({0}))))) - 1.0))"),
+    "hardswish": (1, "({0} * tl.minimum(tl.maximum({0} + 3.0, 0.0), 6.0) / 6.0)"),
+    "hardsigmoid": (1, "(tl.minimum(tl.maximum({0} + 3.0, 0.0), 6.0) / 6.0)"),
+    "exp": (1, "tl.exp({0})"),
+    "log": (1, "tl.log({0})"),
+    "sqrt": (1, "tl.sqrt({0})"),
+    "rsqrt": (1, "tl.rsqrt({0})"),
+    "abs": (1, "tl.abs({0})"),
+    "square": (1, "({0} * {0})"),
+    "identity": (1, "{0}"),
+}
+
+_BINARY_FUNCS = {
+    operator.add: "add", torch.add: "add", operator.sub: "sub", torch.sub: "sub",
+    operator.mul: "mul", torch.mul: "mul", operator.truediv: "div", torch.div: "div",
+    torch.true_divide: "div", torch.maximum: "maximum", torch.minimum: "minimum",
+}
+_BINARY_METHODS = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "true_divide": "div",
+                   "__add__": "add", "__sub__": "sub", "__mul__": "mul", "__truediv__": "div",
+                   "maximum": "maximum", "minimum": "minimum"}
+_UNARY_FUNCS = {
+    operator.neg: "neg", torch.neg: "neg", torch.relu: "relu", F.relu: "relu", torch.sigmoid: "sigmoid",
+    F.sigmoid: "sigmoid", torch.tanh: "tanh", F.tanh: "tanh", F.silu: "silu", F.mish: "mish",
+    F.hardswish: "hardswish", F.hardsigmoid: "hardsigmoid", torch.exp: "exp", torch.log: "log",
+    torch.sqrt: "sqrt", torch.rsqrt: "rsqrt", torch.abs: "abs", torch.square: "square", F.selu: "selu",
+    torch.selu: "selu", F.relu6: "relu6",
+}
+_UNARY_METHODS = {"neg": "neg", "relu": "relu", "sigmoid": "sigmoid", "tanh": "tanh", "exp": "exp",
+                  "log": "log", "sqrt": "sqrt", "rsqrt": "rsqrt", "abs": "abs", "square": "square",
+                  "__neg__": "neg"}
+_REDUCE = {torch.sum: "sum", torch.mean: "mean", torch.amax: "max", torch.amin: "min"}
+_REDUCE_METHODS = {"sum": "sum", "mean": "mean", "amax": "max", "amin": "min"}
+_GEMM_FUNCS = {torch.matmul, torch.mm, torch.bmm, operator.matmul, F.linear, torch.addmm}
+_CONV_FUNCS = {F.conv1d, F.conv2d, F.conv3d, F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d}
+_POOL_FUNCS = {F.max_pool1d, F.max_pool2d, F.max_pool3d, F.avg_pool1d, F.avg_pool2d, F.avg_pool3d,
+               F.adaptive_avg_pool1d, F.adaptive_avg_pool2d, F.adaptive_avg_pool3d,
+               F.adaptive_max_pool1d, F.adaptive_max_pool2d, F.adaptive_max_pool3d}
+_VIEW_METHODS = {"view", "reshape", "flatten", "permute", "transpose", "contiguous", "unsqueeze", "squeeze",
+                 "size", "dim", "expand"}
+_POOL_MODULES = (nn.MaxPool1d, nn.MaxPool2d, nn.MaxPool3d, nn.AvgPool1d, nn.AvgPool2d, nn.AvgPool3d,
+                 nn.AdaptiveAvgPool1d, nn.AdaptiveAvgPool2d, nn.AdaptiveAvgPool3d,
+                 nn.AdaptiveMaxPool1d, nn.AdaptiveMaxPool2d, nn.AdaptiveMaxPool3d)
+_CONV_MODULES = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d)
+
+
+@attrs.frozen
+class Param:
+    """A graph input that is a module's parameter or buffer, by dotted path."""
+
+    path: str
+
+
+@attrs.frozen
+class OpInfo:
+    kind: str  # pointwise | reduce | softmax | layernorm | rmsnorm | gemm | conv | pool | view | other
+    op: str  # canonical name: "add", "gelu", "sum", "softmax", "linear", ...
+    inputs: tuple[Any, ...] = ()  # fx.Node | Param | python scalar, in operator order
+    attrs: dict[str, Any] = attrs.field(factory=dict)
+
+
+def _arg(node: Any, i: int, name: str, default: Any = None) -> Any:
+    if name in node.kwargs:
+        return node.kwargs[name]
+    return node.args[i] if len(node.args) > i else default
+
+
+def _dim(value: Any) -> int | None:
+    """A single reduction dim, or None when it is absent or several."""
+    if isinstance(value, int):
+        return value
+    if isinstance(value, (tuple, list)) and len(value) == 1 and isinstance(value[0], int):
+        return value[0]
+    return None
+
+
+def classify(node: Any, modules: dict[str, nn.Module]) -> OpInfo:
+    """Classify one fx node (``modules``: the traced module's ``named_modules()``)."""
+    if node.op == "call_module":
+        return _classify_module(node, modules[node.target])
+    if node.op == "call_function":
+        return _classify_call(node, node.target, node.args, method=False)
+    if node.op == "call_method":
+        return _classify_call(node, node.target, node.args, method=True)
+    return OpInfo(kind="other", op=node.op)
+
+
+def _pointwise(op: str, inputs: tuple[Any, ...], **attrs_: Any) -> OpInfo:
+    return OpInfo(kind="pointwise", op=op, inputs=inputs, attrs=dict(attrs_))
+
+
+def _classify_module(node: Any, mod: nn.Module) -> OpInfo:
+    x = node.args[0] if node.args else None
+    t = node.target
+    if isinstance(mod, nn.ReLU6):
+        return _pointwise("clamp", (x,), min=0.0, max=6.0)
+    if isinstance(mod, nn.Hardtanh):
+        return _pointwise("clamp", (x,), min=float(mod.min_val), max=float(mod.max_val))
+    simple = {nn.ReLU: "relu", nn.Sigmoid: "sigmoid", nn.Tanh: "tanh", nn.SiLU: "silu", nn.Mish: "mish",
+              nn.Hardswish: "hardswish", nn.Hardsigmoid: "hardsigmoid", nn.Identity: "identity", nn.SELU: "selu"}
+    for cls, op in simple.items():
+        if type(mod) is cls:
+            return _pointwise(op, (x,))
+    if isinstance(mod, nn.GELU):
+        return _pointwise("gelu_tanh" if mod.approximate == "tanh" else "gelu", (x,))
+    if isinstance(mod, nn.LeakyReLU):
+        return _pointwise("leaky_relu", (x,), negative_slope=float(mod.negative_slope))
+    if isinstance(mod, nn.ELU):
+        return _pointwise("elu", (x,), alpha=float(mod.alpha))
+    if isinstance(mod, nn.Softplus):
+        return _pointwise("softplus", (x,), beta=float(mod.beta), threshold=float(mod.threshold))
+    if isinstance(mod, nn.Softmax):
+        return OpInfo("softmax", "softmax", (x,), {"dim": mod.dim})
+    if isinstance(mod, nn.LogSoftmax):
+        return OpInfo("softmax", "log_softmax", (x,), {"dim": mod.dim})
+    if isinstance(mod, nn.LayerNorm):
+        params = (Param(f"{t}.weight"), Param(f"{t}.bias") if mod.bias is not None else None) \
+            if mod.elementwise_affine else (None, None)
+        return OpInfo("layernorm", "layer_norm", (x, *params),
+                      {"normalized_ndim": len(mod.normalized_shape), "eps": float(mod.eps)})
+    if hasattr(nn, "RMSNorm") and isinstance(mod, nn.RMSNorm):
+        weight = Param(f"{t}.weight") if mod.elementwise_affine else None
+        eps = mod.eps if mod.eps is not None else None
+        return OpInfo("rmsnorm", "rms_norm", (x, weight),
+                      {"dim": -1, "normalized_ndim": len(mod.normalized_shape), "eps": eps})
+    if isinstance(mod, nn.Linear):
+        return OpInfo("gemm", "linear", (x,))
+    if isinstance(mod, _CONV_MODULES):
+        return OpInfo("conv", type(mod).__name__.lower(), (x,))
+    if isinstance(mod, _POOL_MODULES):
+        return OpInfo("pool", type(mod).__name__.lower(), (x,))
+    if isinstance(mod, (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.GroupNorm, nn.InstanceNorm1d,
+                        nn.InstanceNorm2d, nn.InstanceNorm3d)):
+        return OpInfo("other", type(mod).__name__.lower(), (x,))
+    return OpInfo("other", type(mod).__name__)
+
+
+def _classify_call(node: Any, target: Any, args: tuple[Any, ...], method: bool) -> OpInfo:
+    kw = node.kwargs
+    if method:
+        name = target
+        binary, unary, reduce = _BINARY_METHODS.get(name), _UNARY_METHODS.get(name), _REDUCE_METHODS.get(name)
+    else:
+        name = getattr(target, "__name__", str(target))
+        binary, unary, reduce = _BINARY_FUNCS.get(target), _UNARY_FUNCS.get(target), _REDUCE.get(target)
+    if binary is not None:
+        if len(args) < 2 and "other" not in kw:
+            return OpInfo("other", name)
+        other = args[1] if len(args) > 1 else kw["other"]
+        if kw.get("alpha", 1) != 1 or kw.get("rounding_mode") is not None or kw.get("out") is not None:
+            return OpInfo("other", name)
+        return _pointwise(binary, (args[0], other))
+    if unary == "relu6":
+        return _pointwise("clamp", (args[0],), min=0.0, max=6.0)
+    if unary is not None and len(args) == 1 and not kw:
+        return _pointwise(unary, (args[0],))
+    if not method:
+        if target is F.gelu:
+            approx = _arg(node, 1, "approximate", "none")
+            return _pointwise("gelu_tanh" if approx == "tanh" else "gelu", (args[0],))
+        if target is F.leaky_relu:
+            return _pointwise("leaky_relu", (args[0],), negative_slope=float(_arg(node, 1, "negative_slope", 0.01)))
+        if target is F.elu:
+            return _pointwise("elu", (args[0],), alpha=float(_arg(node, 1, "alpha", 1.0)))
+        if target is F.softplus:
+            return _pointwise("softplus", (args[0],), beta=float(_arg(node, 1, "beta", 1.0)),
+                              threshold=float(_arg(node, 2, "threshold", 20.0)))
+        if target is F.hardtanh:
+            return _pointwise("clamp", (args[0],), min=float(_arg(node, 1, "min_val", -1.0)),
+                              max=float(_arg(node, 2, "max_val", 1.0)))
+        if target in (F.layer_norm,):
+            shape = _arg(node, 1, "normalized_shape")
+            ndim = len(shape) if isinstance(shape, (tuple, list)) else 1
+            return OpInfo("layernorm", "layer_norm", (args[0], _arg(node, 2, "weight"), _arg(node, 3, "bias")),
+                          {"normalized_ndim": ndim, "eps": float(_arg(node, 4, "eps", 1e-5))})
+        if hasattr(F, "rms_norm") and target is F.rms_norm:
+            shape = _arg(node, 1, "normalized_shape")
+            ndim = len(shape) if isinstance(shape, (tuple, list)) else 1
+            return OpInfo("rmsnorm", "rms_norm", (args[0], _arg(node, 2, "weight")),
+                          {"dim": -1, "normalized_ndim": ndim, "eps": _arg(node, 3, "eps")})
+        if target in _GEMM_FUNCS:
+            return OpInfo("gemm", name, tuple(a for a in args))
+        if target in _CONV_FUNCS:
+            return OpInfo("conv", name, (args[0],))
+        if target in _POOL_FUNCS:
+            return OpInfo("pool", name, (args[0],))
+        if target is operator.pow or target is torch.pow:
+            return _pow(args[0], args[1] if len(args) > 1 else kw.get("exponent"))
+        if target is torch.clamp or target is torch.clip:
+            return _clamp(args[0], _arg(node, 1, "min"), _arg(node, 2, "max"))
+        if target is operator.getitem:
+            return OpInfo("view", "getitem", (args[0],))
+    else:
+        if name == "pow":
+            return _pow(args[0], args[1] if len(args) > 1 else kw.get("exponent"))
+        if name in ("clamp", "clip"):
+            return _clamp(args[0], _arg(node, 1, "min"), _arg(node, 2, "max"))
+        if name in _VIEW_METHODS:
+            return OpInfo("view", name, (args[0],))
+    # softmax family and reductions: x.softmax(dim) / torch.softmax(x, dim)
+    if name in ("softmax", "log_softmax") and not method and target not in (F.softmax, F.log_softmax,
+                                                                             torch.softmax, torch.log_softmax):
+        return OpInfo("other", name)
+    if name in ("softmax", "log_softmax"):
+        dim = _arg(node, 1, "dim")
+        if _arg(node, 3 if not method else 2, "dtype") is not None or not isinstance(dim, int):
+            return OpInfo("other", name)
+        return OpInfo("softmax", name, (args[0],), {"dim": dim})
+    if name == "logsumexp":
+        dim, keepdim = _dim(_arg(node, 1, "dim")), bool(_arg(node, 2, "keepdim", False))
+        if dim is None:
+            return OpInfo("other", name)
+        return OpInfo("softmax", "logsumexp", (args[0],), {"dim": dim, "keepdim": keepdim})
+    if reduce is not None or (name in ("max", "min") and len(args) + len(kw) >= 2):
+        op = reduce or name
+        dim = _dim(_arg(node, 1, "dim"))
+        keepdim = bool(_arg(node, 2, "keepdim", False))
+        if dim is None or _arg(node, 3, "dtype") is not None:
+            return OpInfo("other", name)
+        # torch.max(x, dim) returns (values, indices): usable when only values are read
+        returns_pair = name in ("max", "min")
+        return OpInfo("reduce", op, (args[0],), {"dim": dim, "keepdim": keepdim, "returns_pair": returns_pair})
+    return OpInfo("other", name)
+
+
+def _pow(x: Any, exponent: Any) -> OpInfo:
+    if exponent == 2 or exponent == 2.0:
+        return _pointwise("square", (x,))
+    if exponent == 0.5:
+        return _pointwise("sqrt", (x,))
+    if exponent == -0.5:
+        return _pointwise("rsqrt", (x,))
+    if exponent == 1 or exponent == 1.0:
+        return _pointwise("identity", (x,))
+    return OpInfo("other", "pow")
+
+
+def _clamp(x: Any, lo: Any, hi: Any) -> OpInfo:
+    if not all(v is None or isinstance(v, (int, float)) for v in (lo, hi)):
+        return OpInfo("other", "clamp")
+    if lo is not None and hi is not None:
+        return _pointwise("clamp", (x,), min=float(lo), max=float(hi))
+    if lo is not None:
+        return _pointwise("clamp_min", (x,), min=float(lo))
+    if hi is not None:
+        return _pointwise("clamp_max", (x,), max=float(hi))
+    return OpInfo("other", "clamp")
+
+
+def literal(value: Any) -> str:
+    """A Python scalar as a Triton fp32 literal."""
+    if isinstance(value, bool):
+        return "1.0" if value else "0.0"
+    v = float(value)
+    if math.isinf(v):
+        return "float('inf')" if v > 0 else "float('-inf')"
+    if math.isnan(v):
+        raise ValueError("NaN constant in a pointwise chain")
+    return repr(v)

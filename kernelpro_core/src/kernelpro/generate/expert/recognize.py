@@ -1,0 +1,331 @@
+"""Recognition: what the reference computes, as an operator graph with fusible regions.
+
+Method: the problem's source is executed in a fresh namespace, ``Model`` is built on the
+``meta`` device (no memory, no kernels) from ``get_init_inputs()``, traced with
+``torch.fx.symbolic_trace`` and its shapes propagated with meta inputs from
+``get_inputs()`` (``ShapeProp``). Each node is classified (:mod:`.ops`), then regions are
+formed:
+
+* ``pointwise``: a connected set of pointwise nodes with one escaping value, whose
+  tensor inputs all broadcast to its output shape. When its main producer is a GEMM or a
+  convolution, the region is reported as that node's epilogue (``epilogue_of``).
+* ``reduce`` (sum/mean/max/min over one dim), ``softmax`` (softmax, log_softmax,
+  logsumexp over one dim), ``layernorm`` (over the last dims), ``rmsnorm`` (module,
+  functional, or the pattern ``x / sqrt(mean(x*x, dim, keepdim) + eps)`` and its rsqrt
+  form).
+* ``gemm``, ``conv``, ``pool`` nodes are recognized and left to the vendor library.
+
+Anything that fails (trace, shape propagation, a data-dependent forward) yields a
+:class:`Recognition` with ``ok=False`` and a one-line ``reason``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from kernelpro.generate.expert.ops import OpInfo, Param, classify
+
+KERNEL_KINDS = ("pointwise", "reduce", "softmax", "layernorm", "rmsnorm")
+
+
+@attrs.frozen
+class OpNode:
+    name: str
+    kind: str
+    op: str
+    shape: tuple[int, ...] | None
+    dtype: str | None
+
+
+@attrs.frozen
+class Region:
+    """Nodes to be replaced by one kernel call.
+
+    ``inputs`` are fx node names or ``Param`` paths (``{"param": path}`` once serialised);
+    ``program`` is the pointwise SSA body: ``(op, operands, attrs)`` with operands
+    ``("in", i)``, ``("v", j)`` or ``("const", value)``.
+    """
+
+    kind: str
+    op: str
+    nodes: tuple[str, ...]
+    output: str
+    inputs: tuple[Any, ...]
+    shape: tuple[int, ...]
+    attrs: dict[str, Any] = attrs.field(factory=dict)
+    program: tuple[tuple[str, tuple[tuple[str, Any], ...], dict[str, Any]], ...] = ()
+    epilogue_of: str | None = None  # gemm/conv node whose output this pointwise region consumes
+
+    @property
+    def id(self) -> str:
+        return self.output
+
+    def spec(self) -> dict[str, Any]:
+        """JSON form written into candidates."""
+        return {
+            "kind": self.kind, "op": self.op, "nodes": list(self.nodes), "output": self.output,
+            "inputs": [{"param": i.path} if isinstance(i, Param) else ({"none": True} if i is None else
+                                                                       {"node": i}) for i in self.inputs],
+        }
+
+
+@attrs.frozen
+class Recognition:
+    ok: bool
+    reason: str = ""
+    nodes: tuple[OpNode, ...] = ()
+    regions: tuple[Region, ...] = ()
+    input_count: int = 0
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        return tuple(n.kind for n in self.nodes)
+
+    def summary(self) -> str:
+        if not self.ok:
+            return f"not recognized: {self.reason}"
+        counts: dict[str, int] = {}
+        for n in self.nodes:
+            if n.kind not in ("view", "other") or n.op not in ("placeholder", "output", "get_attr"):
+                counts[n.kind] = counts.get(n.kind, 0) + 1
+        parts = [f"{k}={v}" for k, v in sorted(counts.items())]
+        regs = ", ".join(f"{r.kind}:{r.op}" + (f"(epilogue of {r.epilogue_of})" if r.epilogue_of else "")
+                         for r in self.regions)
+        return f"ops {' '.join(parts)}; regions [{regs}]"
+
+
+def trace(source: str) -> tuple[Any, tuple[Any, ...]]:
+    """Execute a problem source and return (traced GraphModule with shapes, meta inputs)."""
+    import torch
+    import torch.fx
+    from torch.fx.passes.shape_prop import ShapeProp
+
+    namespace: dict[str, Any] = {"__name__": "kernelpro_expert_problem"}
+    exec(compile(source, "<problem>", "exec"), namespace)  # noqa: S102 - the user's own problem
+    model_cls = namespace["Model"]
+    with torch.device("meta"):
+        init = list(namespace["get_init_inputs"]())
+        model = model_cls(*init)
+        inputs = tuple(namespace["get_inputs"]())
+    gm = torch.fx.symbolic_trace(model)
+    ShapeProp(gm).propagate(*inputs)
+    return gm, inputs
+
+
+def recognize(source: str) -> Recognition:
+    """Trace ``source`` (a KernelBench problem) and find its fusible regions."""
+    try:
+        gm, inputs = trace(source)
+    except Exception as exc:  # any failure means: not recognized, with the reason
+        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        return Recognition(ok=False, reason=f"cannot trace the reference ({type(exc).__name__}: {msg[:160]})")
+    try:
+        return _recognize_graph(gm, len(inputs))
+    except Exception as exc:
+        return Recognition(ok=False, reason=f"cannot analyse the traced graph ({type(exc).__name__}: {exc})")
+
+
+def _meta(node: Any) -> tuple[tuple[int, ...] | None, str | None]:
+    tm = node.meta.get("tensor_meta")
+    if tm is None or not hasattr(tm, "shape"):
+        return None, None
+    return tuple(int(s) for s in tm.shape), str(tm.dtype).replace("torch.", "")
+
+
+def _recognize_graph(gm: Any, input_count: int) -> Recognition:
+    modules = dict(gm.named_modules())
+    info: dict[str, OpInfo] = {}
+    nodes: list[OpNode] = []
+    order = list(gm.graph.nodes)
+    by_name = {n.name: n for n in order}
+    for n in order:
+        oi = classify(n, modules) if n.op in ("call_module", "call_function", "call_method") else \
+            OpInfo("other", n.op)
+        shape, dtype = _meta(n)
+        if oi.kind != "other" and oi.kind != "view" and (shape is None or dtype is None):
+            oi = OpInfo("other", oi.op)
+        if oi.kind in KERNEL_KINDS and dtype not in ("float32", "float16", "bfloat16", "float64"):
+            oi = OpInfo("other", oi.op)
+        info[n.name] = oi
+        nodes.append(OpNode(name=n.name, kind=oi.kind, op=oi.op, shape=shape, dtype=dtype))
+    claimed: set[str] = set()
+    regions: list[Region] = []
+    for r in _rmsnorm_patterns(order, info):
+        regions.append(r)
+        claimed.update(r.nodes)
+    for n in order:
+        oi = info[n.name]
+        if n.name in claimed or oi.kind not in ("reduce", "softmax", "layernorm", "rmsnorm"):
+            continue
+        r = _single_region(n, oi, by_name)
+        if r is not None:
+            regions.append(r)
+            claimed.add(n.name)
+            claimed.update(r.nodes)
+    regions.extend(_pointwise_regions(order, info, claimed))
+    position = {n.name: i for i, n in enumerate(order)}
+    regions.sort(key=lambda r: position[r.output])
+    return Recognition(ok=True, nodes=tuple(nodes), regions=tuple(regions), input_count=input_count)
+
+
+def _input_ref(value: Any) -> Any:
+    """A region input: an fx node's name, a Param, or None (an absent optional tensor)."""
+    if value is None or isinstance(value, Param):
+        return value
+    return value.name
+
+
+def _single_region(n: Any, oi: OpInfo, by_name: dict[str, Any]) -> Region | None:
+    shape, _ = _meta(oi.inputs[0]) if hasattr(oi.inputs[0], "meta") else (None, None)
+    if shape is None:
+        return None
+    nodes = (n.name,)
+    output = n.name
+    attrs_ = dict(oi.attrs)
+    if oi.kind == "reduce" and attrs_.pop("returns_pair", False):
+        users = list(n.users)
+        if not users or any(u.op != "call_function" or u.args[1] != 0 for u in users if u.target) or \
+                any(getattr(u.target, "__name__", "") != "getitem" for u in users) or len(users) != 1:
+            return None
+        output = users[0].name
+        nodes = (n.name, output)
+    if not all(isinstance(i, (Param, type(None))) or hasattr(i, "meta") for i in oi.inputs):
+        return None
+    dim = attrs_.get("dim")
+    if dim is not None:
+        attrs_["dim"] = dim % len(shape) if shape else 0
+    return Region(kind=oi.kind, op=oi.op, nodes=nodes, output=output,
+                  inputs=tuple(_input_ref(i) for i in oi.inputs), shape=shape, attrs=attrs_)
+
+
+def _is(node: Any, info: dict[str, OpInfo], kind: str, *ops: str) -> bool:
+    oi = info.get(getattr(node, "name", None))
+    return oi is not None and oi.kind == kind and (not ops or oi.op in ops)
+
+
+def _rmsnorm_patterns(order: list[Any], info: dict[str, OpInfo]) -> list[Region]:
+    """x / sqrt(mean(x*x, dim, keepdim=True) + eps), or x * rsqrt(...)."""
+    found = []
+    for n in order:
+        if not _is(n, info, "reduce", "mean") or not info[n.name].attrs.get("keepdim"):
+            continue
+        sq = info[n.name].inputs[0]
+        if not _is(sq, info, "pointwise", "square") and not (
+                _is(sq, info, "pointwise", "mul") and info[sq.name].inputs[0] is info[sq.name].inputs[1]):
+            continue
+        x = info[sq.name].inputs[0]
+        chain = [sq.name, n.name]
+        cur, eps = n, 0.0
+        users = list(cur.users)
+        if len(users) == 1 and _is(users[0], info, "pointwise", "add"):
+            a, b = info[users[0].name].inputs
+            other = b if a is cur else a
+            if isinstance(other, (int, float)):
+                eps, cur = float(other), users[0]
+                chain.append(cur.name)
+        users = list(cur.users)
+        if len(users) != 1:
+            continue
+        u = users[0]
+        final = None
+        if _is(u, info, "pointwise", "sqrt") and len(u.users) == 1:
+            d = next(iter(u.users))
+            if _is(d, info, "pointwise", "div") and info[d.name].inputs == (x, u):
+                chain += [u.name, d.name]
+                final = d
+        elif _is(u, info, "pointwise", "rsqrt") and len(u.users) == 1:
+            m = next(iter(u.users))
+            if _is(m, info, "pointwise", "mul") and set(map(id, info[m.name].inputs)) == {id(x), id(u)}:
+                chain += [u.name, m.name]
+                final = m
+        if final is None or any(len(by.users) != 1 for by in (sq,)) or len(sq.users) != 1:
+            continue
+        shape, _ = _meta(x)
+        found.append(Region(kind="rmsnorm", op="rms_norm", nodes=tuple(chain), output=final.name,
+                            inputs=(x.name, None), shape=shape,
+                            attrs={"dim": info[n.name].attrs["dim"] % len(shape), "eps": eps,
+                                   "normalized_ndim": None}))
+    return found
+
+
+def _pointwise_regions(order: list[Any], info: dict[str, OpInfo], claimed: set[str]) -> list[Region]:
+    pw = [n for n in order if info[n.name].kind == "pointwise" and n.name not in claimed]
+    pw_names = {n.name for n in pw}
+    # connected components over producer -> consumer edges between pointwise nodes
+    parent = {n.name: n.name for n in pw}
+
+    def find(a: str) -> str:
+        while parent[a] != a:
+            parent[a] = parent[parent[a]]
+            a = parent[a]
+        return a
+
+    for n in pw:
+        for src in info[n.name].inputs:
+            if getattr(src, "name", None) in pw_names:
+                parent[find(src.name)] = find(n.name)
+    comps: dict[str, list[Any]] = {}
+    for n in pw:
+        comps.setdefault(find(n.name), []).append(n)
+    regions = []
+    for members in comps.values():
+        r = _pointwise_region(members, info)
+        if r is not None:
+            regions.append(r)
+    return regions
+
+
+def _pointwise_region(members: list[Any], info: dict[str, OpInfo]) -> Region | None:
+    names = {m.name for m in members}
+    escaping = [m for m in members if any(u.name not in names for u in m.users)]
+    if len(escaping) != 1 or escaping[0] is not members[-1]:
+        return None  # several values leave the region: left to PyTorch
+    out = members[-1]
+    out_shape, out_dtype = _meta(out)
+    inputs: list[Any] = []
+    program = []
+    index = {m.name: j for j, m in enumerate(members)}
+    for m in members:
+        oi = info[m.name]
+        operands = []
+        for src in oi.inputs:
+            if isinstance(src, (int, float)) and not isinstance(src, bool):
+                operands.append(("const", float(src)))
+            elif getattr(src, "name", None) in index:
+                operands.append(("v", index[src.name]))
+            elif hasattr(src, "meta"):
+                shape, dtype = _meta(src)
+                if shape is None or dtype not in ("float32", "float16", "bfloat16", "float64"):
+                    return None
+                if not _broadcasts_to(shape, out_shape):
+                    return None
+                if src.name not in inputs:
+                    inputs.append(src.name)
+                operands.append(("in", inputs.index(src.name)))
+            else:
+                return None
+        program.append((oi.op, tuple(operands), dict(oi.attrs)))
+    if not inputs:
+        return None
+    return Region(kind="pointwise", op="+".join(p[0] for p in program), nodes=tuple(m.name for m in members),
+                  output=out.name, inputs=tuple(inputs), shape=out_shape, program=tuple(program),
+                  epilogue_of=_epilogue_anchor(members, info))
+
+
+def _epilogue_anchor(members: list[Any], info: dict[str, OpInfo]) -> str | None:
+    first = info[members[0].name]
+    for src in first.inputs:
+        if hasattr(src, "name") and src.name in info and info[src.name].kind in ("gemm", "conv"):
+            return src.name
+    return None
+
+
+def _broadcasts_to(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
+    if len(shape) > len(target):
+        return False
+    for a, b in zip(reversed(shape), reversed(target)):
+        if a != b and a != 1:
+            return False
+    return True

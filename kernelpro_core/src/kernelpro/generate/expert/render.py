@@ -1,0 +1,134 @@
+"""Rendering: recognized regions + tile parameters -> a complete candidate source.
+
+Each region becomes a Triton kernel and a Python wrapper ``_kp_<rid>`` (rid = ``r0``,
+``r1``, ... in graph order); the candidate's ``_kp_lower`` swaps the region's fx nodes for
+one call of that wrapper. Parameters (a JSON-serialisable dict, recorded with the draft):
+
+``{"lower": [rid, ...], "graph": bool, "tiles": {rid: {...}}}`` where a pointwise tile is
+``{"BLOCK", "num_warps"}``, a row kernel's ``{"BLOCK_R", "num_warps"}`` and a column
+kernel's ``{"BLOCK_R", "BLOCK_I", "num_warps"}``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from kernelpro.generate.expert.ops import POINTWISE, literal
+from kernelpro.generate.expert.recognize import Recognition, Region
+from kernelpro.generate.expert.templates import CANDIDATE, POINTWISE as POINTWISE_T, ROWCOL, render
+
+# Bounds of each tile parameter: powers of two that Triton accepts for tl.arange, and warp
+# counts a CUDA block allows (32..1024 threads).
+SPACE = {
+    "BLOCK": (128, 16384),
+    "BLOCK_R": (2, 16384),
+    "BLOCK_I": (16, 512),
+    "num_warps": (1, 16),
+}
+
+
+def region_ids(recognition: Recognition) -> list[str]:
+    return [f"r{i}" for i in range(len(recognition.regions))]
+
+
+def layout(region: Region) -> str:
+    """``row`` when the reduced elements are contiguous (inner == 1), else ``col``."""
+    if region.kind == "pointwise":
+        return "flat"
+    if region.kind == "layernorm" or (region.kind == "rmsnorm" and region.attrs.get("normalized_ndim")):
+        return "row"
+    d = region.attrs["dim"]
+    return "row" if math.prod(region.shape[d + 1:]) == 1 else "col"
+
+
+def reduced_extent(region: Region) -> int:
+    if region.kind in ("layernorm", "rmsnorm") and region.attrs.get("normalized_ndim"):
+        return math.prod(region.shape[-region.attrs["normalized_ndim"]:])
+    return region.shape[region.attrs["dim"]]
+
+
+def default_tile(region: Region) -> dict[str, int]:
+    """Starting tile: 1024-element blocks of 4 warps for pointwise (4 fp32 per thread,
+    16-byte accesses); a row kernel covers up to 4096 elements per step; a column kernel
+    reads 64 contiguous inner positions by 16 rows."""
+    kind = layout(region)
+    if kind == "flat":
+        return {"BLOCK": 1024, "num_warps": 4}
+    if kind == "row":
+        block = min(4096, max(16, 1 << (reduced_extent(region) - 1).bit_length()))
+        return {"BLOCK_R": block, "num_warps": 4 if block <= 2048 else 8}
+    return {"BLOCK_R": 16, "BLOCK_I": 64, "num_warps": 4}
+
+
+def default_params(recognition: Recognition, graph: bool = False) -> dict[str, Any]:
+    ids = region_ids(recognition)
+    return {"lower": ids, "graph": graph,
+            "tiles": {rid: default_tile(r) for rid, r in zip(ids, recognition.regions)}}
+
+
+def pointwise_body(region: Region) -> tuple[list[str], str]:
+    """The SSA lines of a pointwise region, in fp32, and the name of its result."""
+    lines = []
+    for j, (op, operands, attrs) in enumerate(region.program):
+        arity, expr = POINTWISE[op]
+        args = []
+        for kind, value in operands:
+            if kind == "in":
+                args.append(f"a{value}")
+            elif kind == "v":
+                args.append(f"v{value}")
+            else:
+                args.append(literal(value))
+        if len(args) != arity:
+            raise ValueError(f"{op}: expected {arity} operands, got {len(args)}")
+        params = {k: literal(v) for k, v in attrs.items()}
+        lines.append(f"v{j} = {expr.format(*args, p=params)}")
+    return lines, f"v{len(region.program) - 1}"
+
+
+def render_kernel(rid: str, region: Region, tile: dict[str, int]) -> str:
+    if region.kind == "pointwise":
+        body, result = pointwise_body(region)
+        return render(POINTWISE_T, rid=rid, n_in=len(region.inputs), rank=max(1, len(region.shape)),
+                      body=body, result=result, BLOCK=tile["BLOCK"], num_warps=tile["num_warps"])
+    lay = layout(region)
+    has_w = len(region.inputs) > 1 and region.inputs[1] is not None
+    has_b = len(region.inputs) > 2 and region.inputs[2] is not None
+    eps = region.attrs.get("eps")
+    if eps is None:  # RMSNorm(eps=None) uses the dtype's machine epsilon (fp32 here)
+        eps = 1.1920928955078125e-07
+    return render(ROWCOL, rid=rid, op=region.op, layout=lay, has_w=has_w, has_b=has_b,
+                  dim=region.attrs.get("dim"), keepdim=region.attrs.get("keepdim", False),
+                  normalized_ndim=region.attrs.get("normalized_ndim"), eps=repr(float(eps)),
+                  BLOCK_R=tile["BLOCK_R"], BLOCK_I=tile.get("BLOCK_I", 0), num_warps=tile["num_warps"])
+
+
+def describe(recognition: Recognition, params: dict[str, Any]) -> str:
+    ids = region_ids(recognition)
+    parts = []
+    for rid, region in zip(ids, recognition.regions):
+        if rid not in params["lower"]:
+            continue
+        tile = ",".join(f"{k}={v}" for k, v in params["tiles"][rid].items())
+        parts.append(f"{region.kind}({region.op})[{tile}]")
+    text = "Triton " + "; ".join(parts) if parts else "reference ops"
+    return text + (" + CUDA graph" if params.get("graph") else "")
+
+
+def render_candidate(problem_source: str, recognition: Recognition, params: dict[str, Any],
+                     interpret: bool) -> str:
+    """A complete candidate file for ``params``."""
+    ids = region_ids(recognition)
+    kernels, specs, lowered = [], [], []
+    for rid, region in zip(ids, recognition.regions):
+        if rid not in params["lower"]:
+            continue
+        kernels.append(render_kernel(rid, region, params["tiles"][rid]).strip("\n"))
+        specs.append({**region.spec(), "rid": rid})
+        lowered.append(rid)
+    return render(CANDIDATE, description=describe(recognition, params),
+                  params_json=json.dumps(params, sort_keys=True), problem_source=problem_source.rstrip(),
+                  interpret=interpret and bool(kernels), kernels=kernels,
+                  regions_json=json.dumps(specs), region_ids=lowered, graph=bool(params.get("graph")))

@@ -1,0 +1,384 @@
+'''Jinja templates of the expert generator's kernels and of the candidate file around them.
+
+Rendered by one Environment with StrictUndefined (a missing variable is an error, never
+an empty string). Every kernel computes in fp32 and stores in the output's dtype.
+
+* ``POINTWISE``: one fused kernel for a pointwise region. Inputs are indexed through
+  their broadcast strides over the output's (coalesced) shape; an input that is
+  contiguous with the output's shape is read at the flat offset (``CONTIG`` constexpr).
+* ``ROWCOL``: reductions (sum/mean/max/min), the softmax family (softmax, log_softmax,
+  logsumexp, online max/sum pass) and layernorm/rmsnorm over a tensor viewed as
+  ``(outer, R, inner)``. Layout ``row`` (inner == 1): one program per row, a vector of
+  ``BLOCK_R`` along it. Layout ``col`` (inner > 1): one program per (outer, block of
+  ``BLOCK_I`` inner positions), a ``[BLOCK_R, BLOCK_I]`` tile that reads along the
+  contiguous inner dimension. The reduced extent ``R`` is a constexpr: one compiled
+  kernel per extent (fixed in KernelBench problems), and loops with Python-int bounds,
+  which Triton's interpreter also runs under NumPy 2.4 (it cannot index a range with a
+  runtime scalar there).
+* ``CANDIDATE``: the problem's source, the kernels, the fx rewrite that swaps each region
+  for its kernel call, and optionally CUDA-graph capture of the whole forward.
+'''
+
+from __future__ import annotations
+
+import jinja2
+
+ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                         keep_trailing_newline=True)
+
+POINTWISE = r"""
+@triton.jit
+def _kp_{{ rid }}_kernel({% for i in range(n_in) %}in{{ i }}_ptr, {% endfor %}out_ptr, n_elements,
+        {% for d in range(rank) %}size{{ d }}, {% endfor %}
+
+        {% for i in range(n_in) %}{% for d in range(rank) %}st{{ i }}_{{ d }}, {% endfor %}{% endfor %}
+
+        {% for i in range(n_in) %}CONTIG{{ i }}: tl.constexpr, {% endfor %}BLOCK: tl.constexpr):
+    pid = tl.program_id(0).to(tl.int64)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n_elements
+    rem = offs
+{% for d in range(rank - 1, -1, -1) %}
+    i{{ d }} = rem % size{{ d }}
+    rem = rem // size{{ d }}
+{% endfor %}
+{% for i in range(n_in) %}
+    if CONTIG{{ i }}:
+        off{{ i }} = offs
+    else:
+        off{{ i }} = {% for d in range(rank) %}i{{ d }} * st{{ i }}_{{ d }}{% if not loop.last %} + {% endif %}{% endfor %}
+
+    a{{ i }} = tl.load(in{{ i }}_ptr + off{{ i }}, mask=mask, other=0.0).to(tl.float32)
+{% endfor %}
+{% for line in body %}
+    {{ line }}
+{% endfor %}
+    tl.store(out_ptr + offs, {{ result }}.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+def _kp_{{ rid }}(*xs):
+    shape = _kp_torch.broadcast_shapes(*(x.shape for x in xs))
+    dtype = xs[0].dtype
+    for x in xs[1:]:
+        dtype = _kp_torch.promote_types(dtype, x.dtype)
+    out = _kp_torch.empty(shape, dtype=dtype, device=xs[0].device)
+    n = out.numel()
+    if n == 0:
+        return out
+    sizes, strides = _kp_coalesce(tuple(shape), [x.expand(shape).stride() for x in xs], {{ rank }})
+    contig = [x.is_contiguous() and tuple(x.shape) == tuple(shape) for x in xs]
+    flat = [s for st in strides for s in st]
+    grid = (triton.cdiv(n, {{ BLOCK }}),)
+    _kp_{{ rid }}_kernel[grid](*xs, out, n, *sizes, *flat, *contig, BLOCK={{ BLOCK }}, num_warps={{ num_warps }})
+    return out
+"""
+
+# Accumulator updates per op, written for a tile ``x`` (masked lanes get ``other``).
+ROWCOL = r"""
+@triton.jit
+def _kp_{{ rid }}_kernel(x_ptr, out_ptr, {% if has_w %}w_ptr, {% endif %}{% if has_b %}b_ptr, {% endif %}inner, n_iblk, eps,
+        R: tl.constexpr, BLOCK_R: tl.constexpr{% if layout == "col" %}, BLOCK_I: tl.constexpr{% endif %}):
+    pid = tl.program_id(0).to(tl.int64)
+{% if layout == "row" %}
+    o = pid
+    base = o * R
+    lanes = tl.arange(0, BLOCK_R)
+{% set T = "[BLOCK_R]" %}
+{% set S = "" %}
+{% else %}
+    o = pid // n_iblk
+    cols = (pid % n_iblk) * BLOCK_I + tl.arange(0, BLOCK_I)
+    cmask = cols < inner
+    base = o * R * inner
+    lanes = tl.arange(0, BLOCK_R)
+{% set T = "[BLOCK_R, BLOCK_I]" %}
+{% set S = "[None, :]" %}
+{% endif %}
+{% macro tile(other) %}
+{% if layout == "row" %}
+        r = r0 + lanes
+        m = r < R
+        offs = base + r
+{% else %}
+        r = r0 + lanes
+        m = (r < R)[:, None] & cmask[None, :]
+        offs = base + r[:, None] * inner + cols[None, :]
+{% endif %}
+        x = tl.load(x_ptr + offs, mask=m, other={{ other }}).to(tl.float32)
+{% endmacro %}
+{% macro store_stat(val) %}
+{% if layout == "row" %}
+    tl.store(out_ptr + o, ({{ val }}).to(out_ptr.dtype.element_ty))
+{% else %}
+    tl.store(out_ptr + o * inner + cols, ({{ val }}).to(out_ptr.dtype.element_ty), mask=cmask)
+{% endif %}
+{% endmacro %}
+{% macro weights() %}
+{% if has_w %}
+{% if layout == "row" %}
+        y = y * tl.load(w_ptr + r, mask=m, other=0.0).to(tl.float32)
+{% else %}
+        y = y * tl.load(w_ptr + r, mask=r < R, other=0.0).to(tl.float32)[:, None]
+{% endif %}
+{% endif %}
+{% if has_b %}
+{% if layout == "row" %}
+        y = y + tl.load(b_ptr + r, mask=m, other=0.0).to(tl.float32)
+{% else %}
+        y = y + tl.load(b_ptr + r, mask=r < R, other=0.0).to(tl.float32)[:, None]
+{% endif %}
+{% endif %}
+{% endmacro %}
+{% if op in ("sum", "mean") %}
+    acc = tl.zeros({{ T }}, dtype=tl.float32)
+    for r0 in range(0, R, BLOCK_R):
+{{ tile("0.0") }}
+        acc += x
+    total = tl.sum(acc, axis=0)
+{% if op == "mean" %}
+    total = total / R
+{% endif %}
+{{ store_stat("total") }}
+{% elif op in ("max", "min") %}
+    acc = tl.full({{ T }}, {{ "float('-inf')" if op == "max" else "float('inf')" }}, tl.float32)
+    for r0 in range(0, R, BLOCK_R):
+{{ tile("float('-inf')" if op == "max" else "float('inf')") }}
+        acc = {{ "tl.maximum" if op == "max" else "tl.minimum" }}(acc, x)
+    total = {{ "tl.max" if op == "max" else "tl.min" }}(acc, axis=0)
+{{ store_stat("total") }}
+{% elif op in ("softmax", "log_softmax", "logsumexp") %}
+    mx = tl.full({{ T }}, float('-inf'), tl.float32)
+    sm = tl.zeros({{ T }}, dtype=tl.float32)
+    for r0 in range(0, R, BLOCK_R):
+{{ tile("float('-inf')") }}
+        new = tl.maximum(mx, x)
+        live = new != float('-inf')
+        sm = sm * tl.where(live, tl.exp(mx - new), 0.0) + tl.where(live, tl.exp(x - new), 0.0)
+        mx = new
+    row_max = tl.max(mx, axis=0)
+    row_sum = tl.sum(sm * tl.where(mx != float('-inf'), tl.exp(mx - row_max{{ S }}), 0.0), axis=0)
+{% if op == "logsumexp" %}
+{{ store_stat("row_max + tl.log(row_sum)") }}
+{% else %}
+    for r0 in range(0, R, BLOCK_R):
+{{ tile("float('-inf')") }}
+{% if op == "softmax" %}
+        y = tl.exp(x - row_max{{ S }}) / row_sum{{ S }}
+{% else %}
+        y = x - row_max{{ S }} - tl.log(row_sum){{ S }}
+{% endif %}
+        tl.store(out_ptr + offs, y.to(out_ptr.dtype.element_ty), mask=m)
+{% endif %}
+{% elif op == "layer_norm" %}
+    acc = tl.zeros({{ T }}, dtype=tl.float32)
+    for r0 in range(0, R, BLOCK_R):
+{{ tile("0.0") }}
+        acc += x
+    mean = tl.sum(acc, axis=0) / R
+    acc = tl.zeros({{ T }}, dtype=tl.float32)
+    for r0 in range(0, R, BLOCK_R):
+{{ tile("0.0") }}
+        d = tl.where(m, x - mean{{ S }}, 0.0)
+        acc += d * d
+    rstd = 1.0 / tl.sqrt(tl.sum(acc, axis=0) / R + eps)
+    for r0 in range(0, R, BLOCK_R):
+{{ tile("0.0") }}
+        y = (x - mean{{ S }}) * rstd{{ S }}
+{{ weights() }}
+        tl.store(out_ptr + offs, y.to(out_ptr.dtype.element_ty), mask=m)
+{% elif op == "rms_norm" %}
+    acc = tl.zeros({{ T }}, dtype=tl.float32)
+    for r0 in range(0, R, BLOCK_R):
+{{ tile("0.0") }}
+        acc += x * x
+    rstd = 1.0 / tl.sqrt(tl.sum(acc, axis=0) / R + eps)
+    for r0 in range(0, R, BLOCK_R):
+{{ tile("0.0") }}
+        y = x * rstd{{ S }}
+{{ weights() }}
+        tl.store(out_ptr + offs, y.to(out_ptr.dtype.element_ty), mask=m)
+{% endif %}
+
+
+def _kp_{{ rid }}(x{% if has_w %}, w{% endif %}{% if has_b %}, b{% endif %}):
+    x = x.contiguous()
+    shape = tuple(x.shape)
+{% if op == "layer_norm" %}
+    k = {{ normalized_ndim }}
+    outer, R, inner = _kp_prod(shape[:-k]), _kp_prod(shape[-k:]), 1
+{% elif op == "rms_norm" and normalized_ndim %}
+    k = {{ normalized_ndim }}
+    outer, R, inner = _kp_prod(shape[:-k]), _kp_prod(shape[-k:]), 1
+{% else %}
+    d = {{ dim }}
+    outer, R, inner = _kp_prod(shape[:d]), shape[d], _kp_prod(shape[d + 1:])
+{% endif %}
+    if inner != {{ "1" if layout == "row" else "inner" }}{% if layout == "col" %} or inner == 1{% endif %}:
+        raise RuntimeError("expert kernel _kp_{{ rid }} was written for layout {{ layout }}, got inner=%d" % inner)
+{% if op in ("sum", "mean", "max", "min", "logsumexp") %}
+{% if keepdim %}
+    out_shape = shape[:{{ dim }}] + (1,) + shape[{{ dim }} + 1:]
+{% else %}
+    out_shape = shape[:{{ dim }}] + shape[{{ dim }} + 1:]
+{% endif %}
+    out = _kp_torch.empty(out_shape, dtype=x.dtype, device=x.device)
+{% else %}
+    out = _kp_torch.empty_like(x)
+{% endif %}
+{% if layout == "row" %}
+    n_iblk = 1
+    grid = (outer,)
+{% else %}
+    n_iblk = triton.cdiv(inner, {{ BLOCK_I }})
+    grid = (outer * n_iblk,)
+{% endif %}
+    if out.numel() == 0 or R == 0:
+        return out
+    _kp_{{ rid }}_kernel[grid](x, out, {% if has_w %}w.contiguous(), {% endif %}{% if has_b %}b.contiguous(), {% endif %}inner, n_iblk, {{ eps }},
+                             R=R, BLOCK_R={{ BLOCK_R }}{% if layout == "col" %}, BLOCK_I={{ BLOCK_I }}{% endif %}, num_warps={{ num_warps }})
+    return out
+"""
+
+CANDIDATE = r'''# KernelPro candidate (generator: expert): {{ description }}
+# Parameters: {{ params_json }}
+# The problem's source follows unchanged; ModelNew builds Model (same parameters under the
+# same seed), traces it with torch.fx and replaces each recognized region by a kernel call.
+{{ problem_source }}
+
+
+import json as _kp_json
+import math as _kp_math
+{% if interpret %}
+import os as _kp_os
+if not __import__("torch").cuda.is_available():
+    # no GPU here: run the Triton kernels in Triton's interpreter
+    _kp_os.environ.setdefault("TRITON_INTERPRET", "1")
+{% endif %}
+import torch as _kp_torch
+import torch.fx as _kp_fx
+{% if kernels %}
+import triton
+import triton.language as tl
+
+
+def _kp_prod(values):
+    out = 1
+    for v in values:
+        out *= int(v)
+    return out
+
+
+def _kp_coalesce(shape, strides, rank):
+    """Merge adjacent dims that every input walks contiguously; pad to ``rank`` dims."""
+    dims = [(shape[d], [st[d] for st in strides]) for d in range(len(shape)) if shape[d] != 1]
+    merged = []
+    for size, st in dims:
+        if merged:
+            psize, pst = merged[-1]
+            if all(p == s * size for p, s in zip(pst, st)):
+                merged[-1] = (psize * size, st)
+                continue
+        merged.append((size, st))
+    while len(merged) < rank:
+        merged.insert(0, (1, [0] * len(strides)))
+    if len(merged) > rank:
+        raise RuntimeError("expert kernel: %d dims after coalescing, written for %d" % (len(merged), rank))
+    sizes = [m[0] for m in merged]
+    per_input = [[m[1][i] for m in merged] for i in range(len(strides))]
+    return sizes, per_input
+{% for k in kernels %}
+{{ k }}
+{% endfor %}
+{% endif %}
+
+_KP_REGIONS = _kp_json.loads({{ regions_json | tojson }})
+_KP_FUNCS = { {% for r in region_ids %}{{ r | tojson }}: _kp_{{ r }}, {% endfor %} }
+
+
+def _kp_lower(module):
+    """Trace ``module`` and swap each region's nodes for one call of its kernel."""
+    gm = _kp_fx.symbolic_trace(module)
+    nodes = {n.name: n for n in gm.graph.nodes}
+    for spec in _KP_REGIONS:
+        wanted = spec["nodes"] + [i["node"] for i in spec["inputs"] if "node" in i]
+        missing = [name for name in wanted if name not in nodes]
+        if missing:
+            raise RuntimeError("expert candidate: traced graph lacks nodes %s" % missing)
+        out = nodes[spec["output"]]
+        with gm.graph.inserting_before(out):
+            args = []
+            for i in spec["inputs"]:
+                if "node" in i:
+                    args.append(nodes[i["node"]])
+                elif "param" in i:
+                    args.append(gm.graph.get_attr(i["param"]))
+            call = gm.graph.call_function(_KP_FUNCS[spec["rid"]], tuple(args))
+        out.replace_all_uses_with(call)
+        for name in reversed(spec["nodes"]):
+            gm.graph.erase_node(nodes.pop(name))
+        nodes[spec["output"]] = call  # later regions read this value from the kernel call
+    gm.graph.lint()
+    gm.recompile()
+    return gm
+
+
+def _kp_clone(value):
+    if isinstance(value, _kp_torch.Tensor):
+        return value.clone()
+    if isinstance(value, (tuple, list)):
+        return type(value)(_kp_clone(v) for v in value)
+    return value
+
+
+class ModelNew(_kp_torch.nn.Module):
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+        # built like the reference, so the same seed gives the same parameters
+        self.ref = Model(*args, **kwargs)
+        self.lowered = _kp_lower(self.ref)
+        self._kp_graphs = {}
+
+    def forward(self, *args):
+{% if graph %}
+        tensors = [a for a in args if isinstance(a, _kp_torch.Tensor)]
+        if not tensors or not all(t.is_cuda for t in tensors):
+            return self.lowered(*args)
+        return self._kp_replay(args)
+{% else %}
+        return self.lowered(*args)
+{% endif %}
+{% if graph %}
+
+    def _kp_replay(self, args):
+        """CUDA-graph capture of the whole forward, one graph per input signature. The
+        evaluator changes input values between calls, so each call copies its inputs into
+        the captured (static) buffers before replaying; the output is cloned so a caller
+        holding an earlier result never sees it overwritten."""
+        key = tuple((tuple(a.shape), a.dtype, a.stride(), str(a.device)) if isinstance(a, _kp_torch.Tensor)
+                    else ("value", repr(a)) for a in args)
+        entry = self._kp_graphs.get(key)
+        if entry is None:
+            static = [a.clone() if isinstance(a, _kp_torch.Tensor) else a for a in args]
+            with _kp_torch.no_grad():
+                side = _kp_torch.cuda.Stream()
+                side.wait_stream(_kp_torch.cuda.current_stream())
+                with _kp_torch.cuda.stream(side):
+                    for _ in range(2):
+                        self.lowered(*static)
+                _kp_torch.cuda.current_stream().wait_stream(side)
+                graph = _kp_torch.cuda.CUDAGraph()
+                with _kp_torch.cuda.graph(graph):
+                    out = self.lowered(*static)
+            entry = self._kp_graphs[key] = (graph, static, out)
+        graph, static, out = entry
+        for buf, a in zip(static, args):
+            if isinstance(a, _kp_torch.Tensor):
+                buf.copy_(a)
+        graph.replay()
+        return _kp_clone(out)
+{% endif %}
+'''
+
+
+def render(template: str, **values: object) -> str:
+    return ENV.from_string(template).render(**values)
