@@ -61,6 +61,13 @@ def test_cross_problem_lessons_by_bottleneck_class(tmp_path):
             in mem.notes("p1", bottleneck="memory"))
 
 
+def test_unprofiled_outcomes_are_general_lessons(tmp_path):
+    mem = SearchMemory(tmp_path / "m.sqlite")
+    rec(mem, "p1", "c1", "root", "fuse the epilogue", "correct", 1.5, bottleneck=None, findings=())
+    assert mem.notes("p2") == ['"fuse the epilogue" gave +50% on other problems (1 run, 1 problem)']
+    assert mem.notes("p2", bottleneck="memory") == []
+
+
 def test_small_gains_are_not_lessons(tmp_path):
     mem = SearchMemory(tmp_path / "m.sqlite")
     rec(mem, "p1", "c1", "root", "reorder loops", "correct", 1.02)

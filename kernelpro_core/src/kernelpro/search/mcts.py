@@ -27,9 +27,9 @@ so that it can be turned off for ablation:
   the range of correct rewards in this tree (the reference, log 1 = 0, included), so a
   1.1x and a 10x differ by a bounded amount. Switched off, the backup averages linear
   speedups.
-* **Correctness wall.** Incorrect and failed candidates never enter a subtree's mean: a
-  subtree's value is the mean over its correct candidates, and a subtree with none is
-  worth ``wall_value`` (below every correct value). Failures still count as visits (they
+* **Correctness wall.** Incorrect and failed candidates never enter a subtree's value: it
+  is computed over its correct candidates only, and a subtree with none is worth
+  ``wall_value`` (below every correct value). Failures still count as visits (they
   spent budget). Switched off, failures are averaged in at ``wall_value`` like slow
   candidates.
 * **Dead-end pruning.** A subtree whose last ``max_consecutive_failures`` new candidates
@@ -46,9 +46,10 @@ Every statistic lives on the nodes (``visits``, ``value_sum``, ``virtual_loss``,
 saved with :meth:`Tree.save` and reloaded continues with identical selections.
 
 Node ``stats`` keys written here: ``n_correct`` / ``n_fail`` (evaluated candidates in the
-subtree), ``best_reward`` (best correct reward in the subtree), ``stale`` (candidates added
-to the subtree since its best last improved), ``fail_streak`` (consecutive failed
-candidates in the subtree), ``pending`` (expansions selected and not yet resolved), ``empty`` (expansions
+subtree), ``best_reward_raw`` (best backed-up value in the subtree), ``best_reward`` (best
+correct reward in the subtree, for pruning), ``stale`` (candidates added to the subtree
+since its best last improved), ``fail_streak`` (consecutive failed candidates in the
+subtree), ``pending`` (expansions selected and not yet resolved), ``empty`` (expansions
 that produced nothing), ``backed_up`` (the node's own result was backed up), ``dive`` (set
 a new best, to be expanded next).
 """

@@ -252,7 +252,8 @@ class SearchMemory:
     ) -> list[str]:
         """Short lines for a generator's prompt, most useful first: repeated failures on this
         problem, the best outcomes on it, changes that slowed it down, then lessons from
-        other problems with the same bottleneck class (all classes when None)."""
+        other problems with the same bottleneck class (every class, and unprofiled
+        candidates, when None)."""
         lines = (
             self._repeated_failures(problem_digest)
             + self._best_here(problem_digest)
@@ -309,7 +310,7 @@ class SearchMemory:
 
     def _lessons_elsewhere(self, digest: str, bottleneck: str | None) -> list[str]:
         where = "problem_digest != ? AND verdict = 'correct' AND speedup IS NOT NULL" \
-                " AND parent_speedup > 0 AND bottleneck IS NOT NULL"
+                " AND parent_speedup > 0"
         args: list[Any] = [digest]
         if bottleneck is not None:
             where += " AND bottleneck = ?"
@@ -325,7 +326,8 @@ class SearchMemory:
         out = []
         for kind, description, params_json, ratio, runs, problems in rows:
             what = _quote(description, json.loads(params_json))
-            klass = _BOTTLENECK_PHRASE.get(kind, f"{kind}-bound")
+            # unprofiled candidates (no bottleneck class) are lessons about problems in general
+            klass = "other" if kind is None else _BOTTLENECK_PHRASE.get(kind, f"{kind}-bound")
             run_word = "run" if runs == 1 else "runs"
             prob_word = "problem" if problems == 1 else "problems"
             out.append(
