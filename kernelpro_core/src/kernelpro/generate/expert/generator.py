@@ -7,7 +7,8 @@ analysis (:mod:`.moves`) and proposes the children of the node's parameters that
 never tried in this run. When the node sits at the roofline it proposes nothing, so the
 search closes that node. When the reference cannot be recognized (no trace), it
 proposes nothing at all: there is no torch.compile fallback (the ``torch_compile``
-generator is that).
+generator is that). On a CPU device the candidates' Triton kernels run only with
+``TRITON_INTERPRET=1`` set in the environment (Triton's interpreter; for tests).
 """
 
 from __future__ import annotations
@@ -33,8 +34,6 @@ class ExpertSettings:
     stop_at_roofline_fraction: float = 0.85
     #: offer CUDA-graph capture at all (CUDA devices only)
     cuda_graphs: bool = True
-    #: on a CPU device, run the Triton kernels in Triton's interpreter (slow; for testing)
-    interpret_on_cpu: bool = True
 
     def __attrs_post_init__(self) -> None:
         if self.candidates_per_expansion < 1:
@@ -90,7 +89,6 @@ class ExpertGenerator(Generator):
             return []
         tried = {_key(p) for p in request.tried}
         drafts = []
-        interpret = not request.device.startswith("cuda") and self.settings.interpret_on_cpu
         for params in self.proposals(request, rec):
             key = _key(params)
             if key in tried:
@@ -99,7 +97,7 @@ class ExpertGenerator(Generator):
             if not params["lower"] and not params.get("graph"):
                 continue
             drafts.append(CandidateDraft(
-                source=render_candidate(request.problem.source, rec, params, interpret=interpret),
+                source=render_candidate(request.problem.source, rec, params),
                 generator=self.name,
                 language="triton" if params["lower"] else "pytorch",
                 description=describe(rec, params),

@@ -117,9 +117,11 @@ def describe(recognition: Recognition, params: dict[str, Any]) -> str:
     return text + (" + CUDA graph" if params.get("graph") else "")
 
 
-def render_candidate(problem_source: str, recognition: Recognition, params: dict[str, Any],
-                     interpret: bool) -> str:
-    """A complete candidate file for ``params``."""
+def render_candidate(problem_source: str, recognition: Recognition, params: dict[str, Any]) -> str:
+    """A complete candidate file for ``params``. Without a GPU its Triton kernels run only
+    under Triton's interpreter: ``TRITON_INTERPRET=1`` in the environment before triton is
+    first imported (setting it inside the candidate is too late once the evaluator's
+    process has imported triton, whose reductions are then compiled-only functions)."""
     ids = region_ids(recognition)
     kernels, specs, lowered = [], [], []
     for rid, region in zip(ids, recognition.regions):
@@ -130,5 +132,5 @@ def render_candidate(problem_source: str, recognition: Recognition, params: dict
         lowered.append(rid)
     return render(CANDIDATE, description=describe(recognition, params),
                   params_json=json.dumps(params, sort_keys=True), problem_source=problem_source.rstrip(),
-                  interpret=interpret and bool(kernels), kernels=kernels,
+                  kernels=kernels,
                   regions_json=json.dumps(specs), region_ids=lowered, graph=bool(params.get("graph")))

@@ -248,12 +248,6 @@ CANDIDATE = r'''# KernelPro candidate (generator: expert): {{ description }}
 
 import json as _kp_json
 import math as _kp_math
-{% if interpret %}
-import os as _kp_os
-if not __import__("torch").cuda.is_available():
-    # no GPU here: run the Triton kernels in Triton's interpreter
-    _kp_os.environ.setdefault("TRITON_INTERPRET", "1")
-{% endif %}
 import torch as _kp_torch
 import torch.fx as _kp_fx
 {% if kernels %}

@@ -1,0 +1,373 @@
+"""``kernelpro bench SUITE``: run the optimizer over a suite of problems and summarise.
+
+A suite is a directory of KernelBench-format ``.py`` files (the level is read from a
+``levelN`` folder or file-name prefix) or a JSONL file whose lines hold ``level``,
+``problem_id``, ``name`` and ``code``. Problems are filtered by level, sampled (per level,
+with a fixed seed, before anything runs) and limited, then each is optimized in-process
+into its own run directory under ``<out>/runs/``; a run directory that already holds a
+``summary.json`` is read back instead of run again, so an interrupted bench continues.
+
+Per level it reports: the correct rate (problems with at least one correct candidate),
+the geometric-mean speedup of the best candidate over eager and over torch.compile (a
+problem without a correct candidate counts as 1.0: the reference is kept), fast_1 (share
+of problems whose best correct candidate is faster than eager) and the mean fraction of
+the roofline reached by the winners (from their profile analysis). It writes
+``results.json``, ``report.md`` with a per-problem table and a roofline plot
+(``roofline.png`` with matplotlib, otherwise an ASCII chart inside the report).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import re
+from pathlib import Path
+from typing import Any, Iterable
+
+import attrs
+import click
+
+from kernelpro.hookspecs import hookimpl
+
+
+class SuiteError(ValueError):
+    """The suite cannot be read; one line."""
+
+
+@attrs.frozen
+class SuiteProblem:
+    level: int | None
+    problem_id: int | None
+    name: str
+    source: str
+
+    @property
+    def key(self) -> str:
+        prefix = f"L{self.level}_" if self.level is not None else ""
+        return re.sub(r"\W+", "_", prefix + self.name).strip("_")[:100]
+
+
+_LEVEL = re.compile(r"level[_-]?(\d+)", re.I)
+
+
+def read_suite(path: Path) -> list[SuiteProblem]:
+    """Problems of a suite directory or JSONL file, in a stable order."""
+    if path.is_dir():
+        out = []
+        for f in sorted(path.rglob("*.py")):
+            rel = f.relative_to(path)
+            level = None
+            for part in [*rel.parts[:-1], f.stem]:
+                m = _LEVEL.search(part)
+                if m:
+                    level = int(m.group(1))
+            pid = re.match(r"(\d+)_", f.stem)
+            out.append(SuiteProblem(level=level, problem_id=int(pid.group(1)) if pid else None,
+                                    name=f.stem, source=f.read_text()))
+        if not out:
+            raise SuiteError(f"{path}: no .py problems in this directory")
+        return out
+    if not path.exists():
+        raise SuiteError(f"{path}: no such suite (a directory of .py files or a .jsonl file)")
+    out = []
+    try:
+        lines = path.read_text().splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SuiteError(f"{path}: cannot read: {exc}") from None
+    for i, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            out.append(SuiteProblem(level=int(row["level"]) if row.get("level") is not None else None,
+                                    problem_id=int(row["problem_id"]) if row.get("problem_id") is not None
+                                    else None, name=str(row["name"]), source=str(row["code"])))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise SuiteError(f"{path}:{i}: not a suite line (needs level, problem_id, name, code): "
+                             f"{type(exc).__name__}: {exc}") from None
+    if not out:
+        raise SuiteError(f"{path}: the suite is empty")
+    return out
+
+
+def select(problems: list[SuiteProblem], levels: Iterable[int] | None = None, sample: int | None = None,
+           seed: int = 0, limit: int | None = None) -> list[SuiteProblem]:
+    """Filter by level, draw ``sample`` problems per level with ``seed`` (before any run),
+    then keep the first ``limit``."""
+    chosen = [p for p in problems if levels is None or p.level in set(levels)]
+    if sample is not None:
+        rng = random.Random(seed)
+        by_level: dict[Any, list[SuiteProblem]] = {}
+        for p in chosen:
+            by_level.setdefault(p.level, []).append(p)
+        chosen = []
+        for level in sorted(by_level, key=lambda v: (v is None, v)):
+            group = by_level[level]
+            picked = sorted(rng.sample(range(len(group)), min(sample, len(group))))
+            chosen.extend(group[i] for i in picked)
+    if limit is not None:
+        chosen = chosen[:limit]
+    return chosen
+
+
+def problem_row(problem: SuiteProblem, run_dir: Path, error: str | None = None) -> dict[str, Any]:
+    """One problem's outcome, read from its run directory."""
+    row: dict[str, Any] = {"level": problem.level, "problem_id": problem.problem_id, "name": problem.name,
+                           "run_dir": str(run_dir), "error": error, "evaluated": 0, "correct": False,
+                           "best_id": None, "speedup_eager": None, "speedup_compiled": None,
+                           "bottleneck": None, "roofline_fraction": None, "best_description": None,
+                           "stopped_because": None}
+    summary_path = run_dir / "summary.json"
+    if error is not None or not summary_path.exists():
+        return row
+    summary = json.loads(summary_path.read_text())
+    row["evaluated"] = summary.get("evaluated", 0)
+    row["stopped_because"] = summary.get("stopped_because")
+    best = summary.get("best_id")
+    if not best:
+        return row
+    record = None
+    for line in (run_dir / "candidates.jsonl").read_text().splitlines():
+        if line.strip():
+            rec = json.loads(line)
+            if rec["id"] == best:
+                record = rec
+    if record is None:
+        return row
+    row.update(correct=True, best_id=best, speedup_eager=record.get("speedup"),
+               best_description=record.get("description"), bottleneck=record.get("bottleneck"))
+    runtime, compiled = record.get("runtime_ms"), record.get("compiled_baseline_ms")
+    if runtime and compiled:
+        row["speedup_compiled"] = compiled / runtime
+    analysis_path = run_dir / "analyses" / f"{best}.json"
+    if analysis_path.exists():
+        bottleneck = json.loads(analysis_path.read_text()).get("bottleneck") or {}
+        row["roofline_fraction"] = bottleneck.get("roofline_fraction")
+    return row
+
+
+def geomean(values: list[float]) -> float | None:
+    values = [v for v in values if v is not None and v > 0]
+    if not values:
+        return None
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def level_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Metrics of one level's rows (see the module docstring for each definition)."""
+    n = len(rows)
+    eager = [r["speedup_eager"] if r["correct"] and r["speedup_eager"] else 1.0 for r in rows]
+    compiled_known = [r for r in rows if r["speedup_compiled"] is not None]
+    fractions = [r["roofline_fraction"] for r in rows if r["correct"] and r["roofline_fraction"] is not None]
+    return {
+        "problems": n,
+        "correct_rate": sum(r["correct"] for r in rows) / n if n else None,
+        "geomean_speedup_eager": geomean(eager),
+        # over torch.compile: only where the compiled reference was timed (not on CPU)
+        "geomean_speedup_compiled": geomean([r["speedup_compiled"] for r in compiled_known])
+        if compiled_known else None,
+        "compiled_timed": len(compiled_known),
+        "fast_1": sum(1 for r in rows if r["correct"] and (r["speedup_eager"] or 0) > 1.0) / n if n else None,
+        "mean_roofline_fraction": sum(fractions) / len(fractions) if fractions else None,
+        "profiled_winners": len(fractions),
+    }
+
+
+def summarise(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    levels: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        levels.setdefault(str(r["level"]) if r["level"] is not None else "-", []).append(r)
+    out = {lv: level_summary(rs) for lv, rs in sorted(levels.items())}
+    out["all"] = level_summary(rows)
+    return out
+
+
+def _fmt(value: Any, pct: bool = False, x: bool = False) -> str:
+    if value is None:
+        return "n/a"
+    if pct:
+        return f"{100 * value:.0f}%"
+    if x:
+        return f"{value:.2f}x"
+    return str(value)
+
+
+def summary_table(summary: dict[str, dict[str, Any]]) -> str:
+    lines = ["| level | problems | correct | geomean vs eager | geomean vs torch.compile | fast_1 | "
+             "winners' roofline fraction |", "|---|---|---|---|---|---|---|"]
+    for level, s in summary.items():
+        lines.append(f"| {level} | {s['problems']} | {_fmt(s['correct_rate'], pct=True)} | "
+                     f"{_fmt(s['geomean_speedup_eager'], x=True)} | "
+                     f"{_fmt(s['geomean_speedup_compiled'], x=True)} ({s['compiled_timed']} timed) | "
+                     f"{_fmt(s['fast_1'], pct=True)} | {_fmt(s['mean_roofline_fraction'], pct=True)} "
+                     f"({s['profiled_winners']} profiled) |")
+    return "\n".join(lines)
+
+
+def problem_table(rows: list[dict[str, Any]]) -> str:
+    lines = ["| level | id | problem | correct | evaluated | vs eager | vs torch.compile | bottleneck | "
+             "roofline | best candidate |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        desc = (r["error"] or r["best_description"] or r["stopped_because"] or "").replace("|", "/")[:80]
+        lines.append(f"| {_fmt(r['level'])} | {_fmt(r['problem_id'])} | {r['name']} | "
+                     f"{'yes' if r['correct'] else 'no'} | {r['evaluated']} | {_fmt(r['speedup_eager'], x=True)} | "
+                     f"{_fmt(r['speedup_compiled'], x=True)} | {r['bottleneck'] or 'n/a'} | "
+                     f"{_fmt(r['roofline_fraction'], pct=True)} | {desc} |")
+    return "\n".join(lines)
+
+
+def ascii_roofline(rows: list[dict[str, Any]], width: int = 40) -> str:
+    """One bar per profiled winner: its fraction of the roofline (| marks 80 %)."""
+    pts = [r for r in rows if r["roofline_fraction"] is not None]
+    if not pts:
+        return "(no winner was profiled: no roofline fractions to plot)"
+    mark = int(0.8 * width)
+    lines = []
+    for r in pts:
+        n = max(0, min(width, round(r["roofline_fraction"] * width)))
+        bar = ("#" * n).ljust(width)
+        bar = bar[:mark] + ("|" if n <= mark else "#") + bar[mark + 1:]
+        lines.append(f"{r['name'][:28]:28s} {bar} {100 * r['roofline_fraction']:5.1f}% {r['bottleneck'] or ''}")
+    return "\n".join(lines)
+
+
+def roofline_plot(rows: list[dict[str, Any]], out_dir: Path) -> str:
+    """Markdown for the roofline plot: a PNG when matplotlib is importable, else ASCII."""
+    pts = [r for r in rows if r["roofline_fraction"] is not None]
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return "```\n" + ascii_roofline(rows) + "\n```"
+    if not pts:
+        return "(no winner was profiled: no roofline fractions to plot)"
+    fig, ax = plt.subplots(figsize=(8, 0.35 * len(pts) + 1.5))
+    names = [r["name"][:40] for r in pts]
+    colors = {"memory": "tab:blue", "compute": "tab:red", "latency": "tab:orange"}
+    ax.barh(names, [100 * r["roofline_fraction"] for r in pts],
+            color=[colors.get(r["bottleneck"], "tab:gray") for r in pts])
+    ax.axvline(80, color="black", linestyle="--", linewidth=1)
+    ax.set_xlabel("winner's fraction of the roofline (%)")
+    ax.set_xlim(0, 100)
+    fig.tight_layout()
+    fig.savefig(out_dir / "roofline.png", dpi=120)
+    plt.close(fig)
+    return "![roofline](roofline.png)"
+
+
+def write_report(out_dir: Path, rows: list[dict[str, Any]], summary: dict[str, dict[str, Any]],
+                 meta: dict[str, Any]) -> Path:
+    text = [
+        "# KernelPro bench", "",
+        f"Suite: `{meta['suite']}`; generator `{meta['generator']}`, search `{meta['search']}`, "
+        f"budget {meta['budget']} per problem, device {meta['device']}.", "",
+        "Problems without a correct candidate count as 1.0x in the geometric means (the reference is kept); "
+        "the torch.compile column uses only problems whose compiled reference was timed.", "",
+        "## Per level", "", summary_table(summary), "",
+        "## Per problem", "", problem_table(rows), "",
+        "## Roofline (winners)", "", roofline_plot(rows, out_dir), "",
+    ]
+    path = out_dir / "report.md"
+    path.write_text("\n".join(text))
+    return path
+
+
+def run_bench(problems: list[SuiteProblem], config: Any, plugins: Any, out_dir: Path, device: str,
+              say: Any = print) -> list[dict[str, Any]]:
+    """Optimize each problem into ``out_dir/runs/<key>``; return one row per problem."""
+    from kernelpro.loop import RunError, optimize
+    from kernelpro.problem import ProblemError, parse_problem
+
+    rows = []
+    for i, p in enumerate(problems, 1):
+        run_dir = out_dir / "runs" / p.key
+        error = None
+        if (run_dir / "summary.json").exists():
+            say(f"[{i}/{len(problems)}] {p.key}: already run, reading {run_dir}")
+        else:
+            say(f"[{i}/{len(problems)}] {p.key}")
+            try:
+                problem = parse_problem(p.source, name=p.key)
+                optimize(problem, config, plugins, run_dir, device, resume=(run_dir / "problem.py").exists())
+            except (RunError, ProblemError) as exc:
+                error = str(exc)
+            except Exception as exc:  # one broken problem must not stop the bench
+                error = f"{type(exc).__name__}: {exc}".splitlines()[0]
+            if error:
+                say(f"  error: {error}")
+        rows.append(problem_row(p, run_dir, error))
+    return rows
+
+
+@hookimpl
+def kernelpro_register_commands(cli):
+    @cli.command(name="bench")
+    @click.argument("suite", type=click.Path())
+    @click.option("-c", "--config", "config_path", type=click.Path(dir_okay=False), help="YAML config file.")
+    @click.option("-o", "--output", "out", type=click.Path(file_okay=False), help="Bench directory.")
+    @click.option("--levels", help="Comma-separated levels to run, e.g. 1,2.")
+    @click.option("--limit", type=int, help="Run at most this many problems.")
+    @click.option("--sample", type=int, help="Draw this many problems per level (with --seed) before running.")
+    @click.option("--seed", type=int, default=0, show_default=True, help="Seed of --sample.")
+    @click.option("--budget", type=int, help="Candidates per problem.")
+    @click.option("--device", type=click.Choice(["cuda", "cpu"]), help="Where candidates run (default: auto).")
+    @click.option("--generator", help="Code generator (see `kernelpro plugins`).")
+    @click.option("--json", "as_json", is_flag=True, help="Print the results as one JSON object.")
+    def bench(suite: str, config_path: str | None, out: str | None, levels: str | None, limit: int | None,
+              sample: int | None, seed: int, budget: int | None, device: str | None, generator: str | None,
+              as_json: bool) -> None:
+        """Optimize every problem of SUITE (a directory of KernelBench .py files or a JSONL
+        file) and report, per level, correct rate, geomean speedups, fast_1 and the
+        winners' roofline fraction. Writes report.md and results.json."""
+        import time
+
+        from kernelpro import config as cfg
+        from kernelpro.cli import Abort, _err, load_config_or_abort, load_plugins
+        from kernelpro.loop import RunError, resolve_device
+
+        try:
+            wanted = [int(v) for v in levels.split(",") if v.strip()] if levels else None
+        except ValueError:
+            raise Abort(f"--levels: expected comma-separated integers, got {levels!r}") from None
+        if sample is not None and sample < 1 or limit is not None and limit < 1:
+            raise Abort("--sample and --limit take positive integers")
+        try:
+            problems = select(read_suite(Path(suite)), wanted, sample, seed, limit)
+        except SuiteError as exc:
+            raise Abort(str(exc)) from None
+        if not problems:
+            raise Abort(f"{suite}: no problem matches --levels {levels}")
+        overrides: dict[str, Any] = {"device": device, "budget": budget}
+        if generator:
+            overrides["generator"] = {"name": generator, "params": {}}
+        config = load_config_or_abort(config_path, overrides)
+        plugins = load_plugins(config.plugins.block)
+        try:
+            cfg.validate(config, plugins)
+        except cfg.ConfigError as exc:
+            _err(exc.problems)
+            raise Abort("invalid configuration") from None
+        try:
+            dev = resolve_device(config.device)
+        except RunError as exc:
+            raise Abort(str(exc)) from None
+        out_dir = Path(out) if out else Path("bench") / time.strftime("%Y%m%d-%H%M%S")
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / "problems.json").write_text(json.dumps(
+            [{"level": p.level, "problem_id": p.problem_id, "name": p.name} for p in problems], indent=1))
+        say = (lambda s: click.echo(s, err=True))
+        rows = run_bench(problems, config, plugins, out_dir, dev, say=say)
+        summary = summarise(rows)
+        meta = {"suite": str(suite), "generator": config.generator.name, "search": config.search.name,
+                "budget": config.budget, "device": dev, "seed": seed, "sample": sample}
+        (out_dir / "results.json").write_text(json.dumps({"meta": meta, "levels": summary, "problems": rows},
+                                                         indent=1))
+        report = write_report(out_dir, rows, summary, meta)
+        if as_json:
+            click.echo(json.dumps({"meta": meta, "levels": summary, "problems": rows}))
+        else:
+            click.echo(summary_table(summary))
+            click.echo(f"report: {report}")
