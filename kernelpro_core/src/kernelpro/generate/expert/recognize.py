@@ -128,7 +128,10 @@ def recognize(source: str) -> Recognition:
 
 
 def _meta(node: Any) -> tuple[tuple[int, ...] | None, str | None]:
-    tm = node.meta.get("tensor_meta")
+    return _meta_of(node.meta.get("tensor_meta"))
+
+
+def _meta_of(tm: Any) -> tuple[tuple[int, ...] | None, str | None]:
     if tm is None or not hasattr(tm, "shape"):
         return None, None
     return tuple(int(s) for s in tm.shape), str(tm.dtype).replace("torch.", "")
@@ -144,6 +147,8 @@ def _recognize_graph(gm: Any, input_count: int) -> Recognition:
         oi = classify(n, modules) if n.op in ("call_module", "call_function", "call_method") else \
             OpInfo("other", n.op)
         shape, dtype = _meta(n)
+        if oi.attrs.get("returns_pair") and n.meta.get("tensor_meta") is not None:
+            shape, dtype = _meta_of(n.meta["tensor_meta"][0])  # (values, indices): the values
         if oi.kind != "other" and oi.kind != "view" and (shape is None or dtype is None):
             oi = OpInfo("other", oi.op)
         if oi.kind in KERNEL_KINDS and dtype not in ("float32", "float16", "bfloat16", "float64"):

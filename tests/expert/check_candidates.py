@@ -1,0 +1,53 @@
+"""Run in a subprocess with TRITON_INTERPRET=1: render each named problem's candidates
+(default tiles and one moved tile), load them as the evaluator does and compare with the
+reference under the same seed. Prints one JSON line per candidate."""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).parent))
+from expert_problems import PROBLEMS  # noqa: E402
+
+from kernelpro.evaluate.loader import load_module  # noqa: E402
+from kernelpro.generate.expert import moves  # noqa: E402
+from kernelpro.generate.expert.recognize import recognize  # noqa: E402
+from kernelpro.generate.expert.render import default_params, region_ids, render_candidate  # noqa: E402
+
+
+def check(name: str, workdir: Path) -> list[dict]:
+    source = PROBLEMS[name]
+    rec = recognize(source)
+    base = default_params(rec)
+    variants = [base] + [c for c in moves.apply("smaller", None, base)][:1] + \
+        [c for c in moves.apply("more_programs", None, base)][:1]
+    out = []
+    for k, params in enumerate(variants):
+        path = workdir / f"{name}_{k}.py"
+        path.write_text(render_candidate(source, rec, params))
+        mod = load_module(path, f"cand_{name}_{k}")
+        torch.manual_seed(0)
+        ref = mod.Model(*mod.get_init_inputs())
+        torch.manual_seed(0)
+        new = mod.ModelNew(*mod.get_init_inputs())
+        torch.manual_seed(1)
+        inputs = mod.get_inputs()
+        with torch.no_grad():
+            want, got = ref(*inputs), new(*inputs)
+        lowered = sum(1 for n in new.lowered.graph.nodes if n.op == "call_function" and "_kp_r" in n.name)
+        out.append({"name": name, "variant": k, "regions": len(region_ids(rec)), "lowered": lowered,
+                    "shape_ok": tuple(want.shape) == tuple(got.shape),
+                    "max_abs_err": float((want - got).abs().max()) if want.shape == got.shape else None})
+    return out
+
+
+if __name__ == "__main__":
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in sys.argv[1:]:
+            for row in check(name, Path(tmp)):
+                print(json.dumps(row), flush=True)

@@ -1,0 +1,51 @@
+"""Small KernelBench-format problems for the expert generator's tests (sources as strings)."""
+
+HEAD = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n"
+
+
+def problem(init: str, forward: str, inputs: str, init_inputs: str = "[]", init_args: str = "") -> str:
+    return HEAD + (
+        "class Model(nn.Module):\n"
+        f"    def __init__(self{init_args}):\n"
+        "        super().__init__()\n"
+        f"{init}"
+        "    def forward(self, x):\n"
+        f"{forward}"
+        f"def get_inputs():\n    return {inputs}\n"
+        f"def get_init_inputs():\n    return {init_inputs}\n"
+    )
+
+
+PROBLEMS = {
+    "elementwise_chain": problem(
+        "        self.scale = nn.Parameter(torch.randn(6, 1, 1))\n",
+        "        y = torch.sigmoid(x) * self.scale - 0.25\n        return F.leaky_relu(torch.tanh(y), 0.1)\n",
+        "[torch.randn(2, 6, 5, 7)]"),
+    "bias_gelu": problem(
+        "        self.linear = nn.Linear(12, 20)\n        self.bias = nn.Parameter(torch.randn(20))\n",
+        "        return F.gelu(self.linear(x) + self.bias)\n", "[torch.randn(3, 12)]"),
+    "softmax": problem("", "        return torch.softmax(x, dim=1)\n", "[torch.randn(5, 300)]"),
+    "softmax_dim0": problem("", "        return F.softmax(x, dim=0)\n", "[torch.randn(33, 40)]"),
+    "log_softmax": problem("", "        return torch.log_softmax(x, dim=-1)\n", "[torch.randn(4, 70)]"),
+    "logsumexp": problem("", "        return torch.logsumexp(x, dim=1, keepdim=True)\n", "[torch.randn(6, 50)]"),
+    "layernorm": problem("        self.ln = nn.LayerNorm((8, 16))\n", "        return self.ln(x)\n",
+                         "[torch.randn(3, 8, 16) * 2 + 1]"),
+    "rmsnorm": problem(
+        "        self.eps = 1e-5\n",
+        "        rms = torch.sqrt(torch.mean(x ** 2, dim=1, keepdim=True) + self.eps)\n        return x / rms\n",
+        "[torch.randn(2, 12, 5, 3)]"),
+    "rmsnorm_module": problem("        self.norm = nn.RMSNorm(24)\n", "        return self.norm(x)\n",
+                              "[torch.randn(4, 24)]"),
+    "gemm_bias_relu": problem(
+        "        self.fc = nn.Linear(16, 24)\n        self.b = nn.Parameter(torch.randn(24))\n",
+        "        return torch.relu(torch.matmul(x, self.fc.weight.t()) + self.b)\n", "[torch.randn(5, 16)]"),
+    "conv_relu": problem("        self.conv = nn.Conv2d(3, 8, 3)\n", "        return torch.relu(self.conv(x))\n",
+                         "[torch.randn(2, 3, 9, 9)]"),
+    "pooling": problem("        self.pool = nn.MaxPool2d(2)\n", "        return self.pool(x)\n",
+                       "[torch.randn(2, 3, 8, 8)]"),
+    "reduction_sum": problem("", "        return torch.sum(x, dim=1, keepdim=True)\n", "[torch.randn(4, 37, 6)]"),
+    "reduction_mean_row": problem("", "        return x.mean(dim=-1)\n", "[torch.randn(7, 90)]"),
+    "reduction_max": problem("", "        return torch.max(x, dim=1)[0]\n", "[torch.randn(3, 20, 9)]"),
+    "data_dependent": problem("", "        if x.sum() > 0:\n            return x\n        return -x\n",
+                              "[torch.randn(4)]"),
+}
