@@ -28,6 +28,7 @@ conversation is written to ``llm/draft-NNNN.json`` and the run totals to
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 import threading
@@ -197,7 +198,8 @@ class AnthropicGenerator(Generator):
         offered = request.tools is not None and len(request.tools) and s.max_tool_rounds > 0
         toolbox = request.tools if offered else None
         tool_defs = toolbox.definitions() if toolbox is not None else []
-        variables = prompt_variables(
+        variables_for = functools.partial(
+            prompt_variables,
             request,
             language=s.language,
             language_required=s.enforce_language,
@@ -205,6 +207,7 @@ class AnthropicGenerator(Generator):
             max_tool_rounds=s.max_tool_rounds,
             siblings=siblings,
         )
+        variables = variables_for()
         mode = variables["mode"]
         system = render("system.j2", variables)
         messages: list[dict[str, Any]] = [
@@ -259,7 +262,7 @@ class AnthropicGenerator(Generator):
                 if trace["repairs"] >= s.max_repairs:
                     break
                 trace["repairs"] += 1
-                repair = render("contract_repair.j2", {**variables, "contract_error": contract_error})
+                repair = render("contract_repair.j2", variables_for(contract_error=contract_error))
                 messages.append({"role": "user", "content": [{"type": "text", "text": repair}]})
                 continue
             return self._finish(request, mode, answer.source, answer.description, None, usage, trace,
