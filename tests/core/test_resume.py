@@ -9,6 +9,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from helpers import DATA, FAST, kernelpro
 
 
@@ -19,10 +21,12 @@ def _records(run):
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def test_kill_then_resume(tmp_path):
+@pytest.mark.parametrize("search", ["greedy", "mcts"])
+def test_kill_then_resume(tmp_path, search):
     run = tmp_path / "run"
     args = [sys.executable, "-m", "kernelpro.cli", "optimize", str(DATA / "tiny_problem.py"), "-c", str(FAST),
-            "--device", "cpu", "--budget", "4", "--generator", "testplugin_echo", "-o", str(run), "--quiet"]
+            "--device", "cpu", "--budget", "4", "--generator", "testplugin_echo", "--search", search,
+            "-o", str(run), "--quiet"]
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline and len(_records(run)) < 2:

@@ -107,6 +107,7 @@ class Optimizer:
         self.analyses: dict[str, Analysis] = {}
         self.baseline: EvalResult | None = None
         self.stopped_because = "budget reached"
+        self._pool: Any = None
         self.run_id = run_dir.name  # replaced by the id stored in run.json at start()
 
     # --- set-up and resume ---------------------------------------------------------------
@@ -198,14 +199,17 @@ class Optimizer:
             if not parents:
                 self.stopped_because = "search exhausted"
                 break
-            produced = 0
+            batch: list[dict[str, Any]] = []
             for parent_id in parents:
-                if len(self.records) >= self.config.budget:
-                    break
+                if len(self.records) + len(batch) >= self.config.budget:
+                    # selected but not expanded: let the policy undo its bookkeeping (virtual loss)
+                    self.policy.release(self.tree, parent_id)
+                    continue
                 try:
                     drafts = self.generator.generate(self._request(parent_id))
                 except GenerationBudgetExhausted as exc:
                     self.stopped_because = f"generator budget exhausted: {exc}"
+                    self._evaluate_batch(batch)
                     return self.finish()
                 except Exception as exc:
                     self.progress.message(f"generator {self.generator.name} failed: {type(exc).__name__}: {exc}")
@@ -215,15 +219,37 @@ class Optimizer:
                     self.policy.release(self.tree, parent_id)
                     continue
                 for draft in drafts:
-                    if len(self.records) >= self.config.budget:
+                    if len(self.records) + len(batch) >= self.config.budget:
                         break
-                    pending = self._write_draft(parent_id, draft)
-                    self._evaluate_draft(pending)
-                    produced += 1
-            if produced == 0 and all(self.tree[p].closed for p in set(parents)):
-                continue
+                    batch.append(self._write_draft(parent_id, draft))
+            self._evaluate_batch(batch)
             self._save_tree()
         return self.finish()
+
+    def _evaluate_batch(self, batch: list[dict[str, Any]]) -> None:
+        """Evaluate the drafts of one round. With several, the later ones compile in the
+        background pool (CPU cores) while the earlier ones are evaluated."""
+        futures: dict[str, Any] = {}
+        if len(batch) > 1 and self.config.evaluator.compile_stage:
+            pool = self._compile_pool()
+            for pending in batch:
+                futures[pending["id"]] = pool.submit(self.run.source_path(pending["id"]))
+        for pending in batch:
+            compiled = None
+            fut = futures.get(pending["id"])
+            if fut is not None:
+                try:
+                    compiled = fut.result()
+                except Exception as exc:  # the evaluator compiles it itself then
+                    self.progress.message(f"{pending['id']}: background compile failed: {exc}")
+            self._evaluate_draft(pending, compiled=compiled)
+
+    def _compile_pool(self) -> Any:
+        if self._pool is None:
+            from kernelpro.evaluate.compile import CompilePool
+
+            self._pool = CompilePool(self.config.evaluator)
+        return self._pool
 
     def _request(self, parent_id: str) -> GenerationRequest:
         parent = None
@@ -302,7 +328,7 @@ class Optimizer:
         queue = [p for p in self.run.read_json("pending.json", []) if p["id"] != cid]
         self.run.write_json("pending.json", queue)
 
-    def _evaluate_draft(self, pending: dict[str, Any]) -> None:
+    def _evaluate_draft(self, pending: dict[str, Any], compiled: Any = None) -> None:
         cid = pending["id"]
         path = self.run.source_path(cid)
         source = path.read_text()
@@ -312,7 +338,7 @@ class Optimizer:
             result = evaluate(self._problem_path(), path, device=self.device, config=self.config.evaluator,
                               workdir=self.run.eval_dir(cid), seed=self.config.seed,
                               measurements=self.measurements, build_dir=self.run.build_dir(cid),
-                              language=language)
+                              language=language, compiled=compiled)
         except ProblemError as exc:
             result = EvalResult(verdict=Verdict.INVALID, reason=str(exc), device=self.device)
         if result.correct and self.baseline is not None:
@@ -409,6 +435,9 @@ class Optimizer:
     # --- the end -------------------------------------------------------------------------
 
     def finish(self) -> dict[str, Any]:
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
         self._save_tree()
         ctx = self._reward_context()
         best = None
