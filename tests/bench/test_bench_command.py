@@ -1,0 +1,118 @@
+"""kernelpro bench: suites, sampling, metrics, and a CPU run of the real command."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import kernelpro.bench as bench
+import kernelpro.generate.expert as expert
+from kernelpro.plugins import Plugins
+
+FAST = Path(__file__).resolve().parents[1] / "core" / "data" / "fast_config.yaml"
+
+PROBLEM = """import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return {expr}
+
+def get_inputs():
+    return [torch.randn(8, 16)]
+
+def get_init_inputs():
+    return []
+"""
+
+
+def write_suite(root: Path) -> Path:
+    (root / "level1").mkdir(parents=True)
+    (root / "level1" / "1_relu.py").write_text(PROBLEM.format(expr="torch.relu(x)"))
+    (root / "level1" / "2_softmax.py").write_text(PROBLEM.format(expr="torch.softmax(x, dim=1)"))
+    return root
+
+
+def test_read_suite_dir_and_jsonl(tmp_path):
+    probs = bench.read_suite(write_suite(tmp_path / "suite"))
+    assert [(p.level, p.problem_id, p.name) for p in probs] == [(1, 1, "1_relu"), (1, 2, "2_softmax")]
+    jl = tmp_path / "s.jsonl"
+    jl.write_text("\n".join(json.dumps({"level": lv, "problem_id": i, "name": f"p{i}", "code": "x"})
+                            for lv, i in [(1, 1), (1, 2), (2, 3), (2, 4), (2, 5)]))
+    probs = bench.read_suite(jl)
+    assert [p.key for p in probs] == ["L1_p1", "L1_p2", "L2_p3", "L2_p4", "L2_p5"]
+    a = bench.select(probs, levels=[2], sample=2, seed=7)
+    assert a == bench.select(probs, levels=[2], sample=2, seed=7) and len(a) == 2
+    assert all(p.level == 2 for p in a)
+    assert len(bench.select(probs, sample=1, seed=0)) == 2
+    assert len(bench.select(probs, limit=3)) == 3
+
+
+def test_bad_suites_give_one_line(tmp_path):
+    with pytest.raises(bench.SuiteError, match="no such suite"):
+        bench.read_suite(tmp_path / "missing.jsonl")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"level": 1}\n')
+    with pytest.raises(bench.SuiteError, match="bad.jsonl:1"):
+        bench.read_suite(bad)
+
+
+def test_level_summary_math():
+    rows = [
+        {"correct": True, "speedup_eager": 4.0, "speedup_compiled": 2.0, "roofline_fraction": 0.9},
+        {"correct": True, "speedup_eager": 0.25, "speedup_compiled": None, "roofline_fraction": None},
+        {"correct": False, "speedup_eager": None, "speedup_compiled": None, "roofline_fraction": None},
+    ]
+    s = bench.level_summary(rows)
+    assert s["correct_rate"] == pytest.approx(2 / 3)
+    assert s["geomean_speedup_eager"] == pytest.approx(1.0)  # (4 * 0.25 * 1) ** (1/3)
+    assert s["geomean_speedup_compiled"] == pytest.approx(2.0) and s["compiled_timed"] == 1
+    assert s["fast_1"] == pytest.approx(1 / 3)
+    assert s["mean_roofline_fraction"] == pytest.approx(0.9)
+
+
+def test_ascii_roofline_marks_each_winner():
+    text = bench.ascii_roofline([{"name": "a", "roofline_fraction": 0.5, "bottleneck": "memory"}])
+    assert "50.0%" in text and "memory" in text
+
+
+def run_cli(args):
+    from kernelpro import cli as climod
+    from kernelpro.cli import cli
+
+    plugins = Plugins(extra=[("core_expert", expert), ("core_bench", bench)])
+    climod._PLUGINS[()] = plugins
+    if "bench" not in cli.commands:
+        plugins.register_commands(cli)
+    return CliRunner().invoke(cli, args)
+
+
+def test_bench_command_on_cpu(tmp_path):
+    suite = write_suite(tmp_path / "suite")
+    out = tmp_path / "out"
+    res = run_cli(["bench", str(suite), "-c", str(FAST), "--device", "cpu", "--budget", "1",
+                   "--generator", "torch_compile", "-o", str(out), "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout.strip().splitlines()[-1])
+    assert data["levels"]["1"]["problems"] == 2
+    assert data["levels"]["1"]["correct_rate"] == 1.0
+    assert data["levels"]["1"]["geomean_speedup_compiled"] is None  # not timed on CPU
+    assert all(r["evaluated"] == 1 and r["speedup_eager"] > 0 for r in data["problems"])
+    report = (out / "report.md").read_text()
+    assert "| 1 | 2 |" in report and "2_softmax" in report and "Roofline" in report
+    assert (out / "runs" / "L1_1_relu" / "summary.json").exists()
+    # a second bench over the same directory reads the runs back instead of running again
+    res2 = run_cli(["bench", str(suite), "-c", str(FAST), "--device", "cpu", "--budget", "1",
+                    "--generator", "torch_compile", "-o", str(out)])
+    assert res2.exit_code == 0 and "already run" in res2.output
+
+
+def test_bench_rejects_bad_levels(tmp_path):
+    res = run_cli(["bench", str(write_suite(tmp_path / "s")), "--levels", "one"])
+    assert res.exit_code == 2 and "--levels" in res.output

@@ -1,0 +1,114 @@
+"""The expert generator: proposals, moves from findings, the roofline stop, no repeats."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from expert_problems import PROBLEMS
+from kernelpro.api import GenerationRequest, ParentInfo
+from kernelpro.generate.expert import moves
+from kernelpro.generate.expert.generator import ExpertGenerator, ExpertSettings
+from kernelpro.problem import check_candidate, parse_problem
+from kernelpro.records import Analysis, Bottleneck, Finding
+
+
+def request(name, device="cpu", parent=None, tried=(), n=3):
+    return GenerationRequest(problem=parse_problem(PROBLEMS[name], name=name), n=n, device=device,
+                             parent=parent, tried=tuple(tried))
+
+
+def finding(tool, kernel=None):
+    return Finding(tool=tool, severity="high", title=tool, message="m", action="a", kernel=kernel,
+                   estimated_gain=0.3)
+
+
+def test_root_drafts_are_valid_candidates():
+    gen = ExpertGenerator()
+    drafts = gen.generate(request("layernorm"))
+    assert len(drafts) == 3
+    assert drafts[0].params["lower"] == ["r0"] and drafts[0].params["graph"] is False
+    for d in drafts:
+        ast.parse(d.source)
+        check_candidate(d.source, parse_problem(PROBLEMS["layernorm"]))
+        assert d.language == "triton" and "@triton.jit" in d.source
+    assert len({repr(d.params) for d in drafts}) == 3
+
+
+def test_cuda_root_offers_graph_capture():
+    drafts = ExpertGenerator().generate(request("softmax", device="cuda", n=3))
+    assert [d.params["graph"] for d in drafts] == [False, True, True]
+    assert drafts[2].params["lower"] == [] and drafts[2].language == "pytorch"
+    assert "CUDAGraph" in drafts[1].source and "buf.copy_(a)" in drafts[1].source
+
+
+def test_not_recognized_gives_nothing():
+    assert ExpertGenerator().generate(request("data_dependent")) == []
+
+
+def test_pooling_only_has_nothing_on_cpu_but_graph_on_cuda():
+    assert ExpertGenerator().generate(request("pooling")) == []
+    (draft,) = ExpertGenerator().generate(request("pooling", device="cuda"))
+    assert draft.params == {"graph": True, "lower": [], "tiles": {}}
+
+
+def parent_with(analysis, name="elementwise_chain"):
+    gen = ExpertGenerator()
+    root = gen.generate(request(name, n=1))[0]
+    return gen, ParentInfo(id="c0001", source=root.source, result=None, analysis=analysis, params=root.params)
+
+
+def test_uncoalesced_finding_widens_the_named_kernel():
+    gen, parent = parent_with(Analysis(bottleneck=None, findings=(finding("uncoalesced_global", "_kp_r0_kernel"),)))
+    (d,) = gen.generate(request("elementwise_chain", parent=parent, tried=[parent.params], n=1))
+    assert d.params["tiles"]["r0"]["BLOCK"] == 2 * parent.params["tiles"]["r0"]["BLOCK"]
+
+
+def test_occupancy_finding_shrinks_tiles_then_warps():
+    gen, parent = parent_with(Analysis(bottleneck=None, findings=(finding("occupancy_limiter"),)),
+                              name="reduction_sum")
+    d1, d2 = gen.generate(request("reduction_sum", parent=parent, tried=[parent.params], n=2))
+    t = parent.params["tiles"]["r0"]
+    assert d1.params["tiles"]["r0"]["BLOCK_R"] == t["BLOCK_R"] // 2
+    assert d2.params["tiles"]["r0"]["num_warps"] == t["num_warps"] // 2
+
+
+def test_launch_bound_captures_a_graph_on_cuda():
+    gen, parent = parent_with(Analysis(bottleneck=Bottleneck(kind="too_little_work", summary="s"),
+                                       findings=(finding("launch_bound"),)))
+    (d,) = gen.generate(request("elementwise_chain", device="cuda", parent=parent, tried=[parent.params], n=1))
+    assert d.params["graph"] is True and d.params["tiles"] == parent.params["tiles"]
+
+
+@pytest.mark.parametrize("analysis", [
+    Analysis(bottleneck=None, findings=(finding("at_roofline"),)),
+    Analysis(bottleneck=Bottleneck(kind="memory", summary="s", roofline_fraction=0.9)),
+])
+def test_at_the_roofline_the_node_gets_no_children(analysis):
+    gen, parent = parent_with(analysis)
+    assert gen.generate(request("elementwise_chain", parent=parent, tried=[parent.params])) == []
+
+
+def test_never_repeats_tried_params():
+    gen = ExpertGenerator()
+    seen = []
+    for _ in range(6):
+        drafts = gen.generate(request("softmax", tried=seen, n=2))
+        for d in drafts:
+            assert d.params not in seen
+            seen.append(d.params)
+    assert len(seen) >= 4
+
+
+def test_tile_moves_stay_in_the_space():
+    assert moves.apply_tile_move("wider", {"BLOCK": 16384, "num_warps": 4}) is None
+    assert moves.apply_tile_move("fewer_warps", {"BLOCK_R": 64, "num_warps": 1}) is None
+    assert moves.apply_tile_move("more_programs", {"BLOCK_R": 64, "num_warps": 4}) is None
+    assert moves.apply_tile_move("more_programs", {"BLOCK_R": 8, "BLOCK_I": 64, "num_warps": 4}) == \
+        {"BLOCK_R": 8, "BLOCK_I": 32, "num_warps": 4}
+
+
+def test_settings_are_checked():
+    with pytest.raises(ValueError):
+        ExpertSettings(stop_at_roofline_fraction=0.0)
