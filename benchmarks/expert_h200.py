@@ -1,0 +1,137 @@
+"""H200 benchmark of the offline ``expert`` generator through ``kernelpro bench`` (NOT RUN YET).
+
+Two steps:
+
+1. On the development machine (needs ../shared/kernelbench), draw the sample BEFORE any
+   result exists, with a fixed seed, and write it into an ignored folder that the device
+   tool carries::
+
+       python benchmarks/expert_h200.py prepare          # -> build/kernelbench_sample/sample.jsonl
+
+2. On the H200, from the repo root (device tool: carry ["build/kernelbench_sample"])::
+
+       python benchmarks/expert_h200.py run --deadline-s 540
+
+   It optimizes each sampled problem with the expert generator (greedy search, a fixed
+   budget per problem, profiling as the default config has it) into
+   ``$OUT/expert_bench/runs/<problem>``, stops starting problems after the deadline,
+   writes results.json and report.md, packs ``$OUT/expert.tar.gz`` and prints the per-level
+   table. Problems already run in ``--out`` are read back, so a second call continues.
+   A second, identical pass with ``--generator torch_compile`` gives the comparison the
+   issue asks for beyond the compiled-reference column.
+
+Until the lead adds the entry points, the expert generator and the bench module are
+registered here directly (``Plugins(extra=...)``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLE = REPO / "build" / "kernelbench_sample" / "sample.jsonl"
+SHARED = REPO.parent / "shared" / "kernelbench"
+SEED = 20261130  # fixed before any result: the sample cannot be chosen after the fact
+PER_LEVEL = 10
+LEVELS = (1, 2)
+
+
+def prepare(args: argparse.Namespace) -> int:
+    rows = []
+    rng = random.Random(SEED)
+    for level in LEVELS:
+        path = SHARED / f"level{level}_dev.jsonl"
+        if not path.exists():
+            print(f"error: {path} is absent", file=sys.stderr)
+            return 2
+        lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        lines.sort(key=lambda r: int(r["problem_id"]))
+        picked = sorted(rng.sample(range(len(lines)), min(PER_LEVEL, len(lines))))
+        rows += [lines[i] for i in picked]
+    SAMPLE.parent.mkdir(parents=True, exist_ok=True)
+    SAMPLE.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    for r in rows:
+        print(f"level {r['level']} #{r['problem_id']} {r['name']}")
+    print(f"{len(rows)} problems -> {SAMPLE}")
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    import kernelpro.bench as bench
+    import kernelpro.generate.expert as expert
+    from kernelpro import config as cfg
+    from kernelpro.loop import resolve_device
+    from kernelpro.plugins import Plugins
+
+    if not SAMPLE.exists():
+        print(f"error: {SAMPLE} is absent: run `prepare` on the development machine and carry it", file=sys.stderr)
+        return 2
+    probe = Plugins()
+    extra = []
+    if "expert" not in probe.names("generator"):
+        extra.append(("core_expert", expert))
+    plugins = Plugins(extra=extra) if extra else probe
+    overrides = {"device": args.device, "budget": args.budget,
+                 "generator": {"name": args.generator, "params": {}}}
+    config = cfg.load_config(args.config, overrides)
+    cfg.validate(config, plugins)
+    device = resolve_device(config.device)
+    out_dir = Path(args.out or os.environ.get("OUT", "build/expert_bench_out")) / f"{args.generator}_bench"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    problems = bench.select(bench.read_suite(SAMPLE), levels=list(LEVELS))
+    if args.limit:
+        problems = problems[:args.limit]
+    t0 = time.monotonic()
+    rows = []
+    for p in problems:
+        if time.monotonic() - t0 > args.deadline_s:
+            print(f"deadline: not started {p.key}", flush=True)
+            rows.append(bench.problem_row(p, out_dir / "runs" / p.key, error="not run: deadline"))
+            continue
+        rows += bench.run_bench([p], config, plugins, out_dir, device, say=lambda s: print(s, flush=True))
+    summary = bench.summarise(rows)
+    meta = {"suite": str(SAMPLE.relative_to(REPO)), "generator": args.generator, "search": config.search.name,
+            "budget": config.budget, "device": device, "seed": SEED, "sample": PER_LEVEL}
+    (out_dir / "results.json").write_text(json.dumps({"meta": meta, "levels": summary, "problems": rows}, indent=1))
+    bench.write_report(out_dir, rows, summary, meta)
+    tar_path = Path(os.environ.get("OUT", str(out_dir.parent))) / f"{args.generator}.tar.gz"
+    with tarfile.open(tar_path, "w:gz") as tar:
+        for name in ("results.json", "report.md", "roofline.png"):
+            if (out_dir / name).exists():
+                tar.add(out_dir / name, arcname=f"{args.generator}_bench/{name}")
+        for run_dir in sorted((out_dir / "runs").glob("*")):
+            for name in ("summary.json", "candidates.jsonl", "best.py", "report.md"):
+                if (run_dir / name).exists():
+                    tar.add(run_dir / name, arcname=f"{args.generator}_bench/runs/{run_dir.name}/{name}")
+            for analysis in sorted((run_dir / "analyses").glob("*.json")):
+                tar.add(analysis, arcname=f"{args.generator}_bench/runs/{run_dir.name}/analyses/{analysis.name}")
+    print(bench.summary_table(summary))
+    print(f"packed {tar_path} ({tar_path.stat().st_size} bytes)")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="step", required=True)
+    sub.add_parser("prepare", help="draw the sample (needs ../shared/kernelbench)")
+    r = sub.add_parser("run", help="optimize the sample and write results (on the H200)")
+    r.add_argument("--generator", default="expert")
+    r.add_argument("--budget", type=int, default=4, help="candidates per problem (fixed for the whole sample)")
+    r.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
+    r.add_argument("--config", default=None, help="YAML config (default: kernelpro's defaults)")
+    r.add_argument("--out", default=None, help="output root (default: $OUT)")
+    r.add_argument("--limit", type=int, default=None)
+    r.add_argument("--deadline-s", type=float, default=540.0, help="start no problem after this many seconds")
+    args = ap.parse_args(argv)
+    return prepare(args) if args.step == "prepare" else run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
