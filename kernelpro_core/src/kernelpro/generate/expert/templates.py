@@ -33,8 +33,11 @@ def _kp_{{ rid }}_kernel({% for i in range(n_in) %}in{{ i }}_ptr, {% endfor %}ou
 
         {% for i in range(n_in) %}{% for d in range(rank) %}st{{ i }}_{{ d }}, {% endfor %}{% endfor %}
 
-        {% for i in range(n_in) %}CONTIG{{ i }}: tl.constexpr, {% endfor %}BLOCK: tl.constexpr):
-    pid = tl.program_id(0).to(tl.int64)
+        {% for i in range(n_in) %}CONTIG{{ i }}: tl.constexpr, {% endfor %}INDEX64: tl.constexpr, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    if INDEX64:
+        # 64-bit index math only when an offset can pass 2**31 (int64 div/mod is slow)
+        pid = pid.to(tl.int64)
     offs = pid * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n_elements
     rem = offs
@@ -68,8 +71,10 @@ def _kp_{{ rid }}(*xs):
     sizes, strides = _kp_coalesce(tuple(shape), [x.expand(shape).stride() for x in xs], {{ rank }})
     contig = [x.is_contiguous() and tuple(x.shape) == tuple(shape) for x in xs]
     flat = [s for st in strides for s in st]
+    reach = max([n] + [sum((sz - 1) * st for sz, st in zip(x.shape, x.stride())) + 1 for x in xs])
     grid = (triton.cdiv(n, {{ BLOCK }}),)
-    _kp_{{ rid }}_kernel[grid](*xs, out, n, *sizes, *flat, *contig, BLOCK={{ BLOCK }}, num_warps={{ num_warps }})
+    _kp_{{ rid }}_kernel[grid](*xs, out, n, *sizes, *flat, *contig, reach >= 2**31, BLOCK={{ BLOCK }},
+                             num_warps={{ num_warps }})
     return out
 """
 
