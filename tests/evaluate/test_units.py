@@ -166,3 +166,13 @@ def test_suspicious_speed_flags():
     assert len(flags) == 1 and flags[0].startswith("physically_impossible") and "H200" in flags[0]
     flags = suspicious_speed(300.0, 2.0, None, ev)
     assert len(flags) == 1 and flags[0].startswith("suspicious_speedup: 150.0x")
+
+
+def test_reference_precision_is_full_fp32():
+    torch.backends.cuda.matmul.allow_tf32 = True
+    torch.backends.cudnn.allow_tf32 = True
+    torch.set_float32_matmul_precision("high")
+    guard.set_reference_precision()
+    flags = guard.backend_flags()
+    assert flags["matmul.allow_tf32"] is False and flags["cudnn.allow_tf32"] is False
+    assert flags["float32_matmul_precision"] == "highest"
