@@ -46,6 +46,9 @@ PROBLEMS = {
     "reduction_sum": problem("", "        return torch.sum(x, dim=1, keepdim=True)\n", "[torch.randn(4, 37, 6)]"),
     "reduction_mean_row": problem("", "        return x.mean(dim=-1)\n", "[torch.randn(7, 90)]"),
     "reduction_max": problem("", "        return torch.max(x, dim=1)[0]\n", "[torch.randn(3, 20, 9)]"),
+    "global_avg_pool": problem("", "        return torch.mean(x, dim=[2, 3], keepdim=True)\n",
+                               "[torch.randn(2, 5, 6, 7)]"),
+    "amax_last_two": problem("", "        return torch.amax(x, dim=(-2, -1))\n", "[torch.randn(3, 4, 33)]"),
     "data_dependent": problem("", "        if x.sum() > 0:\n            return x\n        return -x\n",
                               "[torch.randn(4)]"),
 }

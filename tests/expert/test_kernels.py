@@ -17,7 +17,7 @@ pytest.importorskip("triton", reason="triton is not installed: kernels are only 
 
 CASES = ["elementwise_chain", "bias_gelu", "softmax", "softmax_dim0", "log_softmax", "logsumexp", "layernorm",
          "rmsnorm", "rmsnorm_module", "gemm_bias_relu", "conv_relu", "reduction_sum", "reduction_mean_row",
-         "reduction_max"]
+         "reduction_max", "global_avg_pool", "amax_last_two"]
 
 
 @pytest.fixture(scope="module")

@@ -43,6 +43,8 @@ def test_bias_gelu_is_an_epilogue_of_the_linear():
     ("reduction_sum", [("reduce", "sum")]),
     ("reduction_max", [("reduce", "max")]),
     ("pooling", []),
+    ("global_avg_pool", [("reduce", "mean")]),
+    ("amax_last_two", [("reduce", "max")]),
 ])
 def test_single_op_regions(name, expected):
     assert regions(name) == expected

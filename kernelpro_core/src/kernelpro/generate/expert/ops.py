@@ -114,12 +114,13 @@ def _arg(node: Any, i: int, name: str, default: Any = None) -> Any:
     return node.args[i] if len(node.args) > i else default
 
 
-def _dim(value: Any) -> int | None:
-    """A single reduction dim, or None when it is absent or several."""
-    if isinstance(value, int):
+def _dim(value: Any) -> int | tuple[int, ...] | None:
+    """The reduction dim(s): an int, a tuple of several ints, or None when absent (a full
+    reduction, not handled) or not plain integers."""
+    if isinstance(value, int) and not isinstance(value, bool):
         return value
-    if isinstance(value, (tuple, list)) and len(value) == 1 and isinstance(value[0], int):
-        return value[0]
+    if isinstance(value, (tuple, list)) and value and all(isinstance(v, int) for v in value):
+        return value[0] if len(value) == 1 else tuple(value)
     return None
 
 

@@ -200,7 +200,12 @@ def _single_region(n: Any, oi: OpInfo, by_name: dict[str, Any]) -> Region | None
         return None
     dim = attrs_.get("dim")
     if dim is not None:
-        attrs_["dim"] = dim % len(shape) if shape else 0
+        if not shape:
+            return None
+        dims = sorted({d % len(shape) for d in (dim if isinstance(dim, tuple) else (dim,))})
+        if dims != list(range(dims[0], dims[0] + len(dims))):
+            return None  # reduced dims must be adjacent to view the tensor as (outer, R, inner)
+        attrs_["dim"], attrs_["ndims"] = dims[0], len(dims)
     return Region(kind=oi.kind, op=oi.op, nodes=nodes, output=output,
                   inputs=tuple(_input_ref(i) for i in oi.inputs), shape=shape, attrs=attrs_)
 
@@ -214,7 +219,8 @@ def _rmsnorm_patterns(order: list[Any], info: dict[str, OpInfo]) -> list[Region]
     """x / sqrt(mean(x*x, dim, keepdim=True) + eps), or x * rsqrt(...)."""
     found = []
     for n in order:
-        if not _is(n, info, "reduce", "mean") or not info[n.name].attrs.get("keepdim"):
+        if not _is(n, info, "reduce", "mean") or not info[n.name].attrs.get("keepdim") or \
+                not isinstance(info[n.name].attrs.get("dim"), int):
             continue
         sq = info[n.name].inputs[0]
         if not _is(sq, info, "pointwise", "square") and not (

@@ -39,14 +39,15 @@ def layout(region: Region) -> str:
         return "flat"
     if region.kind == "layernorm" or (region.kind == "rmsnorm" and region.attrs.get("normalized_ndim")):
         return "row"
-    d = region.attrs["dim"]
-    return "row" if math.prod(region.shape[d + 1:]) == 1 else "col"
+    d = region.attrs["dim"] + region.attrs.get("ndims", 1)
+    return "row" if math.prod(region.shape[d:]) == 1 else "col"
 
 
 def reduced_extent(region: Region) -> int:
     if region.kind in ("layernorm", "rmsnorm") and region.attrs.get("normalized_ndim"):
         return math.prod(region.shape[-region.attrs["normalized_ndim"]:])
-    return region.shape[region.attrs["dim"]]
+    d = region.attrs["dim"]
+    return math.prod(region.shape[d:d + region.attrs.get("ndims", 1)])
 
 
 def default_tile(region: Region) -> dict[str, int]:
@@ -100,7 +101,7 @@ def render_kernel(rid: str, region: Region, tile: dict[str, int]) -> str:
     if eps is None:  # RMSNorm(eps=None) uses the dtype's machine epsilon (fp32 here)
         eps = 1.1920928955078125e-07
     return render(ROWCOL, rid=rid, op=region.op, layout=lay, has_w=has_w, has_b=has_b,
-                  dim=region.attrs.get("dim"), keepdim=region.attrs.get("keepdim", False),
+                  dim=region.attrs.get("dim"), ndims=region.attrs.get("ndims", 1), keepdim=region.attrs.get("keepdim", False),
                   normalized_ndim=region.attrs.get("normalized_ndim"), eps=repr(float(eps)),
                   BLOCK_R=tile["BLOCK_R"], BLOCK_I=tile.get("BLOCK_I", 0), num_warps=tile["num_warps"])
 

@@ -215,16 +215,16 @@ def _kp_{{ rid }}(x{% if has_w %}, w{% endif %}{% if has_b %}, b{% endif %}):
     k = {{ normalized_ndim }}
     outer, R, inner = _kp_prod(shape[:-k]), _kp_prod(shape[-k:]), 1
 {% else %}
-    d = {{ dim }}
-    outer, R, inner = _kp_prod(shape[:d]), shape[d], _kp_prod(shape[d + 1:])
+    d, k = {{ dim }}, {{ ndims }}
+    outer, R, inner = _kp_prod(shape[:d]), _kp_prod(shape[d:d + k]), _kp_prod(shape[d + k:])
 {% endif %}
     if inner != {{ "1" if layout == "row" else "inner" }}{% if layout == "col" %} or inner == 1{% endif %}:
         raise RuntimeError("expert kernel _kp_{{ rid }} was written for layout {{ layout }}, got inner=%d" % inner)
 {% if op in ("sum", "mean", "max", "min", "logsumexp") %}
 {% if keepdim %}
-    out_shape = shape[:{{ dim }}] + (1,) + shape[{{ dim }} + 1:]
+    out_shape = shape[:{{ dim }}] + (1,) * {{ ndims }} + shape[{{ dim }} + {{ ndims }}:]
 {% else %}
-    out_shape = shape[:{{ dim }}] + shape[{{ dim }} + 1:]
+    out_shape = shape[:{{ dim }}] + shape[{{ dim }} + {{ ndims }}:]
 {% endif %}
     out = _kp_torch.empty(out_shape, dtype=x.dtype, device=x.device)
 {% else %}
