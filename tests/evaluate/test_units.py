@@ -176,3 +176,52 @@ def test_reference_precision_is_full_fp32():
     flags = guard.backend_flags()
     assert flags["matmul.allow_tf32"] is False and flags["cudnn.allow_tf32"] is False
     assert flags["float32_matmul_precision"] == "highest"
+
+
+class _FakeCudart:
+    """Stands in for libcudart: a persisting-L2 limit and one stream window, as a candidate
+    would leave them."""
+
+    def __init__(self, limit: int, window: tuple[int, int]):
+        self.limit, self.window, self.resets, self.cleared = limit, window, 0, []
+
+    def cudaDeviceGetLimit(self, ref, which):
+        assert which == 0x06
+        ref._obj.value = self.limit
+        return 0
+
+    def cudaDeviceSetLimit(self, which, value):
+        self.limit = value.value
+        return 0
+
+    def cudaStreamGetAttribute(self, stream, attr, buf):
+        import struct
+
+        assert attr == 1
+        struct.pack_into("QQfii", buf, 0, self.window[0], self.window[1] if stream.value is None else 0, 1.0, 2, 1)
+        return 0
+
+    def cudaStreamSetAttribute(self, stream, attr, buf):
+        self.cleared.append(stream.value)
+        self.window = (0, 0)
+        return 0
+
+    def cudaCtxResetPersistingL2Cache(self):
+        self.resets += 1
+        return 0
+
+    def cudaGetLastError(self):
+        return 0
+
+
+def test_l2_state_resets_and_reports():
+    from kernelpro.evaluate.gpu_state import L2State
+
+    state = L2State.__new__(L2State)
+    state.lib, state.reason, state.found = _FakeCudart(4 << 20, (0x7000, 1 << 20)), "", []
+    found = state.reset([0])  # stream 0: the default stream (c_void_p(0).value is None)
+    assert any("set-aside of 4194304 bytes" in f for f in found)
+    assert any("window of 1048576 bytes" in f for f in found)
+    assert state.lib.limit == 0 and state.lib.resets == 1 and state.lib.window == (0, 0)
+    assert state.reset([0]) == []  # nothing left to undo
+    assert len(state.found) == 2
