@@ -102,3 +102,12 @@ def test_optimize_without_correct_candidate_exits_1(tmp_path):
     assert res.returncode == 1, res.stderr
     assert "no correct candidate" in res.stdout
     assert not (tmp_path / "run" / "best.py").exists()
+
+
+def test_missing_api_key_is_one_line_and_exit_2(tmp_path):
+    res = kernelpro("optimize", PROBLEM, "--generator", "anthropic", "--device", "cpu", "-o", str(tmp_path / "r"),
+                    env={"ANTHROPIC_API_KEY": "", "ANTHROPIC_BASE_URL": ""})
+    assert res.returncode == 2, res.stderr
+    assert "ANTHROPIC_API_KEY is not set" in res.stderr
+    assert "Traceback" not in res.stderr
+    assert not (tmp_path / "r").exists()

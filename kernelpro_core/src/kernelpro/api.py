@@ -295,7 +295,7 @@ class ToolContext:
     device: str
     gpu: GpuSpec | None
     run_dir: Path | None
-    profile_parent: Callable[[str], Analysis] | None = None  # run named micro-profiler(s)
+    profile_parent: Callable[[list[str]], Analysis] | None = None  # run named micro-profilers
     workdir: Path | None = None
 
 

@@ -94,7 +94,7 @@ def optimize(problem: str, config_path: str | None, run_dir: str | None, device:
     Writes a run directory (candidates.jsonl, candidates/, best.py, report.md, tree.json).
     Exit 0 when a correct candidate was found, 1 when none was.
     """
-    from kernelpro.loop import RunError, optimize as run_optimize, resolve_device
+    from kernelpro.loop import RunError, SetupError, optimize as run_optimize, resolve_device
     from kernelpro.problem import ProblemError, load_problem
 
     if resume_dir:
@@ -136,6 +136,8 @@ def optimize(problem: str, config_path: str | None, run_dir: str | None, device:
         with progress.live():
             summary = run_optimize(prob, config, plugins, run_path, dev, resume=bool(resume_dir),
                                    progress=progress.callbacks())
+    except SetupError as exc:
+        raise Abort(str(exc), EXIT_USAGE) from None
     except RunError as exc:
         raise Abort(str(exc), EXIT_FAIL) from None
     except KeyboardInterrupt:
@@ -446,7 +448,15 @@ def config_validate(file: str) -> None:
     click.echo(f"{file}: ok")
 
 
+def _terminated(signum: int, frame: Any) -> None:
+    # SIGTERM unwinds like Ctrl-C, so evaluation workers are killed by their finally blocks
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> None:
+    import signal
+
+    signal.signal(signal.SIGTERM, _terminated)
     try:
         plugins = load_plugins()
         plugins.register_commands(cli)

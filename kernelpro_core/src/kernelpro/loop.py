@@ -39,6 +39,14 @@ class RunError(Exception):
     """The run cannot go on; one line for the user."""
 
 
+class SetupError(RunError):
+    """The run cannot start because of its set-up (a plugin's settings or environment)."""
+
+
+#: consecutive generator failures after which the run stops with the last error
+MAX_GENERATOR_FAILURES = 3
+
+
 def resolve_device(requested: str) -> str:
     import torch
 
@@ -81,9 +89,13 @@ class Optimizer:
         gen_cls, gen_settings = resolved["generator"]
         pol_cls, pol_settings = resolved["search"]
         rew_cls, rew_settings = resolved["reward"]
-        self.generator = gen_cls(gen_settings)
-        self.policy = pol_cls(pol_settings, rng=random.Random(config.seed))
-        self.reward = rew_cls(rew_settings)
+        try:
+            self.generator = gen_cls(gen_settings)
+            self.policy = pol_cls(pol_settings, rng=random.Random(config.seed))
+            self.reward = rew_cls(rew_settings)
+        except (ValueError, TypeError, OSError) as exc:
+            raise SetupError(f"{exc}") from None
+        self.generator_failures = 0
         self.measurements = resolved["measurements"]
         self.heuristic_settings = resolved["heuristics"]
         self.gpu = gpu_spec(plugins, device)
@@ -212,9 +224,16 @@ class Optimizer:
                     self._evaluate_batch(batch)
                     return self.finish()
                 except Exception as exc:
-                    self.progress.message(f"generator {self.generator.name} failed: {type(exc).__name__}: {exc}")
+                    line = f"generator {self.generator.name} failed: {type(exc).__name__}: {exc}"
+                    self.progress.message(line)
                     self.policy.release(self.tree, parent_id)
+                    self.generator_failures += 1
+                    if self.generator_failures >= MAX_GENERATOR_FAILURES:
+                        self.stopped_because = f"{line} ({self.generator_failures} times in a row)"
+                        self._evaluate_batch(batch)
+                        return self.finish()
                     continue
+                self.generator_failures = 0
                 if not drafts:
                     self.policy.release(self.tree, parent_id)
                     continue
