@@ -134,24 +134,8 @@ def _kp_{{ rid }}_kernel(x_ptr, out_ptr, {% if has_w %}w_ptr, {% endif %}{% if h
 {% endif %}
 {% endif %}
 {% endmacro %}
-{% if op in ("sum", "mean") %}
-    acc = tl.zeros({{ T }}, dtype=tl.float32)
-    for r0 in range(0, R, BLOCK_R):
-{{ tile("0.0") }}
-        acc += x
-    total = tl.sum(acc, axis=0)
-{% if op == "mean" %}
-    total = total / R
-{% endif %}
-{{ store_stat("total") }}
-{% elif op in ("max", "min") %}
-    acc = tl.full({{ T }}, {{ "float('-inf')" if op == "max" else "float('inf')" }}, tl.float32)
-    for r0 in range(0, R, BLOCK_R):
-{{ tile("float('-inf')" if op == "max" else "float('inf')") }}
-        acc = {{ "tl.maximum" if op == "max" else "tl.minimum" }}(acc, x)
-    total = {{ "tl.max" if op == "max" else "tl.min" }}(acc, axis=0)
-{{ store_stat("total") }}
-{% elif op in ("softmax", "log_softmax", "logsumexp") %}
+{% macro multi_pass() %}
+{% if op in ("softmax", "log_softmax", "logsumexp") %}
     mx = tl.full({{ T }}, float('-inf'), tl.float32)
     sm = tl.zeros({{ T }}, dtype=tl.float32)
     for r0 in range(0, R, BLOCK_R):
@@ -202,6 +186,55 @@ def _kp_{{ rid }}_kernel(x_ptr, out_ptr, {% if has_w %}w_ptr, {% endif %}{% if h
         y = x * rstd{{ S }}
 {{ weights() }}
         tl.store(out_ptr + offs, y.to(out_ptr.dtype.element_ty), mask=m)
+{% endif %}
+{% endmacro %}
+{% if op in ("sum", "mean") %}
+    acc = tl.zeros({{ T }}, dtype=tl.float32)
+    for r0 in range(0, R, BLOCK_R):
+{{ tile("0.0") }}
+        acc += x
+    total = tl.sum(acc, axis=0)
+{% if op == "mean" %}
+    total = total / R
+{% endif %}
+{{ store_stat("total") }}
+{% elif op in ("max", "min") %}
+    acc = tl.full({{ T }}, {{ "float('-inf')" if op == "max" else "float('inf')" }}, tl.float32)
+    for r0 in range(0, R, BLOCK_R):
+{{ tile("float('-inf')" if op == "max" else "float('inf')") }}
+        acc = {{ "tl.maximum" if op == "max" else "tl.minimum" }}(acc, x)
+    total = {{ "tl.max" if op == "max" else "tl.min" }}(acc, axis=0)
+{{ store_stat("total") }}
+{% elif op in ("softmax", "log_softmax", "layer_norm", "rms_norm") %}
+    if BLOCK_R >= R:
+        # the whole reduced extent fits one tile: read once, keep it in registers
+        r0 = 0
+{{ tile("float('-inf')" if op in ("softmax", "log_softmax") else "0.0") }}
+{% if op in ("softmax", "log_softmax") %}
+        row_max = tl.max(x, axis=0)
+        e = tl.exp(x - row_max{{ S }})
+        row_sum = tl.sum(e, axis=0)
+{% if op == "softmax" %}
+        y = e / row_sum{{ S }}
+{% else %}
+        y = x - row_max{{ S }} - tl.log(row_sum){{ S }}
+{% endif %}
+{% elif op == "layer_norm" %}
+        mean = tl.sum(x, axis=0) / R
+        d = tl.where(m, x - mean{{ S }}, 0.0)
+        rstd = 1.0 / tl.sqrt(tl.sum(d * d, axis=0) / R + eps)
+        y = d * rstd{{ S }}
+{{ weights() }}
+{% else %}
+        rstd = 1.0 / tl.sqrt(tl.sum(x * x, axis=0) / R + eps)
+        y = x * rstd{{ S }}
+{{ weights() }}
+{% endif %}
+        tl.store(out_ptr + offs, y.to(out_ptr.dtype.element_ty), mask=m)
+    else:
+{{ multi_pass() | indent(4, first=True) }}
+{% else %}
+{{ multi_pass() }}
 {% endif %}
 
 
