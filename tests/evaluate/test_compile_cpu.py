@@ -113,3 +113,10 @@ def test_compile_timeout_through_evaluate(tmp_path, gelu_problem, fast_config):
     result = evaluate(gelu_problem, cand, device="cpu", config=cfg, workdir=tmp_path / "eval")
     assert result.verdict is Verdict.COMPILE_TIMEOUT
     assert result.wall_s < 20
+
+
+def test_build_env_keys_cover_what_a_profiler_needs(tmp_path):
+    from kernelpro.evaluate.runner import BUILD_ENV_KEYS
+
+    env = build.build_env(tmp_path, arch="9.0", include_paths=[], cuda_flags=[], base={})
+    assert set(env) - {"PYTHONUNBUFFERED"} == set(BUILD_ENV_KEYS)

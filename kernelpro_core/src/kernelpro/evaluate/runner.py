@@ -35,6 +35,12 @@ from kernelpro.records import CompileResult, EvalResult, Verdict, from_json
 SIGNAL_NAMES = {s.value: s.name for s in signal.Signals}  # canonical names (SIGABRT, not SIGIOT)
 
 
+# The variables a process needs to load a candidate's cached build exactly as the worker did
+# (a profiler given only the first two rebuilds load_inline code with torch's default flags).
+BUILD_ENV_KEYS = ("TORCH_EXTENSIONS_DIR", "TRITON_CACHE_DIR", "KERNELPRO_BUILD_DIR", "KERNELPRO_INCLUDE_PATHS",
+                  "KERNELPRO_CUDA_FLAGS", "KERNELPRO_CUDA_ARCH", "TORCH_CUDA_ARCH_LIST")
+
+
 def build_env(build_dir: Path) -> dict[str, str]:
     """Environment of a candidate's worker and of its profilers.
 
