@@ -305,11 +305,12 @@ def validate(config: Config, plugins: Any) -> dict[str, Any]:
             problems.extend(exc.problems)
     measurements = plugins.measurements()
     resolved["measurements"] = []
-    for i, name in enumerate(config.measurements):
+
+    def add_measurement(name: str, unknown: str) -> None:
         if name not in measurements:
             avail = ", ".join(sorted(measurements)) or "none"
-            problems.append(f"measurements[{i}]: unknown measurement {name!r}; available: {avail}")
-            continue
+            problems.append(f"{unknown}; available: {avail}")
+            return
         try:
             params = config.measurement_params.get(name, {})
             resolved["measurements"].append(
@@ -317,6 +318,15 @@ def validate(config: Config, plugins: Any) -> dict[str, Any]:
             )
         except ConfigError as exc:
             problems.extend(exc.problems)
+
+    for i, name in enumerate(config.measurements):
+        add_measurement(name, f"measurements[{i}]: unknown measurement {name!r}")
+    # a reward that needs a measurement (energy) gets it even when the config did not list it
+    reward_cls = resolved.get("reward", (None, None))[0]
+    for name in getattr(reward_cls, "requires_measurements", ()) or ():
+        if name not in config.measurements:
+            add_measurement(name, f"reward.name: {reward_cls.name!r} needs the measurement {name!r}, "
+                                  "which is not installed")
     heuristics = {r.name: r.obj for r in plugins.registrations("heuristic").values()}
     resolved["heuristics"] = {}
     for name, params in config.heuristic_params.items():
@@ -326,24 +336,6 @@ def validate(config: Config, plugins: Any) -> dict[str, Any]:
             continue
         try:
             resolved["heuristics"][name] = plugin_settings(heuristics[name], params, f"heuristic_params.{name}")
-        except ConfigError as exc:
-            problems.extend(exc.problems)
-    # a reward that needs a measurement (energy) gets it even when the config did not list it
-    reward_cls = resolved.get("reward", (None, None))[0]
-    listed = {cls.name for cls, _ in resolved["measurements"]}
-    for name in getattr(reward_cls, "requires_measurements", ()) or ():
-        if name in listed:
-            continue
-        if name not in measurements:
-            avail = ", ".join(sorted(measurements)) or "none"
-            problems.append(f"reward.name: {reward_cls.name!r} needs the measurement {name!r}, which is not "
-                            f"installed; available: {avail}")
-            continue
-        try:
-            params = config.measurement_params.get(name, {})
-            resolved["measurements"].append(
-                (measurements[name], plugin_settings(measurements[name], params, f"measurement_params.{name}"))
-            )
         except ConfigError as exc:
             problems.extend(exc.problems)
     for name in config.measurement_params:
