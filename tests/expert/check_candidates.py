@@ -42,7 +42,9 @@ def check(name: str, workdir: Path) -> list[dict]:
         lowered = sum(1 for n in new.lowered.graph.nodes if n.op == "call_function" and "_kp_r" in n.name)
         out.append({"name": name, "variant": k, "regions": len(region_ids(rec)), "lowered": lowered,
                     "shape_ok": tuple(want.shape) == tuple(got.shape),
-                    "max_abs_err": float((want - got).abs().max()) if want.shape == got.shape else None})
+                    "max_abs_err": float((want - got).abs().max()) if want.shape == got.shape else None,
+                    "max_abs_ref": float(want.abs().max()),
+                    "tiles": params["tiles"]})
     return out
 
 

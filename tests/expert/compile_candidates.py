@@ -71,7 +71,7 @@ def check(name: str, workdir: Path) -> None:
         path = workdir / f"{name}_{k}.py"
         path.write_text(render_candidate(source, rec, params))
         mod = load_module(path, f"cc_{name}_{k}")
-        for attr in [a for a in vars(mod) if a.startswith("_kp_r") and a.endswith("_kernel")]:
+        for attr in [a for a, v in vars(mod).items() if isinstance(v, triton.runtime.jit.JITFunction)]:
             setattr(mod, attr, Recorder(f"{name}/{k}/{attr}", getattr(mod, attr)))
         torch.manual_seed(0)
         model = mod.ModelNew(*mod.get_init_inputs())

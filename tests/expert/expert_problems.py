@@ -49,6 +49,17 @@ PROBLEMS = {
     "global_avg_pool": problem("", "        return torch.mean(x, dim=[2, 3], keepdim=True)\n",
                                "[torch.randn(2, 5, 6, 7)]"),
     "amax_last_two": problem("", "        return torch.amax(x, dim=(-2, -1))\n", "[torch.randn(3, 4, 33)]"),
+    # few long rows: split into chunks (two kernels)
+    "split_softmax": problem("", "        return torch.softmax(x, dim=1)\n", "[torch.randn(2, 40000)]"),
+    "split_log_softmax": problem("", "        return torch.log_softmax(x, dim=-1)\n", "[torch.randn(2, 33000)]"),
+    "split_logsumexp": problem("", "        return torch.logsumexp(x, dim=1)\n", "[torch.randn(3, 20000)]"),
+    "split_layernorm": problem("        self.ln = nn.LayerNorm((100, 200))\n", "        return self.ln(x)\n",
+                               "[torch.randn(3, 100, 200) * 3 + 5]"),
+    "split_rmsnorm": problem("        self.norm = nn.RMSNorm(20000, eps=1e-6)\n", "        return self.norm(x)\n",
+                             "[torch.randn(2, 20000)]"),
+    "split_sum": problem("", "        return x.sum(dim=1)\n", "[torch.randn(3, 20000)]"),
+    "split_max": problem("", "        return torch.amax(x, dim=(1, 2), keepdim=True)\n",
+                         "[torch.randn(2, 100, 300)]"),
     "data_dependent": problem("", "        if x.sum() > 0:\n            return x\n        return -x\n",
                               "[torch.randn(4)]"),
 }

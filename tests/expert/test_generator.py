@@ -104,7 +104,9 @@ def test_never_repeats_tried_params():
 def test_tile_moves_stay_in_the_space():
     assert moves.apply_tile_move("wider", {"BLOCK": 16384, "num_warps": 4}) is None
     assert moves.apply_tile_move("fewer_warps", {"BLOCK_R": 64, "num_warps": 1}) is None
-    assert moves.apply_tile_move("more_programs", {"BLOCK_R": 64, "num_warps": 4}) is None
+    assert moves.apply_tile_move("more_programs", {"BLOCK_R": 64, "num_warps": 4}) == \
+        {"BLOCK_R": 64, "CHUNK": 256, "num_warps": 4}
+    assert moves.apply_tile_move("wider", {"BLOCK_R": 256, "CHUNK": 256, "num_warps": 4}) is None
     assert moves.apply_tile_move("more_programs", {"BLOCK_R": 8, "BLOCK_I": 64, "num_warps": 4}) == \
         {"BLOCK_R": 8, "BLOCK_I": 32, "num_warps": 4}
 

@@ -17,7 +17,8 @@ pytest.importorskip("triton", reason="triton is not installed: kernels are only 
 
 CASES = ["elementwise_chain", "bias_gelu", "softmax", "softmax_dim0", "log_softmax", "logsumexp", "layernorm",
          "rmsnorm", "rmsnorm_module", "gemm_bias_relu", "conv_relu", "reduction_sum", "reduction_mean_row",
-         "reduction_max", "global_avg_pool", "amax_last_two"]
+         "reduction_max", "global_avg_pool", "amax_last_two", "split_softmax", "split_log_softmax",
+         "split_logsumexp", "split_layernorm", "split_rmsnorm", "split_sum", "split_max"]
 
 
 @pytest.fixture(scope="module")
@@ -37,4 +38,7 @@ def test_candidate_matches_reference(results, name):
     for r in rows:
         assert r["lowered"] == r["regions"] >= 1, r
         assert r["shape_ok"], r
-        assert r["max_abs_err"] < 1e-4, r
+        # fp32 accumulation: relative to the output's magnitude (sums of 20000 values reach ~500)
+        assert r["max_abs_err"] <= 1e-4 * max(1.0, r["max_abs_ref"]), r
+    if name.startswith("split_"):
+        assert "CHUNK" in rows[0]["tiles"]["r0"], rows[0]

@@ -8,7 +8,8 @@ uncoalesced_global, sass_narrow_global_access           wider (more contiguous e
 occupancy_limiter, occupancy_gap, local_memory,         smaller (halve the tile), fewer_warps
 sass_local_memory
 tail_effect, small_grid                                 more_programs (smaller blocks: more,
-                                                        shorter programs over the same data)
+                                                        shorter programs over the same data; row
+                                                        kernels: split rows into chunks)
 launch_bound, launch_overhead, cpu_overhead,            graph (capture the whole forward)
 kernel_time_share, idle_gaps
 warp_stalls, issue_slots                                more_warps
@@ -111,8 +112,11 @@ def apply_tile_move(move: str, tile: dict[str, int]) -> dict[str, int] | None:
             t["BLOCK"] //= 2
         elif col:
             t["BLOCK_I"] //= 2
+        elif "CHUNK" in t:
+            t["CHUNK"] //= 2
         else:
-            return None  # a row kernel's grid is one program per row
+            # a row kernel has one program per row: split each row into chunks instead
+            t["CHUNK"] = 4 * t["BLOCK_R"]
     elif move == "more_warps":
         t["num_warps"] *= 2
     elif move == "fewer_warps":
@@ -122,6 +126,8 @@ def apply_tile_move(move: str, tile: dict[str, int]) -> dict[str, int] | None:
     for k, v in t.items():
         if _clamp(k, v) is None:
             return None
+    if "CHUNK" in t and t["BLOCK_R"] > t["CHUNK"]:
+        return None  # a chunk holds whole tiles
     return t
 
 

@@ -5,8 +5,9 @@ Each region becomes a Triton kernel and a Python wrapper ``_kp_<rid>`` (rid = ``
 one call of that wrapper. Parameters (a JSON-serialisable dict, recorded with the draft):
 
 ``{"lower": [rid, ...], "graph": bool, "tiles": {rid: {...}}}`` where a pointwise tile is
-``{"BLOCK", "num_warps"}``, a row kernel's ``{"BLOCK_R", "num_warps"}`` and a column
-kernel's ``{"BLOCK_R", "BLOCK_I", "num_warps"}``.
+``{"BLOCK", "num_warps"}``, a row kernel's ``{"BLOCK_R", "num_warps"}``, a split-row
+kernel's ``{"BLOCK_R", "CHUNK", "num_warps"}`` and a column kernel's
+``{"BLOCK_R", "BLOCK_I", "num_warps"}``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 from kernelpro.generate.expert.ops import POINTWISE, literal
 from kernelpro.generate.expert.recognize import Recognition, Region
-from kernelpro.generate.expert.templates import CANDIDATE, POINTWISE as POINTWISE_T, ROWCOL, render
+from kernelpro.generate.expert.templates import CANDIDATE, POINTWISE as POINTWISE_T, ROWCOL, SPLIT, render
 
 # Bounds of each tile parameter: powers of two that Triton accepts for tl.arange, and warp
 # counts a CUDA block allows (32..1024 threads).
@@ -26,7 +27,13 @@ SPACE = {
     "BLOCK_R": (2, 16384),
     "BLOCK_I": (16, 512),
     "num_warps": (1, 16),
+    "CHUNK": (256, 1 << 24),
 }
+# Split rows when there are fewer rows than this (about 4 per SM of a 132-SM H200) and each
+# is at least SPLIT_MIN_EXTENT long: one program per row would leave most SMs idle.
+SPLIT_MAX_ROWS = 512
+SPLIT_MIN_EXTENT = 16384
+SPLIT_TARGET_PROGRAMS = 1024  # about 8 programs per SM on the H200
 
 
 def region_ids(recognition: Recognition) -> list[str]:
@@ -58,7 +65,13 @@ def default_tile(region: Region) -> dict[str, int]:
     if kind == "flat":
         return {"BLOCK": 1024, "num_warps": 4}
     if kind == "row":
-        block = min(4096, max(16, 1 << (reduced_extent(region) - 1).bit_length()))
+        extent = reduced_extent(region)
+        rows = math.prod(region.shape) // max(1, extent)
+        if rows < SPLIT_MAX_ROWS and extent >= SPLIT_MIN_EXTENT:
+            chunks = -(-SPLIT_TARGET_PROGRAMS // max(1, rows))
+            chunk = max(2048, 1 << (-(-extent // chunks) - 1).bit_length())
+            return {"BLOCK_R": 1024, "CHUNK": chunk, "num_warps": 4}
+        block = min(4096, max(16, 1 << (extent - 1).bit_length()))
         return {"BLOCK_R": block, "num_warps": 4 if block <= 2048 else 8}
     return {"BLOCK_R": 16, "BLOCK_I": 64, "num_warps": 4}
 
@@ -100,6 +113,11 @@ def render_kernel(rid: str, region: Region, tile: dict[str, int]) -> str:
     eps = region.attrs.get("eps")
     if eps is None:  # RMSNorm(eps=None) uses the dtype's machine epsilon (fp32 here)
         eps = 1.1920928955078125e-07
+    if "CHUNK" in tile:
+        return render(SPLIT, rid=rid, op=region.op, has_w=has_w, has_b=has_b, dim=region.attrs.get("dim"),
+                      ndims=region.attrs.get("ndims", 1), keepdim=region.attrs.get("keepdim", False),
+                      normalized_ndim=region.attrs.get("normalized_ndim"), eps=repr(float(eps)),
+                      BLOCK_R=tile["BLOCK_R"], CHUNK=tile["CHUNK"], num_warps=tile["num_warps"])
     return render(ROWCOL, rid=rid, op=region.op, layout=lay, has_w=has_w, has_b=has_b,
                   dim=region.attrs.get("dim"), ndims=region.attrs.get("ndims", 1), keepdim=region.attrs.get("keepdim", False),
                   normalized_ndim=region.attrs.get("normalized_ndim"), eps=repr(float(eps)),

@@ -414,3 +414,172 @@ class ModelNew(_kp_torch.nn.Module):
 
 def render(template: str, **values: object) -> str:
     return ENV.from_string(template).render(**values)
+
+# Few long rows (outer too small to fill the GPU): each row is cut into chunks of CHUNK
+# elements. Stage 1 (``_part``) writes per-chunk statistics: sum (sum, mean, rms_norm's
+# sum of squares), max/min, softmax's (chunk max, sum of exp relative to it), layernorm's
+# (count, shifted sum, shifted sum of squares; shift = the chunk's first element, which
+# keeps fp32 cancellation small). Stage 2 (``_fin``) combines a row's chunks and either
+# stores the row's value (reductions, logsumexp) or normalizes its own chunk.
+SPLIT = r"""
+@triton.jit
+def _kp_{{ rid }}_part(x_ptr, part_ptr, n_chunks, R: tl.constexpr, CHUNK: tl.constexpr, BLOCK_R: tl.constexpr):
+    pid = tl.program_id(0).to(tl.int64)
+    o = pid // n_chunks
+    start = (pid % n_chunks) * CHUNK
+    base = o * R
+    lanes = tl.arange(0, BLOCK_R)
+{% if op in ("max", "min") %}
+    acc = tl.full([BLOCK_R], {{ "float('-inf')" if op == "max" else "float('inf')" }}, tl.float32)
+{% elif op in ("softmax", "log_softmax", "logsumexp") %}
+    mx = tl.full([BLOCK_R], float('-inf'), tl.float32)
+    sm = tl.zeros([BLOCK_R], dtype=tl.float32)
+{% elif op == "layer_norm" %}
+    shift = tl.load(x_ptr + base + start).to(tl.float32)
+    s1 = tl.zeros([BLOCK_R], dtype=tl.float32)
+    s2 = tl.zeros([BLOCK_R], dtype=tl.float32)
+{% else %}
+    acc = tl.zeros([BLOCK_R], dtype=tl.float32)
+{% endif %}
+    for r0 in range(0, CHUNK, BLOCK_R):
+        r = start + r0 + lanes
+        m = r < R
+{% if op == "max" %}
+        x = tl.load(x_ptr + base + r, mask=m, other=float('-inf')).to(tl.float32)
+        acc = tl.maximum(acc, x)
+{% elif op == "min" %}
+        x = tl.load(x_ptr + base + r, mask=m, other=float('inf')).to(tl.float32)
+        acc = tl.minimum(acc, x)
+{% elif op in ("softmax", "log_softmax", "logsumexp") %}
+        x = tl.load(x_ptr + base + r, mask=m, other=float('-inf')).to(tl.float32)
+        new = tl.maximum(mx, x)
+        live = new != float('-inf')
+        sm = sm * tl.where(live, tl.exp(mx - new), 0.0) + tl.where(live, tl.exp(x - new), 0.0)
+        mx = new
+{% elif op == "layer_norm" %}
+        x = tl.load(x_ptr + base + r, mask=m, other=0.0).to(tl.float32)
+        d = tl.where(m, x - shift, 0.0)
+        s1 += d
+        s2 += d * d
+{% elif op == "rms_norm" %}
+        x = tl.load(x_ptr + base + r, mask=m, other=0.0).to(tl.float32)
+        acc += x * x
+{% else %}
+        x = tl.load(x_ptr + base + r, mask=m, other=0.0).to(tl.float32)
+        acc += x
+{% endif %}
+{% if op in ("max", "min") %}
+    tl.store(part_ptr + pid, {{ "tl.max" if op == "max" else "tl.min" }}(acc, axis=0))
+{% elif op in ("softmax", "log_softmax", "logsumexp") %}
+    cmax = tl.max(mx, axis=0)
+    tl.store(part_ptr + pid * 2, cmax)
+    tl.store(part_ptr + pid * 2 + 1, tl.sum(sm * tl.where(mx != float('-inf'), tl.exp(mx - cmax), 0.0), axis=0))
+{% elif op == "layer_norm" %}
+    n = tl.minimum(R - start, CHUNK).to(tl.float32)
+    t1 = tl.sum(s1, axis=0)
+    tl.store(part_ptr + pid * 3, n)
+    tl.store(part_ptr + pid * 3 + 1, shift + t1 / n)
+    tl.store(part_ptr + pid * 3 + 2, tl.sum(s2, axis=0) - t1 * t1 / n)
+{% else %}
+    tl.store(part_ptr + pid, tl.sum(acc, axis=0))
+{% endif %}
+
+
+@triton.jit
+def _kp_{{ rid }}_fin(x_ptr, out_ptr, part_ptr, {% if has_w %}w_ptr, {% endif %}{% if has_b %}b_ptr, {% endif %}n_chunks, eps,
+        R: tl.constexpr, CHUNK: tl.constexpr, BLOCK_R: tl.constexpr, NCP2: tl.constexpr):
+    pid = tl.program_id(0).to(tl.int64)
+{% set whole = op in ("softmax", "log_softmax", "layer_norm", "rms_norm") %}
+{% if whole %}
+    o = pid // n_chunks
+{% else %}
+    o = pid
+{% endif %}
+    ks = tl.arange(0, NCP2)
+    km = ks < n_chunks
+    row = o * n_chunks + ks
+{% if op in ("max", "min") %}
+    p = tl.load(part_ptr + row, mask=km, other={{ "float('-inf')" if op == "max" else "float('inf')" }})
+    value = {{ "tl.max" if op == "max" else "tl.min" }}(p, axis=0)
+{% elif op in ("sum", "mean") %}
+    value = tl.sum(tl.load(part_ptr + row, mask=km, other=0.0), axis=0){% if op == "mean" %} / R{% endif %}
+
+{% elif op in ("softmax", "log_softmax", "logsumexp") %}
+    cmax = tl.load(part_ptr + row * 2, mask=km, other=float('-inf'))
+    csum = tl.load(part_ptr + row * 2 + 1, mask=km, other=0.0)
+    row_max = tl.max(cmax, axis=0)
+    row_sum = tl.sum(csum * tl.where(cmax != float('-inf'), tl.exp(cmax - row_max), 0.0), axis=0)
+    value = row_max + tl.log(row_sum)
+{% elif op == "layer_norm" %}
+    cn = tl.load(part_ptr + row * 3, mask=km, other=0.0)
+    cmean = tl.load(part_ptr + row * 3 + 1, mask=km, other=0.0)
+    cm2 = tl.load(part_ptr + row * 3 + 2, mask=km, other=0.0)
+    mean = tl.sum(cn * cmean, axis=0) / R
+    dm = tl.where(km, cmean - mean, 0.0)
+    rstd = 1.0 / tl.sqrt(tl.sum(cm2 + cn * dm * dm, axis=0) / R + eps)
+{% elif op == "rms_norm" %}
+    rstd = 1.0 / tl.sqrt(tl.sum(tl.load(part_ptr + row, mask=km, other=0.0), axis=0) / R + eps)
+{% endif %}
+{% if whole %}
+    base = o * R
+    lanes = tl.arange(0, BLOCK_R)
+    start = (pid % n_chunks) * CHUNK
+    for r0 in range(0, CHUNK, BLOCK_R):
+        r = start + r0 + lanes
+        m = r < R
+        x = tl.load(x_ptr + base + r, mask=m, other=0.0).to(tl.float32)
+{% if op == "softmax" %}
+        y = tl.exp(x - row_max) / row_sum
+{% elif op == "log_softmax" %}
+        y = x - value
+{% elif op == "layer_norm" %}
+        y = (x - mean) * rstd
+{% else %}
+        y = x * rstd
+{% endif %}
+{% if has_w %}
+        y = y * tl.load(w_ptr + r, mask=m, other=0.0).to(tl.float32)
+{% endif %}
+{% if has_b %}
+        y = y + tl.load(b_ptr + r, mask=m, other=0.0).to(tl.float32)
+{% endif %}
+        tl.store(out_ptr + base + r, y.to(out_ptr.dtype.element_ty), mask=m)
+{% else %}
+    tl.store(out_ptr + o, value.to(out_ptr.dtype.element_ty))
+{% endif %}
+
+
+def _kp_{{ rid }}(x{% if has_w %}, w{% endif %}{% if has_b %}, b{% endif %}):
+    x = x.contiguous()
+    shape = tuple(x.shape)
+{% if normalized_ndim %}
+    k = {{ normalized_ndim }}
+    outer, R, inner = _kp_prod(shape[:-k]), _kp_prod(shape[-k:]), 1
+{% else %}
+    d, k = {{ dim }}, {{ ndims }}
+    outer, R, inner = _kp_prod(shape[:d]), _kp_prod(shape[d:d + k]), _kp_prod(shape[d + k:])
+{% endif %}
+    if inner != 1:
+        raise RuntimeError("expert kernel _kp_{{ rid }} was written for split rows, got inner=%d" % inner)
+{% if op in ("sum", "mean", "max", "min", "logsumexp") %}
+{% if keepdim %}
+    out_shape = shape[:{{ dim }}] + (1,) * {{ ndims }} + shape[{{ dim }} + {{ ndims }}:]
+{% else %}
+    out_shape = shape[:{{ dim }}] + shape[{{ dim }} + {{ ndims }}:]
+{% endif %}
+    out = _kp_torch.empty(out_shape, dtype=x.dtype, device=x.device)
+{% else %}
+    out = _kp_torch.empty_like(x)
+{% endif %}
+    if out.numel() == 0 or R == 0:
+        return out
+    n_chunks = triton.cdiv(R, {{ CHUNK }})
+    part = _kp_torch.empty(outer * n_chunks * {{ 3 if op == "layer_norm" else (2 if op in ("softmax", "log_softmax", "logsumexp") else 1) }}, dtype=_kp_torch.float32, device=x.device)
+    _kp_{{ rid }}_part[(outer * n_chunks,)](x, part, n_chunks, R=R, CHUNK={{ CHUNK }}, BLOCK_R={{ BLOCK_R }},
+                                           num_warps={{ num_warps }})
+    ncp2 = max(2, 1 << (n_chunks - 1).bit_length())
+    grid = (outer * n_chunks,) if {{ op in ("softmax", "log_softmax", "layer_norm", "rms_norm") }} else (outer,)
+    _kp_{{ rid }}_fin[grid](x, out, part, {% if has_w %}w.contiguous(), {% endif %}{% if has_b %}b.contiguous(), {% endif %}n_chunks, {{ eps }},
+                           R=R, CHUNK={{ CHUNK }}, BLOCK_R={{ BLOCK_R }}, NCP2=ncp2, num_warps={{ num_warps }})
+    return out
+"""
