@@ -306,7 +306,7 @@ def profile(problem: str, candidate: str, config_path: str | None, device: str |
     import tempfile
 
     from kernelpro.api import ProfileContext, ProfileTarget
-    from kernelpro.evaluate.runner import build_env, evaluate
+    from kernelpro.evaluate.runner import BUILD_ENV_KEYS, build_env, evaluate
     from kernelpro.loop import RunError, gpu_spec, resolve_device
     from kernelpro.problem import ProblemError, load_candidate, load_problem
     from kernelpro.profile.pipeline import Profiler
@@ -337,7 +337,7 @@ def profile(problem: str, candidate: str, config_path: str | None, device: str |
         env = build_env(build)
         target = ProfileTarget(problem_path=Path(problem).resolve(), candidate_path=Path(candidate).resolve(),
                                device=dev, workdir=base / "profile", build_dir=build, python=sys.executable,
-                               env={k: env[k] for k in ("TORCH_EXTENSIONS_DIR", "TRITON_CACHE_DIR")})
+                               env={k: env[k] for k in BUILD_ENV_KEYS if k in env})
         target.workdir.mkdir(parents=True, exist_ok=True)
         analysis, _ = profiler.profile(target, ProfileContext(gpu=gpu_spec(plugins, dev), device=dev,
                                                                 result=result))

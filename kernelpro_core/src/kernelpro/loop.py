@@ -26,7 +26,7 @@ from kernelpro.api import (
     RewardContext,
     RunInfo,
 )
-from kernelpro.evaluate.runner import build_env, evaluate
+from kernelpro.evaluate.runner import BUILD_ENV_KEYS, build_env, evaluate
 from kernelpro.plugins import Plugins
 from kernelpro.problem import Problem, ProblemError, check_candidate, detect_language
 from kernelpro.profile.pipeline import Profiler, save_profiles
@@ -446,7 +446,7 @@ class Optimizer:
         return ProfileTarget(problem_path=self._problem_path(), candidate_path=self.run.source_path(cid),
                              device=self.device, workdir=self.run.profile_dir(cid), build_dir=build,
                              python=sys.executable,
-                             env={k: env[k] for k in ("TORCH_EXTENSIONS_DIR", "TRITON_CACHE_DIR")})
+                             env={k: env[k] for k in BUILD_ENV_KEYS if k in env})
 
     def _profile_context(self, cid: str, result: EvalResult | None = None) -> ProfileContext:
         return ProfileContext(gpu=self.gpu, device=self.device, result=result or self.results.get(cid))
