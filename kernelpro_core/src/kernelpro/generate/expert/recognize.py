@@ -88,7 +88,7 @@ class Recognition:
             return f"not recognized: {self.reason}"
         counts: dict[str, int] = {}
         for n in self.nodes:
-            if n.kind not in ("view", "other") or n.op not in ("placeholder", "output", "get_attr"):
+            if n.op not in ("placeholder", "output", "get_attr"):  # operators only
                 counts[n.kind] = counts.get(n.kind, 0) + 1
         parts = [f"{k}={v}" for k, v in sorted(counts.items())]
         regs = ", ".join(f"{r.kind}:{r.op}" + (f"(epilogue of {r.epilogue_of})" if r.epilogue_of else "")

@@ -1,0 +1,43 @@
+"""The expert generator driven by the real loop (greedy search, evaluator workers) on CPU,
+with its Triton kernels run by Triton's interpreter."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("triton", reason="triton is not installed")
+
+import kernelpro.generate.expert as expert  # noqa: E402
+from expert_problems import PROBLEMS  # noqa: E402
+from kernelpro import config as cfg  # noqa: E402
+from kernelpro.loop import optimize  # noqa: E402
+from kernelpro.plugins import Plugins  # noqa: E402
+from kernelpro.problem import parse_problem  # noqa: E402
+
+FAST = Path(__file__).resolve().parents[1] / "core" / "data" / "fast_config.yaml"
+
+
+def test_greedy_runs_expert_candidates_through_the_evaluator(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "1")  # inherited by the evaluation workers
+    plugins = Plugins(extra=[("core_expert", expert)])
+    config = cfg.load_config(str(FAST), {"device": "cpu", "budget": 3,
+                                         "generator": {"name": "expert", "params": {}}})
+    problem = parse_problem(PROBLEMS["layernorm"], name="layernorm")
+    summary = optimize(problem, config, plugins, tmp_path / "run", "cpu")
+    assert summary["evaluated"] == 3 and summary["correct"] == 3, summary
+    records = [json.loads(line) for line in (tmp_path / "run" / "candidates.jsonl").read_text().splitlines()]
+    assert all(r["generator"] == "expert" and r["language"] == "triton" for r in records)
+    assert len({json.dumps(r["params"], sort_keys=True) for r in records}) == 3
+    assert records[0]["parent"] == "root" and records[-1]["parent"] != "root"  # greedy refined a node
+
+
+def test_unrecognized_problem_ends_the_search(tmp_path):
+    plugins = Plugins(extra=[("core_expert", expert)])
+    config = cfg.load_config(str(FAST), {"device": "cpu", "budget": 2,
+                                         "generator": {"name": "expert", "params": {}}})
+    problem = parse_problem(PROBLEMS["data_dependent"], name="dd")
+    summary = optimize(problem, config, plugins, tmp_path / "run", "cpu")
+    assert summary["evaluated"] == 0 and summary["stopped_because"] == "search exhausted"
