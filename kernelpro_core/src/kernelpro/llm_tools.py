@@ -294,6 +294,10 @@ class CompileCheck(LLMTool):
         includes: list[str] = []
         if re.search(r"#include\s*[<\"](torch/|ATen/|c10/)", source):
             includes = _torch_includes()
+        if re.search(r"#include\s*[<\"](cute/|cutlass/)", source):
+            from kernelpro.evaluate.toolchain import include_paths
+
+            includes += include_paths([])  # CUTLASS_PATH or the nvidia-cutlass package
         base = context.workdir if context.workdir is not None else None
         if base is not None:
             Path(base).mkdir(parents=True, exist_ok=True)

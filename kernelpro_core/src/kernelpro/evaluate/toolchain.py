@@ -80,14 +80,23 @@ def gencode(arch: str) -> str:
 
 
 def include_paths(configured: list[str] | tuple[str, ...]) -> list[str]:
-    """Configured include directories, plus CUTLASS's when ``CUTLASS_PATH`` is set."""
+    """Configured include directories, plus CUTLASS's: from ``CUTLASS_PATH`` when set,
+    else from the CUTLASS tree that kernelpro_cute finds (the nvidia-cutlass package)."""
     paths = [str(Path(p).expanduser()) for p in configured]
     root = os.environ.get("CUTLASS_PATH")
+    extra: list[Path] = []
     if root:
-        for sub in ("include", "tools/util/include"):
-            p = Path(root) / sub
-            if p.is_dir() and str(p) not in paths:
-                paths.append(str(p))
+        extra = [Path(root) / sub for sub in ("include", "tools/util/include")]
+    else:
+        try:  # optional: present when the kernelpro_cute distribution is installed
+            from kernelpro_cute.corpus import locate
+
+            extra = list(locate().include_dirs)
+        except Exception:
+            extra = []
+    for p in extra:
+        if Path(p).is_dir() and str(p) not in paths:
+            paths.append(str(p))
     return paths
 
 
