@@ -60,6 +60,18 @@ PROBLEMS = {
     "split_sum": problem("", "        return x.sum(dim=1)\n", "[torch.randn(3, 20000)]"),
     "split_max": problem("", "        return torch.amax(x, dim=(1, 2), keepdim=True)\n",
                          "[torch.randn(2, 100, 300)]"),
+    # pointwise before and after a reduction/softmax/norm: fused into its kernel
+    "gemm_div_sum_scale": problem(
+        "        self.weight = nn.Parameter(torch.randn(24, 10))\n        self.scaling = 1.5\n",
+        "        x = torch.matmul(x, self.weight.T)\n        x = x / 2\n"
+        "        x = torch.sum(x, dim=1, keepdim=True)\n        return x * self.scaling\n", "[torch.randn(6, 10)]"),
+    "relu_max_col": problem("", "        return torch.max(torch.relu(x - 1.0), dim=1)[0] * 2.0\n",
+                            "[torch.randn(3, 20, 9)]"),
+    "scale_softmax_tanh": problem("", "        return torch.tanh(torch.softmax(x * 0.5, dim=-1))\n",
+                                  "[torch.randn(4, 50)]"),
+    "split_scale_layernorm": problem("        self.ln = nn.LayerNorm(30000)\n",
+                                     "        return torch.sigmoid(self.ln(x * 3.0 + 1.0))\n",
+                                     "[torch.randn(2, 30000)]"),
     "data_dependent": problem("", "        if x.sum() > 0:\n            return x\n        return -x\n",
                               "[torch.randn(4)]"),
 }

@@ -18,7 +18,8 @@ pytest.importorskip("triton", reason="triton is not installed: kernels are only 
 CASES = ["elementwise_chain", "bias_gelu", "softmax", "softmax_dim0", "log_softmax", "logsumexp", "layernorm",
          "rmsnorm", "rmsnorm_module", "gemm_bias_relu", "conv_relu", "reduction_sum", "reduction_mean_row",
          "reduction_max", "global_avg_pool", "amax_last_two", "split_softmax", "split_log_softmax",
-         "split_logsumexp", "split_layernorm", "split_rmsnorm", "split_sum", "split_max"]
+         "split_logsumexp", "split_layernorm", "split_rmsnorm", "split_sum", "split_max", "gemm_div_sum_scale",
+         "relu_max_col", "scale_softmax_tanh", "split_scale_layernorm"]
 
 
 @pytest.fixture(scope="module")

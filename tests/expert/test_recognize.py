@@ -102,3 +102,22 @@ def test_kernelbench_level2_finds_epilogues():
         rec = recognize(code)
         found += any(r.epilogue_of for r in rec.regions)
     assert found >= 3, "level-2 problems are GEMM/conv followed by pointwise chains"
+
+
+@pytest.mark.parametrize("name, prologue, epilogue", [
+    ("gemm_div_sum_scale", ["div"], ["mul"]),
+    ("relu_max_col", ["sub", "relu"], ["mul"]),
+    ("scale_softmax_tanh", ["mul"], ["tanh"]),
+    ("split_scale_layernorm", ["mul", "add"], ["sigmoid"]),
+])
+def test_pointwise_fused_into_reductions(name, prologue, epilogue):
+    rec = recognize(PROBLEMS[name])
+    (region,) = [r for r in rec.regions if r.kind != "pointwise"]
+    assert [p[0] for p in region.prologue] == prologue
+    assert [e[0] for e in region.epilogue] == epilogue
+    assert not [r for r in rec.regions if r.kind == "pointwise"]
+
+
+def test_a_reduction_input_read_twice_is_not_fused():
+    rec = recognize(PROBLEMS["rmsnorm"])  # x feeds both the square and the division
+    assert rec.regions[0].prologue == ()

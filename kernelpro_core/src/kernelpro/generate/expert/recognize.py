@@ -57,6 +57,10 @@ class Region:
     attrs: dict[str, Any] = attrs.field(factory=dict)
     program: tuple[tuple[str, tuple[tuple[str, Any], ...], dict[str, Any]], ...] = ()
     epilogue_of: str | None = None  # gemm/conv node whose output this pointwise region consumes
+    # pointwise bodies fused into a reduction/softmax/norm kernel: applied to each loaded
+    # element (prologue) and to each value before it is stored (epilogue); one tensor input
+    prologue: tuple[tuple[str, tuple[tuple[str, Any], ...], dict[str, Any]], ...] = ()
+    epilogue: tuple[tuple[str, tuple[tuple[str, Any], ...], dict[str, Any]], ...] = ()
 
     @property
     def id(self) -> str:
@@ -170,6 +174,7 @@ def _recognize_graph(gm: Any, input_count: int) -> Recognition:
             claimed.add(n.name)
             claimed.update(r.nodes)
     regions.extend(_pointwise_regions(order, info, claimed))
+    regions = _fuse_into_reductions(regions, by_name)
     position = {n.name: i for i, n in enumerate(order)}
     regions.sort(key=lambda r: position[r.output])
     return Recognition(ok=True, nodes=tuple(nodes), regions=tuple(regions), input_count=input_count)
@@ -340,3 +345,27 @@ def _broadcasts_to(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
         if a != b and a != 1:
             return False
     return True
+
+
+def _fuse_into_reductions(regions: list[Region], by_name: dict[str, Any]) -> list[Region]:
+    """Merge a one-input pointwise region that feeds only a reduction/softmax/norm region
+    into it as a prologue, and a one-input pointwise region that only reads its result
+    as an epilogue: each saves a full pass over the tensor in memory."""
+    fused = list(regions)
+    for r in [r for r in regions if r.kind in ("reduce", "softmax", "layernorm", "rmsnorm")]:
+        current = r
+        pro = next((p for p in fused if p.kind == "pointwise" and len(p.inputs) == 1 and
+                    p.output == current.inputs[0] and len(by_name[p.output].users) == 1 and
+                    next(iter(by_name[p.output].users)).name == current.nodes[0]), None)
+        if pro is not None and _meta(by_name[pro.inputs[0]])[0] == pro.shape:
+            merged = attrs.evolve(current, nodes=pro.nodes + current.nodes,
+                                  inputs=(pro.inputs[0],) + current.inputs[1:], prologue=pro.program)
+            fused = [merged if x is current else x for x in fused if x is not pro]
+            current = merged
+        users = by_name[current.output].users
+        epi = next((e for e in fused if e.kind == "pointwise" and e.inputs == (current.output,) and
+                    len(users) == 1 and next(iter(users)).name in e.nodes), None)
+        if epi is not None:
+            merged = attrs.evolve(current, nodes=current.nodes + epi.nodes, output=epi.output, epilogue=epi.program)
+            fused = [merged if x is current else x for x in fused if x is not epi]
+    return fused

@@ -82,24 +82,40 @@ def default_params(recognition: Recognition, graph: bool = False) -> dict[str, A
             "tiles": {rid: default_tile(r) for rid, r in zip(ids, recognition.regions)}}
 
 
-def pointwise_body(region: Region) -> tuple[list[str], str]:
-    """The SSA lines of a pointwise region, in fp32, and the name of its result."""
+def program_lines(program: Any, inputs: list[str], prefix: str) -> tuple[list[str], str]:
+    """SSA lines (fp32 Triton) of a pointwise program reading ``inputs``; the values are
+    named ``<prefix>0``, ``<prefix>1``, ...; returns the lines and the result's name."""
     lines = []
-    for j, (op, operands, attrs) in enumerate(region.program):
+    for j, (op, operands, attrs) in enumerate(program):
         arity, expr = POINTWISE[op]
         args = []
         for kind, value in operands:
             if kind == "in":
-                args.append(f"a{value}")
+                args.append(inputs[value])
             elif kind == "v":
-                args.append(f"v{value}")
+                args.append(f"{prefix}{value}")
             else:
                 args.append(literal(value))
         if len(args) != arity:
             raise ValueError(f"{op}: expected {arity} operands, got {len(args)}")
         params = {k: literal(v) for k, v in attrs.items()}
-        lines.append(f"v{j} = {expr.format(*args, p=params)}")
-    return lines, f"v{len(region.program) - 1}"
+        lines.append(f"{prefix}{j} = {expr.format(*args, p=params)}")
+    return lines, f"{prefix}{len(program) - 1}"
+
+
+def pointwise_body(region: Region) -> tuple[list[str], str]:
+    """The SSA lines of a pointwise region, in fp32, and the name of its result."""
+    return program_lines(region.program, [f"a{i}" for i in range(len(region.inputs))], "v")
+
+
+def fused_bodies(region: Region) -> dict[str, Any]:
+    """Template values of a reduction's prologue (reads and rewrites ``x``) and epilogue
+    (reads and rewrites ``y``)."""
+    pro, pro_result = program_lines(region.prologue, ["x"], "p") if region.prologue else ([], "")
+    epi, epi_result = program_lines(region.epilogue, ["y"], "e") if region.epilogue else ([], "")
+    if epi:
+        epi.append(f"y = {epi_result}")
+    return {"prologue": pro, "prologue_result": pro_result, "epilogue": epi}
 
 
 def render_kernel(rid: str, region: Region, tile: dict[str, int]) -> str:
@@ -117,11 +133,13 @@ def render_kernel(rid: str, region: Region, tile: dict[str, int]) -> str:
         return render(SPLIT, rid=rid, op=region.op, has_w=has_w, has_b=has_b, dim=region.attrs.get("dim"),
                       ndims=region.attrs.get("ndims", 1), keepdim=region.attrs.get("keepdim", False),
                       normalized_ndim=region.attrs.get("normalized_ndim"), eps=repr(float(eps)),
-                      BLOCK_R=tile["BLOCK_R"], CHUNK=tile["CHUNK"], num_warps=tile["num_warps"])
+                      BLOCK_R=tile["BLOCK_R"], CHUNK=tile["CHUNK"], num_warps=tile["num_warps"],
+                      **fused_bodies(region))
     return render(ROWCOL, rid=rid, op=region.op, layout=lay, has_w=has_w, has_b=has_b,
                   dim=region.attrs.get("dim"), ndims=region.attrs.get("ndims", 1), keepdim=region.attrs.get("keepdim", False),
                   normalized_ndim=region.attrs.get("normalized_ndim"), eps=repr(float(eps)),
-                  BLOCK_R=tile["BLOCK_R"], BLOCK_I=tile.get("BLOCK_I", 0), num_warps=tile["num_warps"])
+                  BLOCK_R=tile["BLOCK_R"], BLOCK_I=tile.get("BLOCK_I", 0), num_warps=tile["num_warps"],
+                  **fused_bodies(region))
 
 
 def describe(recognition: Recognition, params: dict[str, Any]) -> str:
@@ -131,7 +149,9 @@ def describe(recognition: Recognition, params: dict[str, Any]) -> str:
         if rid not in params["lower"]:
             continue
         tile = ",".join(f"{k}={v}" for k, v in params["tiles"][rid].items())
-        parts.append(f"{region.kind}({region.op})[{tile}]")
+        op = "+".join(x for x in ("+".join(p[0] for p in region.prologue), region.op,
+                                  "+".join(e[0] for e in region.epilogue)) if x)
+        parts.append(f"{region.kind}({op})[{tile}]")
     text = "Triton " + "; ".join(parts) if parts else "reference ops"
     return text + (" + CUDA graph" if params.get("graph") else "")
 

@@ -15,6 +15,9 @@ an empty string). Every kernel computes in fp32 and stores in the output's dtype
   kernel per extent (fixed in KernelBench problems), and loops with Python-int bounds,
   which Triton's interpreter also runs under NumPy 2.4 (it cannot index a range with a
   runtime scalar there).
+* A reduction-like kernel may carry a one-input pointwise ``prologue`` (applied to each
+  loaded element, masked lanes reset to the op's neutral value) and ``epilogue`` (applied
+  to each value before it is stored).
 * ``CANDIDATE``: the problem's source, the kernels, the fx rewrite that swaps each region
   for its kernel call, and optionally CUDA-graph capture of the whole forward.
 '''
@@ -110,6 +113,17 @@ def _kp_{{ rid }}_kernel(x_ptr, out_ptr, {% if has_w %}w_ptr, {% endif %}{% if h
         offs = base + r[:, None] * inner + cols[None, :]
 {% endif %}
         x = tl.load(x_ptr + offs, mask=m, other={{ other }}).to(tl.float32)
+{% for line in prologue %}
+        {{ line }}
+{% endfor %}
+{% if prologue %}
+        x = tl.where(m, {{ prologue_result }}, {{ other }})
+{% endif %}
+{% endmacro %}
+{% macro epi(ind) %}
+{% for line in epilogue %}
+{{ ind }}{{ line }}
+{% endfor %}
 {% endmacro %}
 {% macro store_stat(val) %}
 {% if layout == "row" %}
@@ -147,7 +161,8 @@ def _kp_{{ rid }}_kernel(x_ptr, out_ptr, {% if has_w %}w_ptr, {% endif %}{% if h
     row_max = tl.max(mx, axis=0)
     row_sum = tl.sum(sm * tl.where(mx != float('-inf'), tl.exp(mx - row_max{{ S }}), 0.0), axis=0)
 {% if op == "logsumexp" %}
-{{ store_stat("row_max + tl.log(row_sum)") }}
+    y = row_max + tl.log(row_sum)
+{{ epi("    ") }}{{ store_stat("y") }}
 {% else %}
     for r0 in range(0, R, BLOCK_R):
 {{ tile("float('-inf')") }}
@@ -156,7 +171,7 @@ def _kp_{{ rid }}_kernel(x_ptr, out_ptr, {% if has_w %}w_ptr, {% endif %}{% if h
 {% else %}
         y = x - row_max{{ S }} - tl.log(row_sum){{ S }}
 {% endif %}
-        tl.store(out_ptr + offs, y.to(out_ptr.dtype.element_ty), mask=m)
+{{ epi("        ") }}        tl.store(out_ptr + offs, y.to(out_ptr.dtype.element_ty), mask=m)
 {% endif %}
 {% elif op == "layer_norm" %}
     acc = tl.zeros({{ T }}, dtype=tl.float32)
@@ -174,7 +189,7 @@ def _kp_{{ rid }}_kernel(x_ptr, out_ptr, {% if has_w %}w_ptr, {% endif %}{% if h
 {{ tile("0.0") }}
         y = (x - mean{{ S }}) * rstd{{ S }}
 {{ weights() }}
-        tl.store(out_ptr + offs, y.to(out_ptr.dtype.element_ty), mask=m)
+{{ epi("        ") }}        tl.store(out_ptr + offs, y.to(out_ptr.dtype.element_ty), mask=m)
 {% elif op == "rms_norm" %}
     acc = tl.zeros({{ T }}, dtype=tl.float32)
     for r0 in range(0, R, BLOCK_R):
@@ -185,7 +200,7 @@ def _kp_{{ rid }}_kernel(x_ptr, out_ptr, {% if has_w %}w_ptr, {% endif %}{% if h
 {{ tile("0.0") }}
         y = x * rstd{{ S }}
 {{ weights() }}
-        tl.store(out_ptr + offs, y.to(out_ptr.dtype.element_ty), mask=m)
+{{ epi("        ") }}        tl.store(out_ptr + offs, y.to(out_ptr.dtype.element_ty), mask=m)
 {% endif %}
 {% endmacro %}
 {% if op in ("sum", "mean") %}
@@ -197,14 +212,16 @@ def _kp_{{ rid }}_kernel(x_ptr, out_ptr, {% if has_w %}w_ptr, {% endif %}{% if h
 {% if op == "mean" %}
     total = total / R
 {% endif %}
-{{ store_stat("total") }}
+    y = total
+{{ epi("    ") }}{{ store_stat("y") }}
 {% elif op in ("max", "min") %}
     acc = tl.full({{ T }}, {{ "float('-inf')" if op == "max" else "float('inf')" }}, tl.float32)
     for r0 in range(0, R, BLOCK_R):
 {{ tile("float('-inf')" if op == "max" else "float('inf')") }}
         acc = {{ "tl.maximum" if op == "max" else "tl.minimum" }}(acc, x)
     total = {{ "tl.max" if op == "max" else "tl.min" }}(acc, axis=0)
-{{ store_stat("total") }}
+    y = total
+{{ epi("    ") }}{{ store_stat("y") }}
 {% elif op in ("softmax", "log_softmax", "layer_norm", "rms_norm") %}
     if BLOCK_R >= R:
         # the whole reduced extent fits one tile: read once, keep it in registers
@@ -230,7 +247,7 @@ def _kp_{{ rid }}_kernel(x_ptr, out_ptr, {% if has_w %}w_ptr, {% endif %}{% if h
         y = x * rstd{{ S }}
 {{ weights() }}
 {% endif %}
-        tl.store(out_ptr + offs, y.to(out_ptr.dtype.element_ty), mask=m)
+{{ epi("        ") }}        tl.store(out_ptr + offs, y.to(out_ptr.dtype.element_ty), mask=m)
     else:
 {{ multi_pass() | indent(4, first=True) }}
 {% else %}
@@ -446,26 +463,62 @@ def _kp_{{ rid }}_part(x_ptr, part_ptr, n_chunks, R: tl.constexpr, CHUNK: tl.con
         m = r < R
 {% if op == "max" %}
         x = tl.load(x_ptr + base + r, mask=m, other=float('-inf')).to(tl.float32)
+{% for line in prologue %}
+        {{ line }}
+{% endfor %}
+{% if prologue %}
+        x = tl.where(m, {{ prologue_result }}, float('-inf'))
+{% endif %}
         acc = tl.maximum(acc, x)
 {% elif op == "min" %}
         x = tl.load(x_ptr + base + r, mask=m, other=float('inf')).to(tl.float32)
+{% for line in prologue %}
+        {{ line }}
+{% endfor %}
+{% if prologue %}
+        x = tl.where(m, {{ prologue_result }}, float('inf'))
+{% endif %}
         acc = tl.minimum(acc, x)
 {% elif op in ("softmax", "log_softmax", "logsumexp") %}
         x = tl.load(x_ptr + base + r, mask=m, other=float('-inf')).to(tl.float32)
+{% for line in prologue %}
+        {{ line }}
+{% endfor %}
+{% if prologue %}
+        x = tl.where(m, {{ prologue_result }}, float('-inf'))
+{% endif %}
         new = tl.maximum(mx, x)
         live = new != float('-inf')
         sm = sm * tl.where(live, tl.exp(mx - new), 0.0) + tl.where(live, tl.exp(x - new), 0.0)
         mx = new
 {% elif op == "layer_norm" %}
         x = tl.load(x_ptr + base + r, mask=m, other=0.0).to(tl.float32)
+{% for line in prologue %}
+        {{ line }}
+{% endfor %}
+{% if prologue %}
+        x = tl.where(m, {{ prologue_result }}, 0.0)
+{% endif %}
         d = tl.where(m, x - shift, 0.0)
         s1 += d
         s2 += d * d
 {% elif op == "rms_norm" %}
         x = tl.load(x_ptr + base + r, mask=m, other=0.0).to(tl.float32)
+{% for line in prologue %}
+        {{ line }}
+{% endfor %}
+{% if prologue %}
+        x = tl.where(m, {{ prologue_result }}, 0.0)
+{% endif %}
         acc += x * x
 {% else %}
         x = tl.load(x_ptr + base + r, mask=m, other=0.0).to(tl.float32)
+{% for line in prologue %}
+        {{ line }}
+{% endfor %}
+{% if prologue %}
+        x = tl.where(m, {{ prologue_result }}, 0.0)
+{% endif %}
         acc += x
 {% endif %}
 {% if op in ("max", "min") %}
@@ -528,6 +581,12 @@ def _kp_{{ rid }}_fin(x_ptr, out_ptr, part_ptr, {% if has_w %}w_ptr, {% endif %}
         r = start + r0 + lanes
         m = r < R
         x = tl.load(x_ptr + base + r, mask=m, other=0.0).to(tl.float32)
+{% for line in prologue %}
+        {{ line }}
+{% endfor %}
+{% if prologue %}
+        x = tl.where(m, {{ prologue_result }}, 0.0)
+{% endif %}
 {% if op == "softmax" %}
         y = tl.exp(x - row_max) / row_sum
 {% elif op == "log_softmax" %}
@@ -543,9 +602,16 @@ def _kp_{{ rid }}_fin(x_ptr, out_ptr, part_ptr, {% if has_w %}w_ptr, {% endif %}
 {% if has_b %}
         y = y + tl.load(b_ptr + r, mask=m, other=0.0).to(tl.float32)
 {% endif %}
+{% for line in epilogue %}
+        {{ line }}
+{% endfor %}
         tl.store(out_ptr + base + r, y.to(out_ptr.dtype.element_ty), mask=m)
 {% else %}
-    tl.store(out_ptr + o, value.to(out_ptr.dtype.element_ty))
+    y = value
+{% for line in epilogue %}
+    {{ line }}
+{% endfor %}
+    tl.store(out_ptr + o, y.to(out_ptr.dtype.element_ty))
 {% endif %}
 
 
