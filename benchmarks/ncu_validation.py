@@ -3,6 +3,7 @@
 stage-1/stage-2 profiling time per candidate.
 
     python benchmarks/ncu_validation.py CAPTURE_DIR > report.md
+    python benchmarks/ncu_validation.py --bench CAPTURE_DIR/bench.json
 
 CAPTURE_DIR is the unpacked ``ncu/`` folder of ``kernelpro_plugins_ncu/gpu_capture.py``
 (or ``tests/ncu/fixtures``). Runs on a CPU machine.
@@ -19,9 +20,29 @@ sys.path.insert(0, str(REPO / "kernelpro_plugins_ncu" / "gpu_kernels"))
 import kp_ncu_validate as V  # noqa: E402
 
 
+def timing_table(bench: list[dict]) -> list[str]:
+    out = ["| case | kernels | bottleneck | stage 1 s | stage 1 passes | stage 2 s | stage 2 passes | stage-2 metrics |",
+           "|---|---|---|---|---|---|---|---|"]
+    for row in bench:
+        out.append(f"| {row['case']} | {row['kernels']} | {row['bottleneck']} | {row['stage1_s']:.1f} | "
+                   f"{row.get('stage1_replay_passes', 0):.0f} | {row['stage2_s']:.1f} | "
+                   f"{row.get('stage2_replay_passes', 0):.0f} | {row['stage2_metrics']} |")
+    s1 = sorted(r["stage1_s"] for r in bench)
+    s2 = sorted(r["stage2_s"] for r in bench)
+    if bench:
+        out += ["", f"median stage 1 {s1[len(s1) // 2]:.1f} s, median stage 2 {s2[len(s2) // 2]:.1f} s "
+                f"over {len(bench)} candidates"]
+    return out
+
+
 def main(argv: list[str]) -> int:
+    if len(argv) == 2 and argv[0] == "--bench":  # only the timing table of one bench.json
+        import json
+
+        print("\n".join(timing_table(json.loads(Path(argv[1]).read_text()))))
+        return 0
     if len(argv) != 1:
-        print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
+        print("usage: python benchmarks/ncu_validation.py CAPTURE_DIR | --bench BENCH_JSON", file=sys.stderr)
         return 2
     capture = Path(argv[0])
     env = V.read_json(capture / "env.json") or {}
@@ -56,17 +77,7 @@ def main(argv: list[str]) -> int:
             out.append(f"- **{f.tool}** ({f.severity}, gain {f.estimated_gain:.2f}): {f.message}{src}")
         out.append("")
     if bench:
-        out += ["## Profiling time per candidate (NcuCollector, H200)", "",
-                "| case | kernels | bottleneck | stage 1 s | stage 1 passes | stage 2 s | stage 2 passes | stage-2 metrics |",
-                "|---|---|---|---|---|---|---|---|"]
-        for row in bench:
-            out.append(f"| {row['case']} | {row['kernels']} | {row['bottleneck']} | {row['stage1_s']:.1f} | "
-                       f"{row.get('stage1_replay_passes', 0):.0f} | {row['stage2_s']:.1f} | "
-                       f"{row.get('stage2_replay_passes', 0):.0f} | {row['stage2_metrics']} |")
-        s1 = sorted(r["stage1_s"] for r in bench)
-        s2 = sorted(r["stage2_s"] for r in bench)
-        out += ["", f"median stage 1 {s1[len(s1) // 2]:.1f} s, median stage 2 {s2[len(s2) // 2]:.1f} s "
-                f"over {len(bench)} candidates", ""]
+        out += ["## Profiling time per candidate (NcuCollector, H200)", "", *timing_table(bench), ""]
     print("\n".join(out))
     return 0
 
