@@ -14,9 +14,11 @@ Two steps:
 
    It optimizes each sampled problem with the expert generator (greedy search, a fixed
    budget per problem, profiling as the default config has it) into
-   ``$OUT/expert_bench/runs/<problem>``, stops starting problems after the deadline,
+   ``build/expert_bench/runs/<problem>``, stops starting problems after the deadline,
    writes results.json and report.md, packs ``$OUT/expert.tar.gz`` and prints the per-level
-   table. Problems already run in ``--out`` are read back, so a second call continues.
+   table. Problems already run are read back, so a second call (same warm machine)
+   continues where the first stopped; the table counts not-yet-run problems as failures,
+   so only a call that ran every problem gives the numbers to record.
    A second, identical pass with ``--generator torch_compile`` gives the comparison the
    issue asks for beyond the compiled-reference column.
 
@@ -83,7 +85,9 @@ def run(args: argparse.Namespace) -> int:
     config = cfg.load_config(args.config, overrides)
     cfg.validate(config, plugins)
     device = resolve_device(config.device)
-    out_dir = Path(args.out or os.environ.get("OUT", "build/expert_bench_out")) / f"{args.generator}_bench"
+    # the bench directory lives in the ignored build/ folder of the repo, which the device
+    # machine keeps between calls while it stays warm: a second call continues the bench
+    out_dir = Path(args.out) if args.out else REPO / "build" / f"{args.generator}_bench"
     out_dir.mkdir(parents=True, exist_ok=True)
     problems = bench.select(bench.read_suite(SAMPLE), levels=list(LEVELS))
     if args.limit:
@@ -102,6 +106,7 @@ def run(args: argparse.Namespace) -> int:
     (out_dir / "results.json").write_text(json.dumps({"meta": meta, "levels": summary, "problems": rows}, indent=1))
     bench.write_report(out_dir, rows, summary, meta)
     tar_path = Path(os.environ.get("OUT", str(out_dir.parent))) / f"{args.generator}.tar.gz"
+    tar_path.parent.mkdir(parents=True, exist_ok=True)
     with tarfile.open(tar_path, "w:gz") as tar:
         for name in ("results.json", "report.md", "roofline.png"):
             if (out_dir / name).exists():
@@ -126,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--budget", type=int, default=4, help="candidates per problem (fixed for the whole sample)")
     r.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
     r.add_argument("--config", default=None, help="YAML config (default: kernelpro's defaults)")
-    r.add_argument("--out", default=None, help="output root (default: $OUT)")
+    r.add_argument("--out", default=None, help="bench directory (default: build/<generator>_bench)")
     r.add_argument("--limit", type=int, default=None)
     r.add_argument("--deadline-s", type=float, default=540.0, help="start no problem after this many seconds")
     args = ap.parse_args(argv)
