@@ -114,3 +114,13 @@ def test_tile_moves_stay_in_the_space():
 def test_settings_are_checked():
     with pytest.raises(ValueError):
         ExpertSettings(stop_at_roofline_fraction=0.0)
+
+
+@pytest.mark.parametrize("name", ["layernorm", "split_softmax", "gemm_div_sum_scale", "conv_relu"])
+def test_drafts_pass_the_evaluators_source_scan(name):
+    from kernelpro.evaluate.guard import scan_source
+
+    drafts = ExpertGenerator().generate(request(name, device="cuda", n=3))
+    assert drafts
+    for d in drafts:
+        assert scan_source(d.source) is None
