@@ -13,7 +13,7 @@ PROBLEM = str(DATA / "tiny_problem.py")
 
 def test_help_on_every_command():
     for cmd in ([], ["optimize"], ["eval"], ["profile"], ["analyze"], ["plugins"], ["config"],
-                ["config", "show"], ["config", "validate"]):
+                ["config", "show"], ["config", "validate"], ["bench"], ["cute"], ["calibrate"]):
         res = kernelpro(*cmd, "--help")
         assert res.returncode == 0, (cmd, res.stderr)
         assert "Usage:" in res.stdout
