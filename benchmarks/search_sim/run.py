@@ -54,6 +54,7 @@ BASELINES: dict[str, Callable[[int], Any]] = {
 
 # each adaptation switched off, everything else at its default
 ABLATIONS: dict[str, dict[str, Any]] = {
+    "no_best_first": {"best_first": False},
     "no_widening": {"widening": False},
     # root and refinements alike: every node gets the refinement budget, k and constant
     "no_asymmetric_narrow": {"asymmetric": False},

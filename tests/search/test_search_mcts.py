@@ -419,3 +419,52 @@ def test_settings_are_frozen_attrs():
     assert attrs.has(Settings)
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         Settings().exploration = 1.0  # type: ignore[misc]
+
+
+def _one_strategy_tree(p):
+    """Root -> a (1.0) -> {b (2.0) -> {b1 1.0, b2 1.8, b3 1.02}, c (1.1)}; b is full."""
+    tree = Tree.new()
+    a = add(p, tree, ROOT, 1.0)
+    b = add(p, tree, a, 2.0)
+    c = add(p, tree, a, 1.1)
+    b1 = add(p, tree, b, 1.0)
+    b2 = add(p, tree, b, 1.8)
+    b3 = add(p, tree, b, 1.02)
+    return tree, dict(a=a, b=b, c=c, b1=b1, b2=b2, b3=b3)
+
+
+_REFINE = dict(root_max_children=1, max_children=3, depth_decay=0, widening=False, dive=False,
+               pruning=False)
+
+
+def test_best_first_refinement_expands_the_best_open_candidate_of_the_strategy():
+    p = policy(best_first=True, **_REFINE)
+    tree, n = _one_strategy_tree(p)
+    # b (2.0) has its 3 children; b2 is the best one under its budget, three times, then c
+    assert p.select(tree, 4) == [n["b2"], n["b2"], n["b2"], n["c"]]
+
+
+def test_best_first_skips_closed_candidates():
+    p = policy(best_first=True, **_REFINE)
+    tree, n = _one_strategy_tree(p)
+    tree[n["b2"]].closed = "closed by hand"
+    assert p.select(tree, 1) == [n["c"]]
+
+
+def test_without_best_first_uct_descends_and_widens_at_every_level():
+    p = policy(best_first=False, **_REFINE)
+    tree, n = _one_strategy_tree(p)
+    assert p.select(tree, 1) == [n["a"]]  # a is under its budget: UCT expands it
+
+
+def test_best_first_leaves_the_choice_of_strategy_to_uct():
+    p = policy(best_first=True, root_max_children=2, root_exploration=0.0, strategy_trials=0,
+               max_backup=1.0, max_children=3, depth_decay=0, widening=False, dive=False,
+               pruning=False)
+    tree = Tree.new()
+    a = add(p, tree, ROOT, 2.5)  # the better first attempt
+    b = add(p, tree, ROOT, 1.2)
+    b1 = add(p, tree, b, 3.0)  # the strategy that went further
+    for _ in range(3):
+        add(p, tree, a, 1.5)  # a is full, its children are slower
+    assert p.select(tree, 1) == [b1]

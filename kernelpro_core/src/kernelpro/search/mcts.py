@@ -19,6 +19,14 @@ so that it can be turned off for ablation:
   exploitative). A strategy (a child of the root) is valued as the best so far until
   ``strategy_trials`` candidates were evaluated in its subtree (first-play urgency), since
   a first attempt says little about where a strategy goes.
+* **Best-first refinement.** Below the root the goal is the best program of a strategy,
+  not a good average: once UCT has picked a strategy (a child of the root), the search
+  expands the open candidate of that subtree with the best own reward that is still under
+  its branching budget (ties: the earliest added), rather than descending by UCT through
+  subtree averages. Exploration happens between strategies (root UCT, first-play urgency,
+  virtual loss spreading a batch over strategies); within a strategy it comes from the
+  branching budget, which moves the search to the next-best candidate once the best has
+  had its children. Switched off, UCT with progressive widening decides at every level.
 * **Greedy playout.** A candidate that sets a new best for the problem is expanded in the
   next batch (``dive``), before UCT fills the rest of the batch; MCTS's simulation step,
   done with real evaluations.
@@ -125,6 +133,10 @@ class Settings:
     # playout: a candidate that sets a new best for the problem is expanded next, once,
     # before UCT picks the rest of the batch (a greedy one-step playout)
     dive: bool = True
+    # best-first refinement: UCT picks the strategy (a child of the root); inside its subtree
+    # the open candidate with the best own reward that can still be expanded is expanded,
+    # instead of descending further by UCT. Off: UCT (with widening) at every level.
+    best_first: bool = True
 
     # parallel expansion: pretend visits per in-flight selection, valued as the worst correct
     virtual_loss: float = attrs.field(default=2.5, validator=_nonneg)
@@ -133,8 +145,9 @@ class Settings:
 
 
 class MCTS(SearchPolicy):
-    """UCT with progressive widening, asymmetric branching, calibrated rewards behind a
-    correctness wall, dead-end pruning and virtual loss."""
+    """UCT over strategies with best-first refinement inside them, progressive widening,
+    asymmetric branching, calibrated rewards behind a correctness wall, dead-end pruning and
+    virtual loss."""
 
     name = "mcts"
     Settings = Settings
@@ -259,6 +272,28 @@ class MCTS(SearchPolicy):
             ):
                 return node.id
             node = self._best_child(node, kids, span)
+            if self.settings.best_first and node.parent == ROOT:
+                return self._best_in_subtree(tree, node, selectable)
+
+    def _best_in_subtree(self, tree: Tree, top: Node, selectable: set[str]) -> str:
+        """The selectable node of ``top``'s subtree with the best own reward that can still
+        be expanded (ties: the earliest added); ``top`` is selectable, so one exists."""
+        inside: set[str] = set()
+        stack = [top.id]
+        while stack:
+            nid = stack.pop()
+            inside.add(nid)
+            stack.extend(c for c in tree[nid].children if c in selectable)
+        best: Node | None = None
+        for nd in tree:  # insertion order
+            if nd.id not in inside:
+                continue
+            if len(nd.children) + self._pending(nd) >= self.branching_budget(nd):
+                continue
+            if best is None or (nd.reward or 0.0) > (best.reward or 0.0):
+                best = nd
+        assert best is not None
+        return best.id
 
     def _best_child(self, parent: Node, kids: list[Node], span: tuple[float, float]) -> Node:
         scores = [self.uct(parent, kid, span) for kid in kids]
