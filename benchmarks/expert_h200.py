@@ -22,8 +22,8 @@ Two steps:
    A second, identical pass with ``--generator torch_compile`` gives the comparison the
    issue asks for beyond the compiled-reference column.
 
-Until the lead adds the entry points, the expert generator and the bench module are
-registered here directly (``Plugins(extra=...)``).
+The expert generator and the bench module are
+found through core's entry points.
 """
 
 from __future__ import annotations
@@ -67,7 +67,6 @@ def prepare(args: argparse.Namespace) -> int:
 
 def run(args: argparse.Namespace) -> int:
     import kernelpro.bench as bench
-    import kernelpro.generate.expert as expert
     from kernelpro import config as cfg
     from kernelpro.loop import resolve_device
     from kernelpro.plugins import Plugins
@@ -75,11 +74,7 @@ def run(args: argparse.Namespace) -> int:
     if not SAMPLE.exists():
         print(f"error: {SAMPLE} is absent: run `prepare` on the development machine and carry it", file=sys.stderr)
         return 2
-    probe = Plugins()
-    extra = []
-    if "expert" not in probe.names("generator"):
-        extra.append(("core_expert", expert))
-    plugins = Plugins(extra=extra) if extra else probe
+    plugins = Plugins()
     overrides = {"device": args.device, "budget": args.budget,
                  "generator": {"name": args.generator, "params": {}}}
     config = cfg.load_config(args.config, overrides)

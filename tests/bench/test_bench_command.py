@@ -9,7 +9,6 @@ import pytest
 from click.testing import CliRunner
 
 import kernelpro.bench as bench
-import kernelpro.generate.expert as expert
 from kernelpro.plugins import Plugins
 
 FAST = Path(__file__).resolve().parents[1] / "core" / "data" / "fast_config.yaml"
@@ -86,7 +85,7 @@ def run_cli(args):
     from kernelpro import cli as climod
     from kernelpro.cli import cli
 
-    plugins = Plugins(extra=[("core_expert", expert), ("core_bench", bench)])
+    plugins = Plugins()  # the expert generator and bench come through core's entry points
     climod._PLUGINS[()] = plugins
     if "bench" not in cli.commands:
         plugins.register_commands(cli)

@@ -10,7 +10,6 @@ import pytest
 
 pytest.importorskip("triton", reason="triton is not installed")
 
-import kernelpro.generate.expert as expert  # noqa: E402
 from expert_problems import PROBLEMS  # noqa: E402
 from kernelpro import config as cfg  # noqa: E402
 from kernelpro.loop import optimize  # noqa: E402
@@ -22,7 +21,7 @@ FAST = Path(__file__).resolve().parents[1] / "core" / "data" / "fast_config.yaml
 
 def test_greedy_runs_expert_candidates_through_the_evaluator(tmp_path, monkeypatch):
     monkeypatch.setenv("TRITON_INTERPRET", "1")  # inherited by the evaluation workers
-    plugins = Plugins(extra=[("core_expert", expert)])
+    plugins = Plugins()
     config = cfg.load_config(str(FAST), {"device": "cpu", "budget": 3,
                                          "generator": {"name": "expert", "params": {}}})
     problem = parse_problem(PROBLEMS["layernorm"], name="layernorm")
@@ -35,7 +34,7 @@ def test_greedy_runs_expert_candidates_through_the_evaluator(tmp_path, monkeypat
 
 
 def test_unrecognized_problem_ends_the_search(tmp_path):
-    plugins = Plugins(extra=[("core_expert", expert)])
+    plugins = Plugins()
     config = cfg.load_config(str(FAST), {"device": "cpu", "budget": 2,
                                          "generator": {"name": "expert", "params": {}}})
     problem = parse_problem(PROBLEMS["data_dependent"], name="dd")
