@@ -1,4 +1,4 @@
-"""Random search over MCTS settings on the development seeds (0-99 at most).
+"""Random search over MCTS settings on the development seeds (0-199 at most).
 
     python benchmarks/search_sim/tune.py [--trials N] [--seeds N] [--first-seed S] [--budget B]
                                          [--seed S] [--around JSON]
@@ -64,8 +64,8 @@ def main() -> int:
     ap.add_argument("--around", type=json.loads, default=None,
                     help="JSON settings: perturb two of them per trial instead of sampling all")
     args = ap.parse_args()
-    if args.first_seed + args.seeds > 100:
-        ap.error("the development set is seeds 0-99")
+    if args.first_seed + args.seeds > 200:
+        ap.error("the development set is seeds 0-199")
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
     rng = random.Random(args.seed)
     start = args.around or {}
