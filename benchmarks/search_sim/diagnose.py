@@ -2,7 +2,8 @@
 
     python benchmarks/search_sim/diagnose.py
 
-Per family and policy (MCTS with UCT below the root, i.e. ``best_first=False``; MCTS at its
+Per family and policy (MCTS at the defaults before best-first refinement; MCTS with UCT
+below the root, i.e. ``best_first=False`` and the current refinement budget; MCTS at its
 defaults; beam): the mean depth of the reported best candidate, the share of expansions
 spent on the root (new first attempts), the median rank by reward (0 = best so far) of the
 parents expanded, and the share of expansions whose parent was among the 4 best correct
@@ -51,6 +52,9 @@ def diag(make, fam, seeds, budget=100):
     return (statistics.fmean(depth), statistics.fmean(root_exp), statistics.fmean(parent_rank), statistics.fmean(share_best))
 
 POLICIES = {
+    # the defaults before best-first refinement (commit e0043a3)
+    "mcts_before": lambda s: MCTS(Settings(best_first=False, max_children=3, depth_decay=1),
+                                  rng=random.Random(s)),
     "mcts_uct_below_root": lambda s: MCTS(Settings(best_first=False), rng=random.Random(s)),
     "mcts_best_first": lambda s: MCTS(rng=random.Random(s)),
     "beam": lambda s: Beam(rng=random.Random(s)),

@@ -12,8 +12,9 @@ program, so pairs differ only by the policy). The score of a run is the true spe
 the candidate it reports as best (the best *measured*; 1.0 when nothing measured faster
 than the reference). Paired comparisons use the Wilcoxon signed-rank test on log scores.
 
-Seeds 0-99 are the development set the MCTS defaults were tuned on; report on others
-(the default first seed is 1000).
+Seeds 0-199 are the development set the MCTS defaults were tuned on; report on others
+(the default first seed is 1000; the recorded results use 2000-2199, 3000-3199 and
+4000-4199, see RESULTS.md).
 """
 
 from __future__ import annotations
@@ -171,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", type=int, default=100, help="landscapes per family")
     ap.add_argument("--first-seed", type=int, default=1000,
-                    help="first landscape seed (0-99 were used to tune the defaults)")
+                    help="first landscape seed (0-199 were used to tune the defaults)")
     ap.add_argument("--budget", type=int, default=100, help="evaluated candidates per run")
     ap.add_argument("--parallel", type=int, default=4, help="parents selected per batch")
     ap.add_argument("--families", default=",".join(FAMILIES))

@@ -80,9 +80,9 @@ _nonneg = attrs.validators.ge(0)
 
 @attrs.frozen
 class Settings:
-    """Config keys of the ``mcts`` policy. Defaults were tuned by random search on the
-    development seeds (0-99) of the simulated landscapes in ``benchmarks/search_sim``
-    (``tune.py``) and reported on other seeds (``RESULTS.md``)."""
+    """Config keys of the ``mcts`` policy. Defaults were tuned on the development seeds
+    (0-199) of the simulated landscapes in ``benchmarks/search_sim`` (``tune.py``,
+    ``screen.py``) and reported on other seeds (``RESULTS.md``)."""
 
     # UCT exploration constant below the root, on normalised values in [0, 1]
     exploration: float = attrs.field(default=0.05, validator=_nonneg)
