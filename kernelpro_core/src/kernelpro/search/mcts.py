@@ -12,7 +12,8 @@ so that it can be turned off for ablation:
   ``ceil(k * N**alpha)`` children (Coulom 2007; Chaslot et al. 2008). While it has fewer it
   is expanded; otherwise the search descends into its children. A node none of whose
   children can be selected may still be expanded up to its branching budget, so that a
-  parent whose every child failed is not stuck.
+  parent whose every child failed is not stuck. With best-first refinement on (the default)
+  the search stops descending at a strategy, so widening acts at the root only.
 * **Asymmetric branching.** The branching budget (the most children a node ever gets), the
   widening coefficient and the exploration constant differ between the root (distinct
   strategies: wide, exploratory) and refinement nodes (narrow, shrinking with depth,
@@ -84,7 +85,8 @@ class Settings:
     (0-199) of the simulated landscapes in ``benchmarks/search_sim`` (``tune.py``,
     ``screen.py``) and reported on other seeds (``RESULTS.md``)."""
 
-    # UCT exploration constant below the root, on normalised values in [0, 1]
+    # UCT exploration constant below the root, on normalised values in [0, 1] (used only
+    # with best_first off: best-first refinement does not descend by UCT below a strategy)
     exploration: float = attrs.field(default=0.05, validator=_nonneg)
     # share of a subtree's best (instead of its mean) in its value: 0 = plain UCT mean.
     # The goal is the best kernel, not the average one; the mean part damps timing noise.
