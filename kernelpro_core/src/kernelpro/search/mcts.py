@@ -85,8 +85,9 @@ class Settings:
     (0-199) of the simulated landscapes in ``benchmarks/search_sim`` (``tune.py``,
     ``screen.py``) and reported on other seeds (``RESULTS.md``)."""
 
-    # UCT exploration constant below the root, on normalised values in [0, 1] (used only
-    # with best_first off: best-first refinement does not descend by UCT below a strategy)
+    # UCT exploration constant below the root, on normalised values in [0, 1]; below the root
+    # it acts only with best_first off (best-first refinement does not descend by UCT below a
+    # strategy); with asymmetric off it is also the root's
     exploration: float = attrs.field(default=0.05, validator=_nonneg)
     # share of a subtree's best (instead of its mean) in its value: 0 = plain UCT mean.
     # The goal is the best kernel, not the average one; the mean part damps timing noise.
