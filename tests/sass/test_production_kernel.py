@@ -2,7 +2,7 @@
 kernelpro_cute's example candidate (4-stage TMA ring, mbarrier waits, elect-one TMA issue,
 SS WGMMA). Its spin-wait and elect loops are full of predicates and it stores its epilogue
 with 32-bit accesses; none of that is a finding. On the H200 this same kernel was analysed
-by `kernelpro analyze` (gpu_results/cute) before these rules were tightened."""
+by `kernelpro analyze` (docs/validation/cute_h200) before these rules were tightened."""
 
 from __future__ import annotations
 
