@@ -147,7 +147,7 @@ def build_extension() -> str:
 def sanity_and_io() -> None:
     import torch
     import kp_ncu_cases as C
-    from kernelpro_plugins_ncu.forward_io import tensor_bytes
+    from kernelpro.evaluate.forward import tensor_bytes
 
     io = {}
     for case in C.CASES.values():

@@ -61,8 +61,8 @@ def test_stage1_command_and_parse(tmp_path, fake):
     for section in M.STAGE1_SECTIONS:
         assert f"--section {section}" in joined
     assert M.DRAM_READ_BYTES in argv[argv.index("--metrics") + 1]
-    # the forward driver (through the I/O-recording wrapper) runs the candidate, not the reference
-    assert "kernelpro_plugins_ncu.forward_io" in argv and "--candidate" in argv
+    # core's forward driver runs the candidate, not the reference, and records its I/O bytes
+    assert "kernelpro.evaluate.forward" in argv and "--candidate" in argv and "--io-json" in argv
     assert data.level == "kernel" and data.collector == "ncu" and len(data.kernels) == 2
     assert data.kernels[0].duration_ns == 1e6
     assert data.kernels[0].metrics[M.DRAM_READ_BYTES] == 2.15e9

@@ -1,7 +1,7 @@
 """``NcuCollector``: runs a candidate's forward under Nsight Compute.
 
 The command is ``ncu --clock-control none --profile-from-start off --target-processes all
-... python -m kernelpro_plugins_ncu.forward_io ... <kernelpro.evaluate.forward arguments>``:
+... python -m kernelpro.evaluate.forward ... --io-json ...``:
 clocks are never locked, and only the kernels launched inside the forward driver's
 ``cudaProfilerStart``/``Stop`` range are profiled (the candidate's own kernels, after
 warm-up; not the reference, not an L2 flush). Every kernel launched there is profiled;
@@ -177,13 +177,8 @@ class NcuCollector(Collector):
         return kept, dropped
 
     def forward_argv(self, target: ProfileTarget, io_json: Path | None) -> list[str]:
-        argv = forward.command(target.problem_path, target.candidate_path, device=target.device,
-                               warmup=self.settings.warmup, iters=1, python=target.python)
-        if io_json is not None:
-            i = argv.index("kernelpro.evaluate.forward")
-            argv[i] = "kernelpro_plugins_ncu.forward_io"
-            argv[i + 1:i + 1] = ["--io-json", str(io_json)]
-        return argv
+        return forward.command(target.problem_path, target.candidate_path, device=target.device,
+                               warmup=self.settings.warmup, iters=1, python=target.python, io_json=io_json)
 
     def ncu_argv(self, ncu: str, stage: int, metric_names: Sequence[str], report: Path) -> list[str]:
         argv = [ncu, "--clock-control", "none", "--profile-from-start", "off",

@@ -1,18 +1,22 @@
 """Run a problem's reference or a candidate's forward for a profiler.
 
     python -m kernelpro.evaluate.forward --problem P.py [--candidate C.py]
-        [--device cuda] [--warmup 3] [--iters 1] [--seed 0]
+        [--device cuda] [--warmup 3] [--iters 1] [--seed 0] [--io-json OUT.json]
 
 Warm-up calls (compilation, autotuning, caches) run first; then the ``--iters`` profiled
 calls run between ``cudaProfilerStart`` and ``cudaProfilerStop`` and inside the NVTX
 range ``kernelpro:profiled``, so a profiler started with ``--profile-from-start off``
 (Nsight Compute, Nsight Systems) sees only the candidate's own kernels: not the warm-up,
-not the reference. Exit status 0 on success; on failure one line on stderr and status 1.
+not the reference. ``--io-json`` writes the bytes the forward must at least move (its
+inputs, parameters and buffers, and its output) for micro-profilers that compare measured
+DRAM traffic with that minimum. Exit status 0 on success; on failure one line on stderr
+and status 1.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -27,13 +31,29 @@ def command(
     iters: int = 1,
     seed: int = 0,
     python: str = sys.executable,
+    io_json: Path | None = None,
 ) -> list[str]:
     """The argv that runs this module; collectors prefix it with their profiler."""
     argv = [python, "-m", "kernelpro.evaluate.forward", "--problem", str(problem)]
     if candidate is not None:
         argv += ["--candidate", str(candidate)]
     argv += ["--device", device, "--warmup", str(warmup), "--iters", str(iters), "--seed", str(seed)]
+    if io_json is not None:
+        argv += ["--io-json", str(io_json)]
     return argv
+
+
+def tensor_bytes(value) -> int:
+    """Bytes of every tensor in a (nested) value."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.numel() * value.element_size()
+    if isinstance(value, (list, tuple)):
+        return sum(tensor_bytes(v) for v in value)
+    if isinstance(value, dict):
+        return sum(tensor_bytes(v) for v in value.values())
+    return 0
 
 
 def prepare(problem_path: Path, candidate_path: Path | None, device: str, seed: int):
@@ -61,26 +81,40 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--iters", type=int, default=1)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--io-json", type=Path, help="write input/parameter/output bytes here")
     args = ap.parse_args(argv)
 
     import torch
 
     try:
         model, inputs = prepare(args.problem, args.candidate, args.device, args.seed)
+        io: dict[str, int] = {}
+        if args.io_json is not None:
+            io["input_bytes"] = tensor_bytes(inputs)
+            io["param_bytes"] = 0
+            if isinstance(model, torch.nn.Module):
+                io["param_bytes"] = sum(tensor_bytes(t) for t in (*model.parameters(), *model.buffers()))
         with torch.no_grad():
-            for _ in range(args.warmup):
-                model(*inputs)
+            for i in range(args.warmup):
+                out = model(*inputs)
+                if i == 0 and args.io_json is not None:
+                    io["output_bytes"] = tensor_bytes(out)
+                del out
             cuda = args.device.startswith("cuda")
             if cuda:
                 torch.cuda.synchronize()
                 torch.cuda.cudart().cudaProfilerStart()
                 torch.cuda.nvtx.range_push(PROFILED_RANGE)
             for _ in range(args.iters):
-                model(*inputs)
+                out = model(*inputs)
             if cuda:
                 torch.cuda.synchronize()
                 torch.cuda.nvtx.range_pop()
                 torch.cuda.cudart().cudaProfilerStop()
+            if args.io_json is not None and "output_bytes" not in io:
+                io["output_bytes"] = tensor_bytes(out)
+        if args.io_json is not None:
+            args.io_json.write_text(json.dumps(io))
     except Exception as exc:  # one line for the collector, never a traceback
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         print(f"forward failed: {type(exc).__name__}: {msg}", file=sys.stderr)
