@@ -230,9 +230,10 @@ class MicroProfiler(Plugin):
     metrics: ClassVar[tuple[str, ...]] = ()  # raw metric names it needs from stage 2
 
     def applies(self, bottleneck: Bottleneck | None) -> bool:
-        if ANY in self.applies_to:
+        """The gate. With no classified bottleneck there is nothing to gate on: it runs."""
+        if ANY in self.applies_to or bottleneck is None:
             return True
-        return bottleneck is not None and bottleneck.kind in self.applies_to
+        return bottleneck.kind in self.applies_to
 
     @abc.abstractmethod
     def analyze(

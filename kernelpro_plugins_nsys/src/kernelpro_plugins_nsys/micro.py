@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from kernelpro.api import ANY, MicroProfiler, ProfileContext
-from kernelpro.records import Bottleneck, Finding, ProfileData
+from kernelpro.records import Finding, ProfileData
 
 from kernelpro_plugins_nsys.analysis import HOST_RANGE_OVER, SystemTimeline
 
@@ -81,16 +81,10 @@ def _where(host_context: str) -> str:
 
 
 class SystemMicroProfiler(MicroProfiler):
-    """Common base: level "system", no stage-2 metrics, runs when no bottleneck exists."""
+    """Common base: level "system", no stage-2 metrics."""
 
     level: ClassVar[str] = LEVEL
     metrics: ClassVar[tuple[str, ...]] = ()
-
-    def applies(self, bottleneck: Bottleneck | None) -> bool:
-        """Gate on the bottleneck kind; with no classified bottleneck, run (nothing to gate on)."""
-        if bottleneck is None:
-            return True
-        return super().applies(bottleneck)
 
     def finding(self, **kwargs) -> Finding:
         return Finding(tool=self.name, level=LEVEL, **kwargs)

@@ -95,8 +95,7 @@ class Profiler:
         bottleneck = None
         if self.classifier is not None and stage1:
             bottleneck = self.classifier.classify(stage1, context)
-        # without a classified bottleneck nothing can be gated: every micro-profiler runs
-        gated = self.gated(bottleneck) if bottleneck is not None else list(self.micro_profilers)
+        gated = self.gated(bottleneck)  # with no bottleneck, every micro-profiler applies
         if only is not None:
             wanted = set(only)
             unknown = wanted - {m.name for m in self.micro_profilers}
@@ -142,11 +141,8 @@ class Profiler:
         profiles = {profile.level: profile}
         if profile.level == "kernel" and self.classifier is not None:
             bottleneck = self.classifier.classify(profiles, context)
-        if bottleneck is not None:
-            gated = self.gated(bottleneck, level=profile.level)
-        else:
-            # nothing classifies this level by itself: every micro-profiler of it runs
-            gated = [m for m in self.micro_profilers if m.level == profile.level]
+        # nothing classifies the other levels by themselves: then every micro-profiler of it runs
+        gated = self.gated(bottleneck, level=profile.level)
         notes = list(self.notes) + list(profile.notes)
         findings = run_micro_profilers(gated, profiles, bottleneck, context, notes)
         return Analysis(bottleneck=bottleneck, findings=tuple(sort_findings(findings)), notes=tuple(notes))
