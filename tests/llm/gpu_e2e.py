@@ -116,6 +116,7 @@ def cli_command() -> tuple[list[str], str]:
 
 def write_config(path: Path, device: str, memory_path: Path) -> None:
     enforce = "true" if device == "cuda" else "false"
+    collectors = "[ncu, sass]" if device == "cuda" else "null"
     path.write_text(f"""device: {device}
 budget: 2
 generator:
@@ -134,6 +135,10 @@ evaluator:
   rounds: 3
   rep_ms: 100
   time_compiled_reference: false
+profiling:
+  # ncu gives the findings the refinement prompt must carry; sass is a quick disassembly.
+  # The system-level collector and energy add about a minute per candidate on the H200.
+  collectors: {collectors}
 memory:
   enabled: true
   path: {memory_path}
