@@ -1,5 +1,6 @@
 """Run in a subprocess with TRITON_INTERPRET=1: render each named problem's candidates
-(default tiles and one moved tile), load them as the evaluator does and compare with the
+(default tiles and moved tiles; for GEMMs also the Triton-GEMM alternative in both fp32
+precisions and moved GEMM tiles), load them as the evaluator does and compare with the
 reference under the same seed. Prints one JSON line per candidate."""
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from expert_problems import PROBLEMS  # noqa: E402
 from kernelpro.evaluate.loader import load_module  # noqa: E402
 from kernelpro.generate.expert import moves  # noqa: E402
 from kernelpro.generate.expert.recognize import recognize  # noqa: E402
-from kernelpro.generate.expert.render import default_params, region_ids, render_candidate  # noqa: E402
+from kernelpro.generate.expert.render import default_params, gemm_params, render_candidate  # noqa: E402
 
 
 def check(name: str, workdir: Path) -> list[dict]:
@@ -25,7 +26,11 @@ def check(name: str, workdir: Path) -> list[dict]:
     rec = recognize(source)
     base = default_params(rec)
     variants = [base] + [c for c in moves.apply("smaller", None, base)][:1] + \
-        [c for c in moves.apply("more_programs", None, base)][:1]
+        [c for c in moves.apply("more_programs", None, base)][:1] if base["lower"] else []
+    gemm = gemm_params(rec)
+    if gemm is not None:  # the Triton-GEMM alternative, its other precision, a smaller and a deeper tile
+        variants += [gemm] + [gemm_params(rec, "tf32x3")] * ("precision" in str(gemm["tiles"])) + \
+            moves.apply("smaller", None, gemm)[:1] + moves.apply("deeper_k", None, gemm)[:1]
     out = []
     for k, params in enumerate(variants):
         path = workdir / f"{name}_{k}.py"
@@ -40,10 +45,12 @@ def check(name: str, workdir: Path) -> list[dict]:
         with torch.no_grad():
             want, got = ref(*inputs), new(*inputs)
         lowered = sum(1 for n in new.lowered.graph.nodes if n.op == "call_function" and "_kp_r" in n.name)
-        out.append({"name": name, "variant": k, "regions": len(region_ids(rec)), "lowered": lowered,
+        out.append({"name": name, "variant": k, "regions": len(params["lower"]), "lowered": lowered,
+                    "dtype": str(want.dtype).replace("torch.", ""),
                     "shape_ok": tuple(want.shape) == tuple(got.shape),
-                    "max_abs_err": float((want - got).abs().max()) if want.shape == got.shape else None,
-                    "max_abs_ref": float(want.abs().max()),
+                    "max_abs_err": float((want.float() - got.float()).abs().max()) if want.shape == got.shape
+                    else None,
+                    "max_abs_ref": float(want.float().abs().max()),
                     "tiles": params["tiles"]})
     return out
 

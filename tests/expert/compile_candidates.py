@@ -24,7 +24,7 @@ from expert_problems import PROBLEMS  # noqa: E402
 from kernelpro.evaluate.loader import load_module  # noqa: E402
 from kernelpro.generate.expert import moves  # noqa: E402
 from kernelpro.generate.expert.recognize import recognize  # noqa: E402
-from kernelpro.generate.expert.render import default_params, render_candidate  # noqa: E402
+from kernelpro.generate.expert.render import default_params, gemm_params, render_candidate  # noqa: E402
 
 DTYPES = {torch.float32: "*fp32", torch.float16: "*fp16", torch.bfloat16: "*bf16", torch.float64: "*fp64"}
 TARGET = GPUTarget("cuda", 90, 32)
@@ -36,7 +36,7 @@ class Recorder:
         self.name, self.fn = name, fn
 
     def __getitem__(self, grid):
-        def launch(*args, num_warps=4, **constexprs):
+        def launch(*args, num_warps=4, num_stages=3, **constexprs):
             params = self.fn.params
             signature, values = {}, dict(constexprs)
             for p, a in zip(params, args):
@@ -56,9 +56,10 @@ class Recorder:
                 if p.is_constexpr:
                     signature[p.name] = "constexpr"
             src = ASTSource(fn=self.fn, signature=signature, constexprs=values)
-            compiled = triton.compile(src, target=TARGET, options={"num_warps": num_warps})
+            compiled = triton.compile(src, target=TARGET, options={"num_warps": num_warps, "num_stages": num_stages})
             RESULTS.append({"kernel": self.name, "cubin_bytes": len(compiled.asm["cubin"]),
-                            "num_warps": num_warps})
+                            "num_warps": num_warps, "ptx_mma": "mma" in compiled.asm["ptx"],
+                            "shared_bytes": compiled.metadata.shared})
         return launch
 
 
@@ -66,7 +67,12 @@ def check(name: str, workdir: Path) -> None:
     source = PROBLEMS[name]
     rec = recognize(source)
     base = default_params(rec)
-    variants = [base] + moves.apply("wider", None, base)[:1] + moves.apply("fewer_warps", None, base)[:1]
+    variants = [base] + moves.apply("wider", None, base)[:1] + moves.apply("fewer_warps", None, base)[:1] \
+        if base["lower"] else []
+    gemm = gemm_params(rec)
+    if gemm is not None:
+        variants += [gemm] + ([gemm_params(rec, "tf32x3")] if "precision" in str(gemm["tiles"]) else []) + \
+            moves.apply("more_stages", None, gemm)[:1]
     for k, params in enumerate(variants):
         path = workdir / f"{name}_{k}.py"
         path.write_text(render_candidate(source, rec, params))

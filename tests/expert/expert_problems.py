@@ -72,6 +72,56 @@ PROBLEMS = {
     "split_scale_layernorm": problem("        self.ln = nn.LayerNorm(30000)\n",
                                      "        return torch.sigmoid(self.ln(x * 3.0 + 1.0))\n",
                                      "[torch.randn(2, 30000)]"),
+    # Triton GEMM with fused epilogue: sizes that are not multiples of the tiles
+    "linear_relu_odd": problem("        self.fc = nn.Linear(37, 45)\n", "        return torch.relu(self.fc(x))\n",
+                               "[torch.randn(33, 37)]"),
+    "linear3d_sigmoid": problem(
+        "        self.fc = nn.Linear(24, 10)\n        self.b = nn.Parameter(torch.randn(10))\n",
+        "        return torch.sigmoid(self.fc(x) * 0.5 - self.b)\n", "[torch.randn(2, 5, 24)]"),
+    "addmm_scale": problem(
+        "        self.w = nn.Parameter(torch.randn(18, 21))\n        self.b = nn.Parameter(torch.randn(21))\n",
+        "        return torch.addmm(self.b, x, self.w) * 2.0\n", "[torch.randn(7, 18)]"),
+    "linear_residual_clone": problem(
+        "        self.fc = nn.Linear(20, 36)\n",
+        "        x = self.fc(x)\n        r = x.clone().detach()\n        return x * 0.5 + r\n",
+        "[torch.randn(40, 20)]"),
+    "gemm_fp16_tanh": problem(
+        "        self.w = nn.Parameter(torch.randn(40, 24, dtype=torch.float16) * 0.2)\n",
+        "        return torch.tanh(torch.matmul(x, self.w) * 0.5)\n",
+        "[torch.randn(19, 40, dtype=torch.float16)]"),
+    "bmm_add": HEAD + (
+        "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "    def forward(self, a, b, c):\n        return torch.bmm(a, b) + c\n"
+        "def get_inputs():\n    return [torch.randn(3, 17, 20), torch.randn(3, 20, 9), torch.randn(3, 17, 9)]\n"
+        "def get_init_inputs():\n    return []\n"),
+    "matmul_transposed_both": HEAD + (
+        "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "    def forward(self, a, b):\n        return torch.matmul(a.T, b.T)\n"
+        "def get_inputs():\n    return [torch.randn(40, 23), torch.randn(30, 40)]\n"
+        "def get_init_inputs():\n    return []\n"),
+    # pooling kernels
+    "max_pool1d_dilated": problem("        self.pool = nn.MaxPool1d(3, stride=2, padding=1, dilation=2)\n",
+                                  "        return self.pool(x)\n", "[torch.randn(2, 3, 21)]"),
+    "max_pool2d_ceil": problem("", "        return F.max_pool2d(x, 3, stride=2, padding=1, ceil_mode=True)\n",
+                               "[torch.randn(2, 3, 10, 9)]"),
+    "max_pool3d": problem("        self.pool = nn.MaxPool3d((2, 3, 2), stride=(1, 2, 2), padding=(0, 1, 1))\n",
+                          "        return self.pool(x)\n", "[torch.randn(2, 2, 5, 7, 6)]"),
+    "avg_pool1d_pad": problem("        self.pool = nn.AvgPool1d(8, stride=1, padding=4)\n",
+                              "        return self.pool(x)\n", "[torch.randn(2, 3, 30)]"),
+    "avg_pool2d_nopad_count": problem(
+        "", "        return F.avg_pool2d(x, 3, 2, 1, True, False)\n", "[torch.randn(2, 3, 9, 8)]"),
+    "avg_pool2d_divisor": problem("        self.pool = nn.AvgPool2d(2, padding=1, divisor_override=3)\n",
+                                  "        return self.pool(x)\n", "[torch.randn(1, 2, 5, 6)]"),
+    "avg_pool3d": problem("        self.pool = nn.AvgPool3d(3, stride=2, padding=1)\n", "        return self.pool(x)\n",
+                          "[torch.randn(2, 3, 7, 6, 9)]"),
+    "tanh_bias_max_pool": problem(
+        "        self.bias = nn.Parameter(torch.randn(4, 1, 1))\n        self.pool = nn.MaxPool2d(2)\n",
+        "        return self.pool(torch.tanh(x) * 2.0 + self.bias)\n", "[torch.randn(2, 4, 9, 8)]"),
+    "scale_avg_pool3d_bias": problem(
+        "        self.s1 = nn.Parameter(torch.tensor(0.5))\n        self.pool = nn.AvgPool3d(2)\n"
+        "        self.bias = nn.Parameter(torch.randn(3, 1, 1, 1))\n        self.s2 = nn.Parameter(torch.tensor(1.5))\n",
+        "        x = self.pool(x * self.s1)\n        return (x + self.bias) * self.s2\n",
+        "[torch.randn(2, 3, 4, 6, 5)]"),
     "data_dependent": problem("", "        if x.sum() > 0:\n            return x\n        return -x\n",
                               "[torch.randn(4)]"),
 }

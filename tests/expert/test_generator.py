@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 
+import attrs
 import pytest
 
 from expert_problems import PROBLEMS
@@ -47,10 +48,64 @@ def test_not_recognized_gives_nothing():
     assert ExpertGenerator().generate(request("data_dependent")) == []
 
 
-def test_pooling_only_has_nothing_on_cpu_but_graph_on_cuda():
-    assert ExpertGenerator().generate(request("pooling")) == []
-    (draft,) = ExpertGenerator().generate(request("pooling", device="cuda"))
+def test_conv_only_has_nothing_on_cpu_but_graph_on_cuda():
+    from kernelpro.problem import parse_problem as parse
+    from expert_problems import problem
+
+    source = problem("        self.conv = nn.Conv2d(3, 4, 3)\n", "        return self.conv(x)\n",
+                     "[torch.randn(1, 3, 8, 8)]")
+    req = GenerationRequest(problem=parse(source, name="conv"), n=3, device="cpu", parent=None, tried=())
+    assert ExpertGenerator().generate(req) == []
+    (draft,) = ExpertGenerator().generate(attrs.evolve(req, device="cuda"))
     assert draft.params == {"graph": True, "lower": [], "tiles": {}}
+
+
+def test_gemm_root_offers_library_then_triton_gemm_in_both_precisions():
+    drafts = ExpertGenerator().generate(request("bias_gelu", device="cuda", n=4))
+    assert [d.params["lower"] for d in drafts[:3]] == [["r0"], ["r1"], ["r1"]]
+    assert drafts[1].params["tiles"]["r1"]["precision"] == "ieee"
+    assert drafts[2].params["tiles"]["r1"]["precision"] == "tf32x3"
+    assert 'input_precision="ieee"' in drafts[1].source and 'input_precision="tf32x3"' in drafts[2].source
+    assert drafts[3].params["graph"] is True
+    # fp16 operands: one Triton GEMM, tensor-core products without an input_precision
+    drafts = ExpertGenerator().generate(request("gemm_fp16_tanh", n=3))
+    assert [d.params["lower"] for d in drafts[:2]] == [["r0"], ["r1"]] and "input_precision" not in drafts[1].source
+    assert drafts[2].params["lower"] == ["r0"]  # then the moves
+
+
+def test_pool_root_offers_the_pool_kernel():
+    drafts = ExpertGenerator().generate(request("pooling", n=2))
+    assert drafts[0].params["lower"] == ["r0"] and "tl.static_range(KH)" in drafts[0].source
+
+
+def test_gemm_tile_moves():
+    tile = {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8, "num_warps": 8, "num_stages": 3,
+            "precision": "ieee"}
+    assert moves.apply_tile_move("smaller", tile)["BLOCK_M"] == 64
+    assert moves.apply_tile_move("more_programs", tile)["BLOCK_M"] == 64
+    assert moves.apply_tile_move("larger_tile", tile)["BLOCK_N"] == 128
+    assert moves.apply_tile_move("deeper_k", tile)["BLOCK_K"] == 64
+    assert moves.apply_tile_move("more_stages", tile)["num_stages"] == 4
+    assert moves.apply_tile_move("fewer_stages", tile)["num_stages"] == 2
+    assert moves.apply_tile_move("precision", tile)["precision"] == "tf32x3"
+    assert moves.apply_tile_move("precision", {**tile, "precision": "tf32x3"}) is None
+    assert moves.apply_tile_move("more_warps", tile) is None  # 16 warps: out of the GEMM space
+    # 4 stages of (256 + 256) x 64 fp32 = 512 KiB of shared memory: refused
+    assert moves.apply_tile_move("more_stages", {**tile, "BLOCK_M": 256, "BLOCK_N": 256, "BLOCK_K": 64}) is None
+    # GEMM-only moves leave other tiles alone
+    assert moves.apply_tile_move("deeper_k", {"BLOCK": 1024, "num_warps": 4}) is None
+
+
+def test_compute_bound_gemm_tries_precision_then_larger_tiles():
+    gen = ExpertGenerator()
+    root = gen.generate(request("linear_relu_odd", n=2))[1]
+    assert root.params["lower"] == ["r1"]
+    parent = ParentInfo(id="c0002", source=root.source, result=None, params=root.params,
+                        analysis=Analysis(bottleneck=Bottleneck(kind="compute", summary="s"), findings=()))
+    d1, d2 = gen.generate(request("linear_relu_odd", parent=parent, tried=[parent.params], n=2))
+    assert d1.params["tiles"]["r1"]["precision"] == "tf32x3"
+    t = parent.params["tiles"]["r1"]
+    assert d2.params["tiles"]["r1"]["BLOCK_M"] * d2.params["tiles"]["r1"]["BLOCK_N"] == 2 * t["BLOCK_M"] * t["BLOCK_N"]
 
 
 def parent_with(analysis, name="elementwise_chain"):
@@ -116,7 +171,8 @@ def test_settings_are_checked():
         ExpertSettings(stop_at_roofline_fraction=0.0)
 
 
-@pytest.mark.parametrize("name", ["layernorm", "split_softmax", "gemm_div_sum_scale", "conv_relu"])
+@pytest.mark.parametrize("name", ["layernorm", "split_softmax", "gemm_div_sum_scale", "conv_relu", "bias_gelu",
+                                  "scale_avg_pool3d_bias"])
 def test_drafts_pass_the_evaluators_source_scan(name):
     from kernelpro.evaluate.guard import scan_source
 

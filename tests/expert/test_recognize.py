@@ -29,8 +29,15 @@ def test_elementwise_chain_is_one_region_with_broadcast_param():
 
 def test_bias_gelu_is_an_epilogue_of_the_linear():
     rec = recognize(PROBLEMS["bias_gelu"])
-    assert [(r.kind, r.op, r.epilogue_of) for r in rec.regions] == [("pointwise", "add+gelu", "linear")]
+    assert [(r.kind, r.op, r.epilogue_of) for r in rec.regions] == [("pointwise", "add+gelu", "linear"),
+                                                                     ("gemm", "linear", None)]
     assert "gemm" in rec.kinds
+    # the Triton GEMM: the linear's bias, then the pointwise region, in registers
+    gemm = rec.regions[1]
+    assert gemm.nodes == ("linear", "add", "gelu") and gemm.output == "gelu"
+    assert [e[0] for e in gemm.epilogue] == ["add", "add", "gelu"]
+    assert gemm.epilogue[1][1] == (("v", 0), ("in", 2))  # product + bias, then + the extra parameter
+    assert rec.alternatives() == ([0], [1])
 
 
 @pytest.mark.parametrize("name, expected", [
@@ -42,7 +49,7 @@ def test_bias_gelu_is_an_epilogue_of_the_linear():
     ("rmsnorm_module", [("rmsnorm", "rms_norm")]),
     ("reduction_sum", [("reduce", "sum")]),
     ("reduction_max", [("reduce", "max")]),
-    ("pooling", []),
+    ("pooling", [("pool", "max_pool")]),
     ("global_avg_pool", [("reduce", "mean")]),
     ("amax_last_two", [("reduce", "max")]),
 ])
@@ -58,15 +65,67 @@ def test_rmsnorm_pattern_covers_all_its_nodes():
 
 def test_gemm_and_conv_epilogues():
     rec = recognize(PROBLEMS["gemm_bias_relu"])
-    assert [(r.op, r.epilogue_of) for r in rec.regions] == [("add+relu", "matmul")]
+    assert [(r.op, r.epilogue_of) for r in rec.regions] == [("add+relu", "matmul"), ("matmul", None)]
     rec = recognize(PROBLEMS["conv_relu"])
     assert [(r.op, r.epilogue_of) for r in rec.regions] == [("relu", "conv")]
     assert "conv" in rec.kinds
 
 
-def test_pooling_is_recognized_and_left_to_the_library():
-    rec = recognize(PROBLEMS["pooling"])
-    assert "pool" in rec.kinds and rec.regions == ()
+def test_pooling_regions_carry_the_window():
+    (region,) = recognize(PROBLEMS["pooling"]).regions
+    assert region.attrs["kernel"] == (2, 2) and region.attrs["stride"] == (2, 2) and region.shape == (2, 3, 8, 8)
+    (region,) = recognize(PROBLEMS["max_pool2d_ceil"]).regions  # the functional form, stride and ceil_mode
+    assert (region.attrs["kernel"], region.attrs["stride"], region.attrs["padding"], region.attrs["ceil_mode"]) == \
+        ((3, 3), (2, 2), (1, 1), True)
+    (region,) = recognize(PROBLEMS["avg_pool2d_nopad_count"]).regions
+    assert region.attrs["count_include_pad"] is False and region.attrs["out_shape"] == (2, 3, 5, 5)
+
+
+def test_pool_fuses_multi_input_prologue_and_epilogue():
+    (region,) = recognize(PROBLEMS["tanh_bias_max_pool"]).regions
+    assert [p[0] for p in region.prologue] == ["tanh", "mul", "add"] and region.epilogue == ()
+    assert region.inputs == ("x", "bias") and region.attrs["n_pro"] == 1
+    (region,) = recognize(PROBLEMS["scale_avg_pool3d_bias"]).regions
+    assert [p[0] for p in region.prologue] == ["mul"] and [e[0] for e in region.epilogue] == ["add", "mul"]
+    assert region.inputs == ("x", "s1", "bias", "s2") and (region.attrs["n_pro"], region.attrs["n_epi"]) == (1, 2)
+
+
+def test_adaptive_pool_and_pool_with_indices_stay_in_the_library():
+    from expert_problems import problem
+
+    for forward in ("        return F.adaptive_avg_pool2d(x, 1)\n",
+                    "        return F.max_pool2d(x, 2, return_indices=True)[0]\n"):
+        rec = recognize(problem("", forward, "[torch.randn(2, 3, 8, 8)]"))
+        assert rec.ok and rec.regions == (), rec.summary()
+
+
+@pytest.mark.parametrize("name, op, batch, trans_b, n_extra", [
+    ("linear_relu_odd", "linear", 1, True, 1),
+    ("linear3d_sigmoid", "linear", 1, True, 2),
+    ("addmm_scale", "addmm", 1, False, 1),
+    ("bmm_add", "bmm", 3, False, 1),
+    ("matmul_transposed_both", "matmul", 1, False, 0),
+    ("gemm_fp16_tanh", "matmul", 1, False, 0),
+])
+def test_gemm_regions(name, op, batch, trans_b, n_extra):
+    (gemm,) = [r for r in recognize(PROBLEMS[name]).regions if r.kind == "gemm"]
+    assert (gemm.op, gemm.attrs["batch"], gemm.attrs["trans_b"], gemm.attrs["n_extra"]) == (op, batch, trans_b, n_extra)
+
+
+def test_clone_detach_residual_is_one_epilogue():
+    (gemm,) = [r for r in recognize(PROBLEMS["linear_residual_clone"]).regions if r.kind == "gemm"]
+    assert gemm.inputs[2:] == ("fc.bias",) or gemm.attrs["n_extra"] == 1
+    assert [e[0] for e in gemm.epilogue] == ["add", "identity", "identity", "mul", "add"]
+
+
+def test_gemm_with_broadcast_batch_stays_in_the_library():
+    from expert_problems import HEAD
+
+    source = HEAD + ("class Model(nn.Module):\n    def forward(self, a, b):\n        return torch.matmul(a, b)\n"
+                     "def get_inputs():\n    return [torch.randn(2, 3, 4, 5), torch.randn(3, 5, 6)]\n"
+                     "def get_init_inputs():\n    return []\n")
+    rec = recognize(source)
+    assert rec.ok and "gemm" in rec.kinds and rec.regions == ()
 
 
 def test_data_dependent_forward_is_not_recognized():
@@ -112,7 +171,7 @@ def test_kernelbench_level2_finds_epilogues():
 ])
 def test_pointwise_fused_into_reductions(name, prologue, epilogue):
     rec = recognize(PROBLEMS[name])
-    (region,) = [r for r in rec.regions if r.kind != "pointwise"]
+    (region,) = [r for r in rec.regions if r.kind not in ("pointwise", "gemm")]
     assert [p[0] for p in region.prologue] == prologue
     assert [e[0] for e in region.epilogue] == epilogue
     assert not [r for r in rec.regions if r.kind == "pointwise"]

@@ -1,8 +1,10 @@
 """The ``expert`` generator: recognized regions -> Triton kernels, refined from findings.
 
 Uses no network. From the root it proposes, in order: every recognized region lowered
-with its default tile; the same with CUDA-graph capture (CUDA only); capture of the
-unchanged reference forward (CUDA only). Refining a node, it plans moves from the node's
+with its default tile (GEMMs in the library, their epilogues as Triton kernels); the
+Triton-GEMM alternative (each GEMM with its epilogue as one Triton kernel; fp32 operands
+with ieee products, then with tf32x3); the first with CUDA-graph capture (CUDA only);
+capture of the unchanged reference forward (CUDA only). Refining a node, it plans moves from the node's
 analysis (:mod:`.moves`) and proposes the children of the node's parameters that were
 never tried in this run. When the node sits at the roofline it proposes nothing, so the
 search closes that node. When the reference cannot be recognized (no trace), it
@@ -21,7 +23,7 @@ import attrs
 from kernelpro.api import GenerationRequest, Generator
 from kernelpro.generate.expert import moves
 from kernelpro.generate.expert.recognize import Recognition, recognize
-from kernelpro.generate.expert.render import default_params, describe, region_ids, render_candidate
+from kernelpro.generate.expert.render import default_params, describe, gemm_params, region_ids, render_candidate
 from kernelpro.records import CandidateDraft
 
 
@@ -62,17 +64,22 @@ class ExpertGenerator(Generator):
 
     def proposals(self, request: GenerationRequest, rec: Recognition) -> list[dict[str, Any]]:
         cuda = request.device.startswith("cuda") and self.settings.cuda_graphs
-        has_regions = bool(rec.regions)
         parent = request.parent
         if parent is None or not parent.params or "tiles" not in parent.params:
             base = default_params(rec)
-            pool = [base] if has_regions else []
+            pool = [base] if base["lower"] else []
+            gemm = gemm_params(rec)
+            if gemm is not None:
+                pool.append(gemm)
+                if any(r.kind == "gemm" and r.attrs["dtype"] == "float32" for r in rec.regions):
+                    pool.append(gemm_params(rec, "tf32x3"))
             if cuda:
-                if has_regions:
+                if base["lower"]:
                     pool.append({**base, "graph": True})
                 pool.append({"lower": [], "graph": True, "tiles": base["tiles"]})
-            pool += [child for move, rid in moves.plan(None, region_ids(rec)) if move != "graph"
-                     for child in moves.apply(move, rid, base)] if has_regions else []
+            for start in [base] + ([gemm] if gemm is not None else []):
+                pool += [child for move, rid in moves.plan(None, list(start["lower"])) if move != "graph"
+                         for child in moves.apply(move, rid, start)]
             return pool
         if moves.at_roofline(parent.analysis, self.settings.stop_at_roofline_fraction):
             return []

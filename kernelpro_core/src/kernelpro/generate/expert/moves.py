@@ -4,22 +4,36 @@ Move table (finding tool or bottleneck kind -> moves, tried in this order):
 
 =====================================================  ==================================
 uncoalesced_global, sass_narrow_global_access           wider (more contiguous elements per
-                                                        thread; column kernels: wider inner tile)
-occupancy_limiter, occupancy_gap, local_memory,         smaller (halve the tile), fewer_warps
-sass_local_memory
+                                                        thread; column kernels: wider inner tile;
+                                                        GEMM: deeper_k)
+occupancy_limiter, occupancy_gap, local_memory,         smaller (halve the tile), fewer_warps,
+sass_local_memory                                       fewer_stages
 tail_effect, small_grid                                 more_programs (smaller blocks: more,
                                                         shorter programs over the same data; row
-                                                        kernels: split rows into chunks)
+                                                        kernels: split rows into chunks; GEMM:
+                                                        halve the longer tile side)
 launch_bound, launch_overhead, cpu_overhead,            graph (capture the whole forward)
 kernel_time_share, idle_gaps
-warp_stalls, issue_slots                                more_warps
-bottleneck too_little_work / latency                    graph, more_programs
-bottleneck memory                                       wider, more_warps
-bottleneck compute                                      smaller, fewer_warps
-no analysis (profiling off, CPU)                        wider, smaller, more_warps, fewer_warps, graph
+warp_stalls                                             more_warps, more_stages
+issue_slots                                             more_warps
+bottleneck too_little_work / latency                    graph, more_programs, more_stages
+bottleneck memory                                       deeper_k, more_stages, wider, more_warps
+bottleneck compute                                      precision, larger_tile, smaller, fewer_warps
+no analysis (profiling off, CPU)                        wider, smaller, more_warps, fewer_warps, graph,
+                                                        precision, deeper_k, more_stages, larger_tile,
+                                                        fewer_stages
 at_roofline finding, or roofline_fraction >= the        stop: no children for this node
 generator's ``stop_at_roofline_fraction``
 =====================================================  ==================================
+
+GEMM tiles read the moves as: smaller / more_programs = halve the longer of BLOCK_M and
+BLOCK_N (more programs, fewer accumulator registers); larger_tile = double the shorter
+(more reuse of each loaded element per FMA/MMA); deeper_k = double BLOCK_K (fewer,
+larger loads per K step); wider = deeper_k; more_stages / fewer_stages = one pipeline
+stage more / less (more loads in flight / less shared memory); more_warps / fewer_warps
+between 2 and 8 warps; precision = fp32 products on tensor cores in three tf32 parts
+(tf32x3) instead of full-precision FMAs (ieee). Moves that name only GEMM parameters
+(deeper_k, more_stages, fewer_stages, larger_tile, precision) leave other tiles alone.
 
 Findings that name a kernel (``Finding.kernel``) steer the move to the region whose kernel
 it is (``_kp_<rid>_kernel``); otherwise every lowered region gets the move in turn.
@@ -30,16 +44,16 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from kernelpro.generate.expert.render import SPACE
+from kernelpro.generate.expert.render import GEMM_SMEM_BYTES, SPACE, gemm_smem_bytes
 from kernelpro.records import Analysis
 
 FINDING_MOVES: dict[str, tuple[str, ...]] = {
     "uncoalesced_global": ("wider",),
     "sass_narrow_global_access": ("wider",),
-    "occupancy_limiter": ("smaller", "fewer_warps"),
-    "occupancy_gap": ("smaller", "fewer_warps"),
-    "local_memory": ("smaller", "fewer_warps"),
-    "sass_local_memory": ("smaller", "fewer_warps"),
+    "occupancy_limiter": ("smaller", "fewer_warps", "fewer_stages"),
+    "occupancy_gap": ("smaller", "fewer_warps", "fewer_stages"),
+    "local_memory": ("smaller", "fewer_warps", "fewer_stages"),
+    "sass_local_memory": ("smaller", "fewer_warps", "fewer_stages"),
     "tail_effect": ("more_programs",),
     "small_grid": ("more_programs",),
     "launch_bound": ("graph",),
@@ -47,16 +61,19 @@ FINDING_MOVES: dict[str, tuple[str, ...]] = {
     "cpu_overhead": ("graph",),
     "kernel_time_share": ("graph",),
     "idle_gaps": ("graph",),
-    "warp_stalls": ("more_warps",),
+    "warp_stalls": ("more_warps", "more_stages"),
     "issue_slots": ("more_warps",),
 }
 BOTTLENECK_MOVES: dict[str, tuple[str, ...]] = {
-    "too_little_work": ("graph", "more_programs"),
-    "latency": ("graph", "more_programs"),
-    "memory": ("wider", "more_warps"),
-    "compute": ("smaller", "fewer_warps"),
+    "too_little_work": ("graph", "more_programs", "more_stages"),
+    "latency": ("graph", "more_programs", "more_stages"),
+    # GEMM-only moves first: on other tiles they give nothing, so their order is unchanged
+    "memory": ("deeper_k", "more_stages", "wider", "more_warps"),
+    "compute": ("precision", "larger_tile", "smaller", "fewer_warps"),
 }
-DEFAULT_MOVES = ("wider", "smaller", "more_warps", "fewer_warps", "graph")
+DEFAULT_MOVES = ("wider", "smaller", "more_warps", "fewer_warps", "graph",
+                 "precision", "deeper_k", "more_stages", "larger_tile", "fewer_stages")
+GEMM_ONLY = ("deeper_k", "more_stages", "fewer_stages", "larger_tile", "precision")
 STOP_TOOLS = ("at_roofline",)
 
 
@@ -97,8 +114,12 @@ def _clamp(key: str, value: int) -> int | None:
 def apply_tile_move(move: str, tile: dict[str, int]) -> dict[str, int] | None:
     """The tile after ``move``, or None when the move leaves the parameter space.
 
-    flat (pointwise): BLOCK and num_warps; row: BLOCK_R and num_warps; col: BLOCK_R,
-    BLOCK_I and num_warps."""
+    flat (pointwise, pool): BLOCK and num_warps; row: BLOCK_R and num_warps; col: BLOCK_R,
+    BLOCK_I and num_warps; GEMM: see :func:`apply_gemm_move`."""
+    if "BLOCK_M" in tile:
+        return apply_gemm_move(move, tile)
+    if move in GEMM_ONLY:
+        return None
     t = dict(tile)
     col = "BLOCK_I" in t
     key = "BLOCK" if "BLOCK" in t else ("BLOCK_I" if col else "BLOCK_R")
@@ -128,6 +149,44 @@ def apply_tile_move(move: str, tile: dict[str, int]) -> dict[str, int] | None:
             return None
     if "CHUNK" in t and t["BLOCK_R"] > t["CHUNK"]:
         return None  # a chunk holds whole tiles
+    return t
+
+
+def apply_gemm_move(move: str, tile: dict[str, Any]) -> dict[str, Any] | None:
+    """A GEMM tile after ``move`` (see the module docstring), or None when it leaves the
+    space (tile sides 16..256, BLOCK_K 16..256, 1..6 stages, 2..8 warps, the pipeline's
+    shared memory within GEMM_SMEM_BYTES) or means nothing here (precision of fp16/bf16
+    operands, or already tf32x3)."""
+    t = dict(tile)
+    longer = "BLOCK_M" if t["BLOCK_M"] >= t["BLOCK_N"] else "BLOCK_N"
+    shorter = "BLOCK_N" if longer == "BLOCK_M" else "BLOCK_M"
+    if move in ("smaller", "more_programs"):
+        t[longer] //= 2
+    elif move == "larger_tile":
+        t[shorter] *= 2
+    elif move in ("deeper_k", "wider"):
+        t["BLOCK_K"] *= 2
+    elif move == "more_stages":
+        t["num_stages"] += 1
+    elif move == "fewer_stages":
+        t["num_stages"] -= 1
+    elif move == "more_warps":
+        t["num_warps"] *= 2
+    elif move == "fewer_warps":
+        t["num_warps"] //= 2
+    elif move == "precision":
+        if t.get("precision") != "ieee":
+            return None
+        t["precision"] = "tf32x3"
+    else:
+        return None
+    if not 2 <= t["num_warps"] <= 8:
+        return None  # fewer than 2 warps cannot feed an MMA tile well; more than 8 spill the epilogue
+    for k, v in t.items():
+        if k != "precision" and _clamp(k, v) is None:
+            return None
+    if gemm_smem_bytes(t) > GEMM_SMEM_BYTES:
+        return None
     return t
 
 

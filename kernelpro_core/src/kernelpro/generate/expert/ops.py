@@ -77,10 +77,19 @@ _UNARY_FUNCS = {
 }
 _UNARY_METHODS = {"neg": "neg", "relu": "relu", "sigmoid": "sigmoid", "tanh": "tanh", "exp": "exp",
                   "log": "log", "sqrt": "sqrt", "rsqrt": "rsqrt", "abs": "abs", "square": "square",
-                  "__neg__": "neg"}
+                  "__neg__": "neg",
+                  # a copy in an inference forward: the kernel's output is already a new tensor
+                  "clone": "identity", "detach": "identity"}
 _REDUCE = {torch.sum: "sum", torch.mean: "mean", torch.amax: "max", torch.amin: "min"}
 _REDUCE_METHODS = {"sum": "sum", "mean": "mean", "amax": "max", "amin": "min"}
 _GEMM_FUNCS = {torch.matmul, torch.mm, torch.bmm, operator.matmul, F.linear, torch.addmm}
+_GEMM_METHODS = {"matmul": "matmul", "mm": "mm", "bmm": "bmm", "__matmul__": "matmul"}
+# pooling operators a Triton template covers (max with dilation; avg with padding counted
+# or not, divisor override); the adaptive ones stay in the library
+_POOL_TEMPLATE_FUNCS = {F.max_pool1d: ("max_pool", 1), F.max_pool2d: ("max_pool", 2), F.max_pool3d: ("max_pool", 3),
+                        F.avg_pool1d: ("avg_pool", 1), F.avg_pool2d: ("avg_pool", 2), F.avg_pool3d: ("avg_pool", 3)}
+_POOL_TEMPLATE_MODULES = {nn.MaxPool1d: ("max_pool", 1), nn.MaxPool2d: ("max_pool", 2), nn.MaxPool3d: ("max_pool", 3),
+                          nn.AvgPool1d: ("avg_pool", 1), nn.AvgPool2d: ("avg_pool", 2), nn.AvgPool3d: ("avg_pool", 3)}
 _CONV_FUNCS = {F.conv1d, F.conv2d, F.conv3d, F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d}
 _POOL_FUNCS = {F.max_pool1d, F.max_pool2d, F.max_pool3d, F.avg_pool1d, F.avg_pool2d, F.avg_pool3d,
                F.adaptive_avg_pool1d, F.adaptive_avg_pool2d, F.adaptive_avg_pool3d,
@@ -174,9 +183,15 @@ def _classify_module(node: Any, mod: nn.Module) -> OpInfo:
         return OpInfo("rmsnorm", "rms_norm", (x, weight),
                       {"dim": -1, "normalized_ndim": len(mod.normalized_shape), "eps": eps})
     if isinstance(mod, nn.Linear):
-        return OpInfo("gemm", "linear", (x,))
+        return OpInfo("gemm", "linear", (x, Param(f"{t}.weight"), Param(f"{t}.bias") if mod.bias is not None else None),
+                      {"trans_b": True})
     if isinstance(mod, _CONV_MODULES):
         return OpInfo("conv", type(mod).__name__.lower(), (x,))
+    if type(mod) in _POOL_TEMPLATE_MODULES:
+        op, rank = _POOL_TEMPLATE_MODULES[type(mod)]
+        return _pool(op, rank, x, mod.kernel_size, mod.stride, mod.padding, getattr(mod, "dilation", 1),
+                     mod.ceil_mode, getattr(mod, "return_indices", False), getattr(mod, "count_include_pad", True),
+                     getattr(mod, "divisor_override", None), type(mod).__name__.lower())
     if isinstance(mod, _POOL_MODULES):
         return OpInfo("pool", type(mod).__name__.lower(), (x,))
     if isinstance(mod, (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.GroupNorm, nn.InstanceNorm1d,
@@ -229,9 +244,18 @@ def _classify_call(node: Any, target: Any, args: tuple[Any, ...], method: bool) 
             return OpInfo("rmsnorm", "rms_norm", (args[0], _arg(node, 2, "weight")),
                           {"dim": -1, "normalized_ndim": ndim, "eps": _arg(node, 3, "eps")})
         if target in _GEMM_FUNCS:
-            return OpInfo("gemm", name, tuple(a for a in args))
+            return _gemm(node, target, name, args)
         if target in _CONV_FUNCS:
             return OpInfo("conv", name, (args[0],))
+        if target in _POOL_TEMPLATE_FUNCS:
+            op, rank = _POOL_TEMPLATE_FUNCS[target]
+            avg = op == "avg_pool"
+            return _pool(op, rank, args[0], _arg(node, 1, "kernel_size"), _arg(node, 2, "stride"),
+                         _arg(node, 3, "padding", 0), 1 if avg else _arg(node, 4, "dilation", 1),
+                         _arg(node, 4 if avg else 5, "ceil_mode", False),
+                         False if avg else _arg(node, 6, "return_indices", False),
+                         _arg(node, 5, "count_include_pad", True) if avg else True,
+                         _arg(node, 6, "divisor_override") if avg and rank > 1 else None, name)
         if target in _POOL_FUNCS:
             return OpInfo("pool", name, (args[0],))
         if target is operator.pow or target is torch.pow:
@@ -247,6 +271,8 @@ def _classify_call(node: Any, target: Any, args: tuple[Any, ...], method: bool) 
             return _clamp(args[0], _arg(node, 1, "min"), _arg(node, 2, "max"))
         if name in _VIEW_METHODS:
             return OpInfo("view", name, (args[0],))
+        if name in _GEMM_METHODS and len(args) == 2 and not kw:
+            return OpInfo("gemm", _GEMM_METHODS[name], (args[0], args[1], None), {"trans_b": False})
     # softmax family and reductions: x.softmax(dim) / torch.softmax(x, dim)
     if name in ("softmax", "log_softmax") and not method and target not in (F.softmax, F.log_softmax,
                                                                              torch.softmax, torch.log_softmax):
@@ -271,6 +297,51 @@ def _classify_call(node: Any, target: Any, args: tuple[Any, ...], method: bool) 
         returns_pair = name in ("max", "min")
         return OpInfo("reduce", op, (args[0],), {"dim": dim, "keepdim": keepdim, "returns_pair": returns_pair})
     return OpInfo("other", name)
+
+
+def _gemm(node: Any, target: Any, name: str, args: tuple[Any, ...]) -> OpInfo:
+    """A GEMM as (A, B, bias or None) with ``trans_b`` when B is stored as (N, K)
+    (a linear layer's weight). ``addmm`` with beta or alpha other than 1 stays opaque."""
+    kw = node.kwargs
+    if target is F.linear:
+        return OpInfo("gemm", "linear", (args[0], _arg(node, 1, "weight"), _arg(node, 2, "bias")), {"trans_b": True})
+    if target is torch.addmm:
+        if kw.get("beta", 1) != 1 or kw.get("alpha", 1) != 1 or len(args) != 3:
+            return OpInfo("gemm", name, tuple(args), {"opaque": True})
+        return OpInfo("gemm", "addmm", (args[1], args[2], args[0]), {"trans_b": False})
+    if len(args) != 2 or kw:
+        return OpInfo("gemm", name, tuple(args), {"opaque": True})
+    return OpInfo("gemm", "matmul" if target is operator.matmul else name, (args[0], args[1], None),
+                  {"trans_b": False})
+
+
+def _ints(value: Any, rank: int) -> tuple[int, ...] | None:
+    """A pooling size argument as ``rank`` ints (an int repeats), or None if not plain ints."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return (value,) * rank
+    if isinstance(value, (tuple, list)) and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        if len(value) == 1:
+            return (int(value[0]),) * rank
+        if len(value) == rank:
+            return tuple(int(v) for v in value)
+    return None
+
+
+def _pool(op: str, rank: int, x: Any, kernel: Any, stride: Any, padding: Any, dilation: Any, ceil_mode: Any,
+          return_indices: Any, count_include_pad: Any, divisor_override: Any, name: str) -> OpInfo:
+    """Max/avg pooling with its window as ``rank``-tuples; anything the template does not
+    cover (indices returned, non-int sizes) stays a library ``pool`` without attrs."""
+    k = _ints(kernel, rank)
+    s = k if stride is None or (isinstance(stride, (tuple, list)) and not stride) else _ints(stride, rank)
+    p, d = _ints(padding, rank), _ints(dilation, rank)
+    ok = (None not in (k, s, p, d) and return_indices is False and isinstance(ceil_mode, bool)
+          and isinstance(count_include_pad, bool)
+          and (divisor_override is None or (isinstance(divisor_override, int) and divisor_override > 0)))
+    if not ok:
+        return OpInfo("pool", name, (x,))
+    return OpInfo("pool", op, (x,), {"rank": rank, "kernel": k, "stride": s, "padding": p, "dilation": d,
+                                     "ceil_mode": ceil_mode, "count_include_pad": count_include_pad,
+                                     "divisor_override": divisor_override})
 
 
 def _pow(x: Any, exponent: Any) -> OpInfo:

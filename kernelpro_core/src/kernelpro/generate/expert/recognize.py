@@ -13,7 +13,14 @@ formed:
   logsumexp over one dim), ``layernorm`` (over the last dims), ``rmsnorm`` (module,
   functional, or the pattern ``x / sqrt(mean(x*x, dim, keepdim) + eps)`` and its rsqrt
   form).
-* ``gemm``, ``conv``, ``pool`` nodes are recognized and left to the vendor library.
+* ``gemm``: a matmul/mm/bmm/addmm/linear over float operands of one dtype (2-D B, or
+  batched operands with equal batch dims) with the pointwise region that consumes it, if
+  any, as its epilogue (``epilogue``; inputs ``acc`` then the region's other tensors).
+  It overlaps that pointwise region: a candidate lowers either the Triton GEMM or the
+  pointwise kernel after the library's GEMM (:func:`alternatives`).
+* ``pool``: max/avg pooling 1d/2d/3d with a pointwise prologue (applied to each loaded
+  element) and epilogue, each with any number of broadcast tensor inputs.
+* ``conv`` nodes and adaptive pools are recognized and left to the vendor library.
 
 Anything that fails (trace, shape propagation, a data-dependent forward) yields a
 :class:`Recognition` with ``ok=False`` and a one-line ``reason``.
@@ -21,6 +28,7 @@ Anything that fails (trace, shape propagation, a data-dependent forward) yields 
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import attrs
@@ -57,6 +65,7 @@ class Region:
     attrs: dict[str, Any] = attrs.field(factory=dict)
     program: tuple[tuple[str, tuple[tuple[str, Any], ...], dict[str, Any]], ...] = ()
     epilogue_of: str | None = None  # gemm/conv node whose output this pointwise region consumes
+    # gemm: the library's GEMM + pointwise region this Triton GEMM replaces (its output)
     # pointwise bodies fused into a reduction/softmax/norm kernel: applied to each loaded
     # element (prologue) and to each value before it is stored (epilogue); one tensor input
     prologue: tuple[tuple[str, tuple[tuple[str, Any], ...], dict[str, Any]], ...] = ()
@@ -86,6 +95,16 @@ class Recognition:
     @property
     def kinds(self) -> tuple[str, ...]:
         return tuple(n.kind for n in self.nodes)
+
+    def alternatives(self) -> tuple[list[int], list[int]]:
+        """Indices of the regions lowered with the library's GEMMs (every region but the
+        Triton GEMMs) and with Triton GEMMs (each GEMM region instead of the regions it
+        overlaps)."""
+        gemms = [i for i, r in enumerate(self.regions) if r.kind == "gemm"]
+        library = [i for i, r in enumerate(self.regions) if r.kind != "gemm"]
+        taken = {n for i in gemms for n in self.regions[i].nodes}
+        triton = sorted(gemms + [i for i in library if not taken & set(self.regions[i].nodes)])
+        return library, triton
 
     def summary(self) -> str:
         if not self.ok:
@@ -157,6 +176,8 @@ def _recognize_graph(gm: Any, input_count: int) -> Recognition:
             oi = OpInfo("other", oi.op)
         if oi.kind in KERNEL_KINDS and dtype not in ("float32", "float16", "bfloat16", "float64"):
             oi = OpInfo("other", oi.op)
+        if oi.kind in ("gemm", "pool") and dtype not in ("float32", "float16", "bfloat16", "float64"):
+            oi = OpInfo(oi.kind, oi.op, oi.inputs, {"opaque": True})
         info[n.name] = oi
         nodes.append(OpNode(name=n.name, kind=oi.kind, op=oi.op, shape=shape, dtype=dtype))
     claimed: set[str] = set()
@@ -175,8 +196,11 @@ def _recognize_graph(gm: Any, input_count: int) -> Recognition:
             claimed.update(r.nodes)
     regions.extend(_pointwise_regions(order, info, claimed))
     regions = _fuse_into_reductions(regions, by_name)
+    regions = _pool_regions(order, info, regions, by_name)
+    regions += _gemm_regions(gm, order, info, regions, by_name)
     position = {n.name: i for i, n in enumerate(order)}
-    regions.sort(key=lambda r: position[r.output])
+    # graph order of outputs; a Triton GEMM after the pointwise region it replaces
+    regions.sort(key=lambda r: (position[r.output], r.kind == "gemm"))
     return Recognition(ok=True, nodes=tuple(nodes), regions=tuple(regions), input_count=input_count)
 
 
@@ -369,3 +393,148 @@ def _fuse_into_reductions(regions: list[Region], by_name: dict[str, Any]) -> lis
             merged = attrs.evolve(current, nodes=current.nodes + epi.nodes, output=epi.output, epilogue=epi.program)
             fused = [merged if x is current else x for x in fused if x is not epi]
     return fused
+
+
+def _remap(program: Any, inputs: tuple[Any, ...], names: list[Any], shift: int = 0) -> tuple[Any, ...]:
+    """A pointwise program re-indexed onto ``names``: operand ("in", i) reading
+    ``inputs[i]`` becomes ("in", names.index(inputs[i])); ("v", j) becomes ("v", j + shift)."""
+    out = []
+    for op, operands, attrs_ in program:
+        ops = []
+        for kind, value in operands:
+            if kind == "in":
+                ops.append(("in", names.index(inputs[value])))
+            elif kind == "v":
+                ops.append(("v", value + shift))
+            else:
+                ops.append((kind, value))
+        out.append((op, tuple(ops), attrs_))
+    return tuple(out)
+
+
+def _only_user_region(node: Any, region: Region) -> bool:
+    return bool(node.users) and all(u.name in region.nodes for u in node.users)
+
+
+def _pool_regions(order: list[Any], info: dict[str, OpInfo], regions: list[Region],
+                  by_name: dict[str, Any]) -> list[Region]:
+    """Max/avg pooling regions, each fusing the pointwise region that only feeds it
+    (prologue: applied to every loaded element; its other tensor inputs broadcast to the
+    pool's input) and the one that only reads its result (epilogue)."""
+    out = list(regions)
+    for n in order:
+        oi = info[n.name]
+        if oi.kind != "pool" or "kernel" not in oi.attrs or not hasattr(oi.inputs[0], "meta"):
+            continue
+        x = oi.inputs[0]
+        in_shape, in_dtype = _meta(x)
+        out_shape, _ = _meta(n)
+        rank = oi.attrs["rank"]
+        if in_shape is None or out_shape is None or len(in_shape) not in (rank + 1, rank + 2) or \
+                in_dtype not in ("float32", "float16", "bfloat16", "float64"):
+            continue
+        main, pro_extra, prologue, nodes = x.name, [], (), (n.name,)
+        pro = next((p for p in out if p.kind == "pointwise" and p.output == x.name and len(x.users) == 1
+                    and p.shape == in_shape), None)
+        if pro is not None:
+            full = [i for i in pro.inputs if _meta(by_name[i])[0] == in_shape]
+            if full:
+                main = full[0]
+                pro_extra = [i for i in pro.inputs if i != main]
+                prologue = _remap(pro.program, pro.inputs, [main] + pro_extra)
+                nodes = pro.nodes + nodes
+                out.remove(pro)
+        epi = next((e for e in out if e.kind == "pointwise" and n.name in e.inputs and e.shape == out_shape
+                    and _only_user_region(n, e)), None)
+        epi_extra, epilogue, output = [], (), n.name
+        if epi is not None:
+            epi_extra = [i for i in epi.inputs if i != n.name]
+            epilogue = _remap(epi.program, epi.inputs, [n.name] + epi_extra)
+            nodes, output = nodes + epi.nodes, epi.output
+            out.remove(epi)
+        attrs_ = {k: v for k, v in oi.attrs.items()}
+        attrs_.update(n_pro=len(pro_extra), n_epi=len(epi_extra), out_shape=out_shape)
+        out.append(Region(kind="pool", op=oi.op, nodes=nodes, output=output,
+                          inputs=(main, *pro_extra, *epi_extra), shape=in_shape, attrs=attrs_,
+                          prologue=prologue, epilogue=epilogue))
+    return out
+
+
+def _operand_meta(gm: Any, value: Any) -> tuple[tuple[int, ...] | None, str | None]:
+    if isinstance(value, Param):
+        t = gm.get_parameter(value.path) if value.path in dict(gm.named_parameters()) else \
+            gm.get_buffer(value.path)
+        return tuple(int(s) for s in t.shape), str(t.dtype).replace("torch.", "")
+    if hasattr(value, "meta"):
+        return _meta(value)
+    return None, None
+
+
+def _gemm_regions(gm: Any, order: list[Any], info: dict[str, OpInfo], regions: list[Region],
+                  by_name: dict[str, Any]) -> list[Region]:
+    """Triton-GEMM regions: A (.., M, K) times B (K, N), or batched A (*b, M, K) times
+    B (*b, K, N) with equal batch dims; float operands of one dtype (fp64 has no tensor-core
+    dot); a bias (linear, addmm) and the pointwise region that only reads the product
+    become its epilogue."""
+    found = []
+    for n in order:
+        oi = info[n.name]
+        if oi.kind != "gemm" or oi.attrs.get("opaque") or len(oi.inputs) != 3:
+            continue
+        a, b, bias = oi.inputs
+        if not hasattr(a, "meta") or not (isinstance(b, Param) or hasattr(b, "meta")):
+            continue
+        a_shape, a_dtype = _meta(a)
+        b_shape, b_dtype = _operand_meta(gm, b)
+        out_shape, out_dtype = _meta(n)
+        if None in (a_shape, b_shape, out_shape) or a_dtype != b_dtype or a_dtype != out_dtype or \
+                a_dtype not in ("float32", "float16", "bfloat16"):
+            continue
+        if oi.attrs["trans_b"] and len(b_shape) == 2:
+            b_shape = (b_shape[1], b_shape[0])
+        if len(a_shape) < 2 or len(b_shape) < 2 or a_shape[-1] != b_shape[-2]:
+            continue
+        if oi.op in ("mm", "addmm") and (len(a_shape), len(b_shape)) != (2, 2):
+            continue
+        if len(b_shape) > 2 and (len(a_shape) != len(b_shape) or a_shape[:-2] != b_shape[:-2]):
+            continue  # broadcast batch dims: left to the library
+        names = [a, b]
+        program: tuple[Any, ...] = ()
+        if bias is not None:
+            b_sh, b_dt = _operand_meta(gm, bias)
+            if b_sh is None or b_dt not in ("float32", "float16", "bfloat16") or not _broadcasts_to(b_sh, out_shape):
+                continue
+            names.append(bias)
+            program = (("add", (("in", 0), ("in", 1)), {}),)
+        extra_refs = [_input_ref(bias)] if bias is not None else []
+        nodes, output = (n.name,), n.name
+        epi = next((e for e in regions if e.kind == "pointwise" and n.name in e.inputs and e.shape == out_shape
+                    and _only_user_region(n, e)), None)
+        if epi is not None:
+            others = [i for i in epi.inputs if i != n.name]
+            shift = len(program)
+            mapping = [n.name] + others
+            body = _remap(epi.program, epi.inputs, mapping)
+            # with a bias, the product read by the epilogue is the bias step's value
+            fixed = []
+            for op, operands, attrs_ in body:
+                ops = []
+                for kind, value in operands:
+                    if kind == "in" and shift:
+                        ops.append(("v", 0) if value == 0 else ("in", value + 1))
+                    elif kind == "v":
+                        ops.append(("v", value + shift))
+                    else:
+                        ops.append((kind, value))
+                fixed.append((op, tuple(ops), attrs_))
+            program = program + tuple(fixed)
+            extra_refs += others
+            nodes, output = nodes + epi.nodes, epi.output
+        found.append(Region(kind="gemm", op=oi.op, nodes=nodes, output=output,
+                            inputs=(_input_ref(a), _input_ref(b), *extra_refs), shape=out_shape,
+                            attrs={"trans_b": oi.attrs["trans_b"], "dtype": a_dtype, "has_bias": bias is not None,
+                                   "n_extra": len(extra_refs), "m": math.prod(a_shape[:-1]) if len(b_shape) == 2
+                                   else a_shape[-2], "n": b_shape[-1], "k": a_shape[-1],
+                                   "batch": 1 if len(b_shape) == 2 else math.prod(a_shape[:-2])},
+                            epilogue=program))
+    return found

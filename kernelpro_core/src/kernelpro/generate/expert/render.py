@@ -4,10 +4,13 @@ Each region becomes a Triton kernel and a Python wrapper ``_kp_<rid>`` (rid = ``
 ``r1``, ... in graph order); the candidate's ``_kp_lower`` swaps the region's fx nodes for
 one call of that wrapper. Parameters (a JSON-serialisable dict, recorded with the draft):
 
-``{"lower": [rid, ...], "graph": bool, "tiles": {rid: {...}}}`` where a pointwise tile is
-``{"BLOCK", "num_warps"}``, a row kernel's ``{"BLOCK_R", "num_warps"}``, a split-row
-kernel's ``{"BLOCK_R", "CHUNK", "num_warps"}`` and a column kernel's
-``{"BLOCK_R", "BLOCK_I", "num_warps"}``.
+``{"lower": [rid, ...], "graph": bool, "tiles": {rid: {...}}}`` where a pointwise or pool
+tile is ``{"BLOCK", "num_warps"}``, a row kernel's ``{"BLOCK_R", "num_warps"}``, a split-row
+kernel's ``{"BLOCK_R", "CHUNK", "num_warps"}``, a column kernel's
+``{"BLOCK_R", "BLOCK_I", "num_warps"}`` and a GEMM's ``{"BLOCK_M", "BLOCK_N", "BLOCK_K",
+"GROUP_M", "num_warps", "num_stages"}`` plus ``"precision"`` ("ieee" or "tf32x3") for fp32
+operands. GEMM regions overlap the pointwise regions they replace: ``lower`` holds one
+of :meth:`Recognition.alternatives`.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from typing import Any
 
 from kernelpro.generate.expert.ops import POINTWISE, literal
 from kernelpro.generate.expert.recognize import Recognition, Region
-from kernelpro.generate.expert.templates import CANDIDATE, POINTWISE as POINTWISE_T, ROWCOL, SPLIT, render
+from kernelpro.generate.expert.templates import CANDIDATE, GEMM, POOL, POINTWISE as POINTWISE_T, ROWCOL, SPLIT, render
 
 # Bounds of each tile parameter: powers of two that Triton accepts for tl.arange, and warp
 # counts a CUDA block allows (32..1024 threads).
@@ -28,7 +31,18 @@ SPACE = {
     "BLOCK_I": (16, 512),
     "num_warps": (1, 16),
     "CHUNK": (256, 1 << 24),
+    # GEMM: tl.dot needs every tile side >= 16; 256 x 256 fp32 accumulators already take
+    # all 64K registers of an SM
+    "BLOCK_M": (16, 256),
+    "BLOCK_N": (16, 256),
+    "BLOCK_K": (16, 256),
+    "GROUP_M": (1, 64),
+    "num_stages": (1, 6),
 }
+# Shared memory a GEMM's pipeline may take (H200: 227 KiB usable per block, less a margin
+# for the epilogue's layout conversion)
+GEMM_SMEM_BYTES = 200 * 1024
+GEMM_PRECISIONS = ("ieee", "tf32x3")
 # Split rows when there are fewer rows than this (about 4 per SM of a 132-SM H200) and each
 # is at least SPLIT_MIN_EXTENT long: one program per row would leave most SMs idle.
 SPLIT_MAX_ROWS = 512
@@ -42,8 +56,10 @@ def region_ids(recognition: Recognition) -> list[str]:
 
 def layout(region: Region) -> str:
     """``row`` when the reduced elements are contiguous (inner == 1), else ``col``."""
-    if region.kind == "pointwise":
+    if region.kind in ("pointwise", "pool"):
         return "flat"
+    if region.kind == "gemm":
+        return "gemm"
     if region.kind == "layernorm" or (region.kind == "rmsnorm" and region.attrs.get("normalized_ndim")):
         return "row"
     d = region.attrs["dim"] + region.attrs.get("ndims", 1)
@@ -64,6 +80,8 @@ def default_tile(region: Region) -> dict[str, int]:
     kind = layout(region)
     if kind == "flat":
         return {"BLOCK": 1024, "num_warps": 4}
+    if kind == "gemm":
+        return gemm_tile(region)
     if kind == "row":
         extent = reduced_extent(region)
         rows = math.prod(region.shape) // max(1, extent)
@@ -76,10 +94,53 @@ def default_tile(region: Region) -> dict[str, int]:
     return {"BLOCK_R": 16, "BLOCK_I": 64, "num_warps": 4}
 
 
+def _pow2_at_least(value: int, lo: int, hi: int) -> int:
+    return min(hi, max(lo, 1 << (max(1, value) - 1).bit_length()))
+
+
+def gemm_tile(region: Region, precision: str = "ieee") -> dict[str, Any]:
+    """Starting GEMM tile: 128 x 128 output tiles (shrunk to the next power of two of a
+    small M or N) over BLOCK_K = 32 (fp32) or 64 (fp16/bf16) elements of K, groups of 8
+    row-blocks, 8 warps for a full 128 x 128 tile (64 fp32 accumulators a thread), 3
+    pipeline stages (3 x 32 KiB of shared memory)."""
+    fp32 = region.attrs["dtype"] == "float32"
+    bm = _pow2_at_least(region.attrs["m"], 16, 128)
+    bn = _pow2_at_least(region.attrs["n"], 16, 128)
+    bk = _pow2_at_least(region.attrs["k"], 16, 32 if fp32 else 64)
+    tile: dict[str, Any] = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8,
+                            "num_warps": 8 if bm * bn >= 128 * 128 else 4, "num_stages": 3}
+    if fp32:
+        tile["precision"] = precision
+    return tile
+
+
+def gemm_smem_bytes(tile: dict[str, Any]) -> int:
+    """Shared memory of the A and B tiles over the pipeline's stages."""
+    elem = 4 if "precision" in tile else 2
+    return tile["num_stages"] * (tile["BLOCK_M"] + tile["BLOCK_N"]) * tile["BLOCK_K"] * elem
+
+
 def default_params(recognition: Recognition, graph: bool = False) -> dict[str, Any]:
+    """Every region but the Triton GEMMs lowered (GEMMs stay in the library), default tiles."""
     ids = region_ids(recognition)
-    return {"lower": ids, "graph": graph,
+    library, _ = recognition.alternatives()
+    return {"lower": [ids[i] for i in library], "graph": graph,
             "tiles": {rid: default_tile(r) for rid, r in zip(ids, recognition.regions)}}
+
+
+def gemm_params(recognition: Recognition, precision: str = "ieee") -> dict[str, Any] | None:
+    """The Triton-GEMM alternative: each GEMM region (with its epilogue) instead of the
+    regions it overlaps; None without GEMM regions."""
+    ids = region_ids(recognition)
+    _, triton_ = recognition.alternatives()
+    if not any(recognition.regions[i].kind == "gemm" for i in triton_):
+        return None
+    params = default_params(recognition)
+    params["lower"] = [ids[i] for i in triton_]
+    for rid, region in zip(ids, recognition.regions):
+        if region.kind == "gemm":
+            params["tiles"][rid] = gemm_tile(region, precision)
+    return params
 
 
 def program_lines(program: Any, inputs: list[str], prefix: str) -> tuple[list[str], str]:
@@ -118,7 +179,44 @@ def fused_bodies(region: Region) -> dict[str, Any]:
     return {"prologue": pro, "prologue_result": pro_result, "epilogue": epi}
 
 
-def render_kernel(rid: str, region: Region, tile: dict[str, int]) -> str:
+def render_gemm(rid: str, region: Region, tile: dict[str, Any]) -> str:
+    n_extra = region.attrs["n_extra"]
+    names = ["acc"] + [f"e{i}" for i in range(n_extra)]
+    body, result = program_lines(region.epilogue, names, "v") if region.epilogue else ([], "acc")
+    fp32 = region.attrs["dtype"] == "float32"
+    precision = tile.get("precision", "ieee")
+    if fp32 and precision not in GEMM_PRECISIONS:
+        raise ValueError(f"GEMM precision {precision!r}: expected one of {GEMM_PRECISIONS}")
+    return render(GEMM, rid=rid, n_extra=n_extra, body=body, result=result, trans_b=region.attrs["trans_b"],
+                  dtype=region.attrs["dtype"], dot_args=f', input_precision="{precision}"' if fp32 else "",
+                  **{k: tile[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages")})
+
+
+def render_pool(rid: str, region: Region, tile: dict[str, Any]) -> str:
+    a = region.attrs
+    n_pro, n_epi = a["n_pro"], a["n_epi"]
+    pro, pro_result = program_lines(region.prologue, ["x"] + [f"p{i}" for i in range(n_pro)], "pv") \
+        if region.prologue else ([], "x")
+    epi, epi_result = program_lines(region.epilogue, ["y"] + [f"e{i}" for i in range(n_epi)], "ev") \
+        if region.epilogue else ([], "y")
+    pad = 3 - a["rank"]
+
+    def three(values: tuple[int, ...], fill: int) -> str:
+        return repr((fill,) * pad + tuple(int(v) for v in values))
+
+    return render(POOL, rid=rid, op=region.op, rank=a["rank"], n_pro=n_pro, n_epi=n_epi, prologue=pro,
+                  prologue_result=pro_result, epilogue=epi, epilogue_result=epi_result,
+                  kernel3=three(a["kernel"], 1), stride3=three(a["stride"], 1), padding3=three(a["padding"], 0),
+                  dilation3=three(a["dilation"], 1), ceil_mode=bool(a["ceil_mode"]),
+                  count_include_pad=bool(a["count_include_pad"]), divisor_override=a["divisor_override"],
+                  BLOCK=tile["BLOCK"], num_warps=tile["num_warps"])
+
+
+def render_kernel(rid: str, region: Region, tile: dict[str, Any]) -> str:
+    if region.kind == "gemm":
+        return render_gemm(rid, region, tile)
+    if region.kind == "pool":
+        return render_pool(rid, region, tile)
     if region.kind == "pointwise":
         body, result = pointwise_body(region)
         return render(POINTWISE_T, rid=rid, n_in=len(region.inputs), rank=max(1, len(region.shape)),

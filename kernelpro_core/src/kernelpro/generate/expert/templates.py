@@ -18,6 +18,8 @@ an empty string). Every kernel computes in fp32 and stores in the output's dtype
 * A reduction-like kernel may carry a one-input pointwise ``prologue`` (applied to each
   loaded element, masked lanes reset to the op's neutral value) and ``epilogue`` (applied
   to each value before it is stored).
+* ``GEMM``: a tiled tensor-core GEMM with its epilogue applied in registers (below).
+* ``POOL``: max/avg pooling 1d/2d/3d with prologue and epilogue (below).
 * ``CANDIDATE``: the problem's source, the kernels, the fx rewrite that swaps each region
   for its kernel call, and optionally CUDA-graph capture of the whole forward.
 '''
@@ -335,6 +337,16 @@ def _kp_coalesce(shape, strides, rank):
     sizes = [m[0] for m in merged]
     per_input = [[m[1][i] for m in merged] for i in range(len(strides))]
     return sizes, per_input
+
+
+def _kp_pool_len(size, kernel, stride, pad, dilation, ceil_mode):
+    """Pooled length as PyTorch computes it (floor or ceil; with ceil, the last window
+    must start inside the input or its left padding)."""
+    span = size + 2 * pad - dilation * (kernel - 1) - 1 + (stride - 1 if ceil_mode else 0)
+    out = span // stride + 1
+    if ceil_mode and (out - 1) * stride >= size + pad:
+        out -= 1
+    return out
 {% for k in kernels %}
 {{ k }}
 {% endfor %}
@@ -647,5 +659,234 @@ def _kp_{{ rid }}(x{% if has_w %}, w{% endif %}{% if has_b %}, b{% endif %}):
     grid = (outer * n_chunks,) if {{ op in ("softmax", "log_softmax", "layer_norm", "rms_norm") }} else (outer,)
     _kp_{{ rid }}_fin[grid](x, out, part, {% if has_w %}w.contiguous(), {% endif %}{% if has_b %}b.contiguous(), {% endif %}n_chunks, {{ eps }},
                            R=R, CHUNK={{ CHUNK }}, BLOCK_R={{ BLOCK_R }}, NCP2=ncp2, num_warps={{ num_warps }})
+    return out
+"""
+
+# GEMM C = epilogue(A @ B) on tensor cores (fp16/bf16, or fp32 with ``precision``: "ieee"
+# keeps full fp32 products, "tf32x3" splits each fp32 operand in two tf32 parts and sums
+# three tensor-core products, about fp32 accuracy). One program per BLOCK_M x BLOCK_N tile
+# of C, programs ordered in groups of GROUP_M row-blocks so that consecutive programs
+# reuse the same B column-block from L2; K is walked in BLOCK_K steps with fp32
+# accumulation; a batch is the grid's second axis. Rows and columns past the edges read
+# a wrapped valid row/column (no mask in the K loop) and are dropped at the store. The
+# epilogue (bias, the pointwise region) is applied to the accumulator tile in registers,
+# its tensors read through broadcast strides over (batch, M, N); one store.
+GEMM = r"""
+@triton.jit
+def _kp_{{ rid }}_kernel(a_ptr, b_ptr, c_ptr, {% for i in range(n_extra) %}e{{ i }}_ptr, {% endfor %}M, N,
+        s_ab, s_am, s_ak, s_bb, s_bk, s_bn, s_cb, s_cm, s_cn,
+        {% for i in range(n_extra) %}s{{ i }}_b, s{{ i }}_m, s{{ i }}_n, {% endfor %}
+
+        K: tl.constexpr, INDEX64: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+        BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+    pid = tl.program_id(0)
+    batch = tl.program_id(1).to(tl.int64)
+    n_m = tl.cdiv(M, BLOCK_M)
+    n_n = tl.cdiv(N, BLOCK_N)
+    per_group = GROUP_M * n_n
+    first_m = (pid // per_group) * GROUP_M
+    rows_here = tl.minimum(n_m - first_m, GROUP_M)
+    pid_m = first_m + (pid % per_group) % rows_here
+    pid_n = (pid % per_group) // rows_here
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    rk = tl.arange(0, BLOCK_K)
+    if INDEX64:
+        rm = rm.to(tl.int64)
+        rn = rn.to(tl.int64)
+        rk = rk.to(tl.int64)
+    am = rm % M
+    bn = rn % N
+    a_ptrs = a_ptr + batch * s_ab + am[:, None] * s_am + rk[None, :] * s_ak
+    b_ptrs = b_ptr + batch * s_bb + rk[:, None] * s_bk + bn[None, :] * s_bn
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        if K % BLOCK_K == 0:
+            a = tl.load(a_ptrs)
+            b = tl.load(b_ptrs)
+        else:
+            a = tl.load(a_ptrs, mask=rk[None, :] < K - k0, other=0.0)
+            b = tl.load(b_ptrs, mask=rk[:, None] < K - k0, other=0.0)
+        acc = tl.dot(a, b, acc{{ dot_args }})
+        a_ptrs += BLOCK_K * s_ak
+        b_ptrs += BLOCK_K * s_bk
+    mask = (rm[:, None] < M) & (rn[None, :] < N)
+{% for i in range(n_extra) %}
+    e{{ i }} = tl.load(e{{ i }}_ptr + batch * s{{ i }}_b + rm[:, None] * s{{ i }}_m + rn[None, :] * s{{ i }}_n,
+                     mask=mask, other=0.0).to(tl.float32)
+{% endfor %}
+{% for line in body %}
+    {{ line }}
+{% endfor %}
+    tl.store(c_ptr + batch * s_cb + rm[:, None] * s_cm + rn[None, :] * s_cn,
+             {{ result }}.to(c_ptr.dtype.element_ty), mask=mask)
+
+
+def _kp_{{ rid }}(a, b{% for i in range(n_extra) %}, x{{ i }}{% endfor %}):
+{% if trans_b %}
+    b = b.t()  # stored (N, K): read as (K, N) through its strides, no copy
+{% endif %}
+    if a.dtype != b.dtype or a.dtype != _kp_torch.{{ dtype }}:
+        raise RuntimeError("expert kernel _kp_{{ rid }} was written for {{ dtype }} operands, got %s and %s"
+                           % (a.dtype, b.dtype))
+    K = a.shape[-1]
+    N = b.shape[-1]
+    if b.dim() == 2:
+        out_shape = tuple(a.shape[:-1]) + (N,)
+        a3 = a.reshape(1, -1, K)
+        b3 = b.unsqueeze(0)
+    else:
+        out_shape = tuple(a.shape[:-1]) + (N,)
+        a3 = a.reshape(-1, a.shape[-2], K)
+        b3 = b.reshape(-1, K, N)
+    batch, M = a3.shape[0], a3.shape[1]
+    dtype = a.dtype
+    extras = [{% for i in range(n_extra) %}x{{ i }}, {% endfor %}]
+    for x in extras:
+        dtype = _kp_torch.promote_types(dtype, x.dtype)
+    c = _kp_torch.empty((batch, M, N), dtype=dtype, device=a.device)
+    if c.numel() == 0:
+        return c.reshape(out_shape)
+    e3 = [x.expand(out_shape).reshape(batch, M, N) for x in extras]
+    strides = [s for x in e3 for s in x.stride()]
+    reach = max(1 + sum((sz - 1) * abs(st) for sz, st in zip(t.shape[1:], t.stride()[1:]))
+                for t in [a3, b3, c] + e3)
+    grid = (triton.cdiv(M, {{ BLOCK_M }}) * triton.cdiv(N, {{ BLOCK_N }}), batch)
+    _kp_{{ rid }}_kernel[grid](a3, b3, c, *e3, M, N, *a3.stride(), *b3.stride(), *c.stride(), *strides,
+                             K=K, INDEX64=reach >= 2**31, BLOCK_M={{ BLOCK_M }}, BLOCK_N={{ BLOCK_N }},
+                             BLOCK_K={{ BLOCK_K }}, GROUP_M={{ GROUP_M }}, num_warps={{ num_warps }},
+                             num_stages={{ num_stages }})
+    return c.reshape(out_shape)
+"""
+
+# Max/avg pooling over the last 1, 2 or 3 dims, seen as (L0, L1, D, H, W) with size-1
+# dims padded in. One program per BLOCK output elements (flat index, decomposed); the
+# window's taps are a static loop over constexpr sizes. Max ignores padding (-inf); avg
+# sums the in-bounds taps and divides as PyTorch does: the window clipped to the padded
+# input (count_include_pad), or to the input, or divisor_override. A prologue is applied
+# to each in-bounds loaded element (its tensors read at the input position), an epilogue
+# to each result (its tensors read at the output position).
+POOL = r"""
+@triton.jit
+def _kp_{{ rid }}_kernel(x_ptr, out_ptr, {% for i in range(n_pro) %}p{{ i }}_ptr, {% endfor %}{% for i in range(n_epi) %}e{{ i }}_ptr, {% endfor %}n_out,
+        L1, ID, IH, IW, OD, OH, OW,
+        {% for i in range(n_pro) %}{% for d in range(5) %}sp{{ i }}_{{ d }}, {% endfor %}{% endfor %}
+
+        {% for i in range(n_epi) %}{% for d in range(5) %}se{{ i }}_{{ d }}, {% endfor %}{% endfor %}
+
+        KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, SD: tl.constexpr, SH: tl.constexpr,
+        SW: tl.constexpr, PD: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr, DD: tl.constexpr,
+        DH: tl.constexpr, DW: tl.constexpr, INDEX64: tl.constexpr, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    if INDEX64:
+        pid = pid.to(tl.int64)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n_out
+    ow = offs % OW
+    t = offs // OW
+    oh = t % OH
+    t = t // OH
+    od = t % OD
+    lc = t // OD
+    l0 = lc // L1
+    l1 = lc % L1
+    base = lc * (ID * IH * IW)
+{% if op == "max_pool" %}
+    acc = tl.full([BLOCK], float('-inf'), tl.float32)
+{% else %}
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+{% endif %}
+    for kd in tl.static_range(KD):
+        i_d = od * SD - PD + kd * DD
+        ok_d = mask & (i_d >= 0) & (i_d < ID)
+        for kh in tl.static_range(KH):
+            i_h = oh * SH - PH + kh * DH
+            ok_h = ok_d & (i_h >= 0) & (i_h < IH)
+            for kw in tl.static_range(KW):
+                i_w = ow * SW - PW + kw * DW
+                ok = ok_h & (i_w >= 0) & (i_w < IW)
+                x = tl.load(x_ptr + base + (i_d * IH + i_h) * IW + i_w, mask=ok, other=0.0).to(tl.float32)
+{% for i in range(n_pro) %}
+                p{{ i }} = tl.load(p{{ i }}_ptr + l0 * sp{{ i }}_0 + l1 * sp{{ i }}_1 + i_d * sp{{ i }}_2 + i_h * sp{{ i }}_3 + i_w * sp{{ i }}_4,
+                                 mask=ok, other=0.0).to(tl.float32)
+{% endfor %}
+{% for line in prologue %}
+                {{ line }}
+{% endfor %}
+{% if prologue %}
+                x = {{ prologue_result }}
+{% endif %}
+{% if op == "max_pool" %}
+                acc = tl.maximum(acc, tl.where(ok, x, float('-inf')))
+{% else %}
+                acc += tl.where(ok, x, 0.0)
+{% endif %}
+{% if op == "avg_pool" %}
+{% if divisor_override %}
+    y = acc / {{ divisor_override }}
+{% else %}
+    d0 = od * SD - PD
+    h0 = oh * SH - PH
+    w0 = ow * SW - PW
+    d1 = tl.minimum(d0 + KD, ID + PD)
+    h1 = tl.minimum(h0 + KH, IH + PH)
+    w1 = tl.minimum(w0 + KW, IW + PW)
+{% if count_include_pad %}
+    count = (d1 - d0) * (h1 - h0) * (w1 - w0)
+{% else %}
+    count = (tl.minimum(d1, ID) - tl.maximum(d0, 0)) * (tl.minimum(h1, IH) - tl.maximum(h0, 0)) * \
+        (tl.minimum(w1, IW) - tl.maximum(w0, 0))
+{% endif %}
+    y = acc / count.to(tl.float32)
+{% endif %}
+{% else %}
+    y = acc
+{% endif %}
+{% for i in range(n_epi) %}
+    e{{ i }} = tl.load(e{{ i }}_ptr + l0 * se{{ i }}_0 + l1 * se{{ i }}_1 + od * se{{ i }}_2 + oh * se{{ i }}_3 + ow * se{{ i }}_4,
+                     mask=mask, other=0.0).to(tl.float32)
+{% endfor %}
+{% for line in epilogue %}
+    {{ line }}
+{% endfor %}
+    tl.store(out_ptr + offs, {{ epilogue_result }}.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+def _kp_{{ rid }}(x{% for i in range(n_pro) %}, p{{ i }}{% endfor %}{% for i in range(n_epi) %}, e{{ i }}{% endfor %}):
+    x = x.contiguous()
+    shape = tuple(x.shape)
+    r = {{ rank }}
+    lead, spatial = shape[:-r], shape[-r:]
+    if len(lead) not in (1, 2):
+        raise RuntimeError("expert kernel _kp_{{ rid }}: expected (N, C, *spatial) or (C, *spatial), got %s" % (shape,))
+    pads = (1,) * (3 - r)
+    sp = pads + tuple(spatial)
+    ks, ss, ps, ds = {{ kernel3 }}, {{ stride3 }}, {{ padding3 }}, {{ dilation3 }}
+    osp = tuple(_kp_pool_len(n, k, s, p, d, {{ ceil_mode }}) for n, k, s, p, d in zip(sp, ks, ss, ps, ds))
+    out_shape = lead + osp[3 - r:]
+    dtype = x.dtype
+    for t in [{% for i in range(n_pro) %}p{{ i }}, {% endfor %}]:
+        dtype = _kp_torch.promote_types(dtype, t.dtype)
+    for t in [{% for i in range(n_epi) %}e{{ i }}, {% endfor %}]:
+        dtype = _kp_torch.promote_types(dtype, t.dtype)
+    out = _kp_torch.empty(out_shape, dtype=dtype, device=x.device)
+    n = out.numel()
+    if n == 0:
+        return out
+
+    def strides(t, full):
+        st = tuple(t.expand(full).stride())
+        lead_st = (0,) * (2 - len(lead)) + st[:len(lead)]
+        return list(lead_st) + [0] * (3 - r) + list(st[len(lead):])
+
+    flat = [s for t in [{% for i in range(n_pro) %}p{{ i }}, {% endfor %}] for s in strides(t, shape)]
+    flat += [s for t in [{% for i in range(n_epi) %}e{{ i }}, {% endfor %}] for s in strides(t, out_shape)]
+    L1 = lead[-1]
+    extras = [{% for i in range(n_pro) %}p{{ i }}, {% endfor %}{% for i in range(n_epi) %}e{{ i }}, {% endfor %}]
+    grid = (triton.cdiv(n, {{ BLOCK }}),)
+    _kp_{{ rid }}_kernel[grid](x, out, *extras, n, L1, *sp, *osp, *flat,
+                             KD=ks[0], KH=ks[1], KW=ks[2], SD=ss[0], SH=ss[1], SW=ss[2], PD=ps[0], PH=ps[1],
+                             PW=ps[2], DD=ds[0], DH=ds[1], DW=ds[2], INDEX64=max(x.numel(), n) >= 2**31,
+                             BLOCK={{ BLOCK }}, num_warps={{ num_warps }})
     return out
 """
