@@ -29,7 +29,8 @@ def test_honest_gpu_candidates_pass_with_compiled_baseline(run_eval, gpu_problem
         result = run_eval(cand, gpu_problem, device="cuda", time_compiled_reference=compiled)
         assert result.verdict is Verdict.CORRECT, (cand.name, result.reason)
         assert (result.baseline_compiled is not None) is compiled, cand.name
-        assert result.timing.method == "cuda_event+device_sync+l2_flush"
+        assert result.timing.method == "cuda_event+l2_flush"
+        assert not any(f.startswith("side_stream_work") for f in result.flags), result.flags
         assert not any(f.startswith("l2_persistence") for f in result.flags)
 
 
@@ -43,7 +44,10 @@ def test_side_stream_work_is_inside_the_timed_region(run_eval, gpu_problem):
     assert result.verdict is Verdict.CORRECT, result.reason
     # the side stream spins ~10 ms per call; the reference takes well under 1 ms
     assert result.timing.median_ms > 5.0, result.timing
+    assert result.timing.method == "cuda_event+device_sync+l2_flush"
+    assert any(f.startswith("side_stream_work") for f in result.flags), result.flags
     assert result.baseline.median_ms < 1.0
+    assert result.baseline.method == "cuda_event+l2_flush"
 
 
 def test_stale_memory_gets_poison(run_eval, gpu_problem):

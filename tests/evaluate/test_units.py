@@ -225,3 +225,19 @@ def test_l2_state_resets_and_reports():
     assert state.lib.limit == 0 and state.lib.resets == 1 and state.lib.window == (0, 0)
     assert state.reset([0]) == []  # nothing left to undo
     assert len(state.found) == 2
+
+
+def test_escaped_work_charges_only_gaps_above_the_sync_latency():
+    from kernelpro.evaluate.timing import escaped_work
+    ev = [1.0, 1.01, 0.99, 1.0, 1.02]
+    # honest: every gap is the synchronization latency (0.01 ms) plus jitter
+    assert escaped_work(ev, [e + 0.01 + 0.002 * (k % 2) for k, e in enumerate(ev)], 0.01) == 0.0
+    # 10 ms left on a side stream after each call
+    assert abs(escaped_work(ev, [e + 10.01 for e in ev], 0.01) - 10.0) < 1e-9
+    # small escapes: below max(0.015 ms, 3 % of the stream time) they are not charged
+    assert escaped_work(ev, [e + 0.01 + 0.02 for e in ev], 0.01) == 0.0
+    assert escaped_work(ev, [e + 0.01 + 0.05 for e in ev], 0.01) > 0.04
+    tiny = [0.004] * 5
+    assert escaped_work(tiny, [e + 0.01 + 0.012 for e in tiny], 0.01) == 0.0
+    assert escaped_work(tiny, [e + 0.01 + 0.02 for e in tiny], 0.01) > 0.0
+    assert escaped_work([], [], 0.01) == 0.0

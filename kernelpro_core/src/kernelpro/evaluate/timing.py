@@ -1,14 +1,22 @@
 """Timing methods, named and stated.
 
 ``cuda_event+l2_flush`` (GPU): before every timed call the L2 cache is flushed by
-writing a buffer twice its size, outside the timed region. A CUDA event is recorded
-before the call on the current stream; after the call the whole device is synchronized
-and a second event is recorded, so work the call left on other streams is inside the
-measured interval (the synchronization's own latency, a few microseconds, is in it too,
-for reference and candidate alike). Warm-up runs for ``warmup_ms``; the number of timed
-calls is chosen so their total is about ``rep_ms`` (within ``min_reps``..``max_reps``).
-Several callables are timed interleaved in rounds so that clock and thermal drift affect
-them alike. The statistic is the median; IQR and coefficient of variation are reported.
+writing a buffer twice its size, outside the timed region. Three CUDA events are recorded
+on the current stream: ``start`` before the call, ``end`` right after it returns, and
+``after`` once the whole device has been synchronized. ``end - start`` is the call's time
+on its stream, without host round trips; ``after - end`` (the *gap*) is how long the
+device kept working on other streams after the call's own stream was done, plus the
+synchronization's latency. The latency alone is measured first on empty calls (``gap0``).
+For each callable, when the median gap exceeds ``gap0`` by more than
+``max(ESCAPE_ABS_MS, ESCAPE_REL x median stream time)``, the call left work on other
+streams that its stream never waited for: its samples become ``after - start - gap0``
+(everything up to the device being idle) and the method is named
+``cuda_event+device_sync+l2_flush``; :attr:`Timer.escaped_ms` records the excess. Work on
+a side stream that the call joins back (an event wait) is inside ``end - start`` anyway.
+Warm-up runs for ``warmup_ms``; the number of timed calls is chosen so their total is
+about ``rep_ms`` (within ``min_reps``..``max_reps``). Several callables are timed
+interleaved in rounds so that clock and thermal drift affect them alike. The statistic is
+the median; IQR and coefficient of variation are reported.
 
 ``perf_counter`` (CPU): the same scheme with ``time.perf_counter`` around each call.
 
@@ -64,6 +72,24 @@ class L2Flusher:
         self.buf.zero_()
 
 
+#: side-stream work shorter than this (ms), or than ESCAPE_REL of the call's stream time,
+#: is within the jitter of the synchronization's wake-up and is not charged
+ESCAPE_ABS_MS = 0.015
+ESCAPE_REL = 0.03
+
+
+def escaped_work(event_ms: Sequence[float], sync_ms: Sequence[float], gap0_ms: float) -> float:
+    """Milliseconds the device kept working after the call's stream was done, beyond the
+    synchronization latency ``gap0_ms``: the median gap's excess when it is above the
+    thresholds, else 0."""
+    if not event_ms:
+        return 0.0
+    excess = statistics.median(s - e for e, s in zip(event_ms, sync_ms)) - gap0_ms
+    if excess > max(ESCAPE_ABS_MS, ESCAPE_REL * statistics.median(event_ms)):
+        return excess
+    return 0.0
+
+
 class TamperError(Exception):
     """A function the timer relies on was replaced while a timed call ran."""
 
@@ -87,12 +113,15 @@ class Timer:
         self.min_reps = min_reps
         self.max_reps = max_reps
         self._ids = tuple(id(f) for f in _timer_functions())
+        #: per callable, ms of work it left on other streams (only callables that did)
+        self.escaped_ms: dict[str, float] = {}
+        self.gap0_ms = 0.0
         if self.cuda:
             if l2_bytes is None:
                 props = torch.cuda.get_device_properties(torch.cuda.current_device())
                 l2_bytes = getattr(props, "L2_cache_size", 64 << 20)
             self.flush: Callable[[], None] | None = L2Flusher(l2_bytes, device)
-            self.method = "cuda_event+device_sync+l2_flush"
+            self.method = "cuda_event+l2_flush"
         else:
             self.flush = None
             self.method = "perf_counter"
@@ -103,23 +132,31 @@ class Timer:
                               "during a timed call")
 
     def once(self, fn: Callable[[], Any]) -> tuple[float, Any]:
-        """One timed call: (milliseconds, what ``fn`` returned)."""
+        """One timed call: (milliseconds up to the device being idle, what ``fn`` returned)."""
+        (_ev, ms), out = self.once2(fn)
+        return ms, out
+
+    def once2(self, fn: Callable[[], Any]) -> tuple[tuple[float, float], Any]:
+        """One timed call: ((stream time, time up to device idle) in ms, what ``fn`` returned).
+        On CPU both are the perf_counter time."""
         if self.cuda:
             assert self.flush is not None
             self.flush()
-            start, end = _Event(enable_timing=True), _Event(enable_timing=True)
+            start, end, after = _Event(enable_timing=True), _Event(enable_timing=True), _Event(enable_timing=True)
             _event_record(start)
             out = fn()
-            _cuda_sync()
             _event_record(end)
-            _event_sync(end)
+            _cuda_sync()
+            _event_record(after)
+            _event_sync(after)
             self._check()
-            return float(_event_elapsed(start, end)), out
+            return (float(_event_elapsed(start, end)), float(_event_elapsed(start, after))), out
         t0 = _perf_counter()
         out = fn()
         t1 = _perf_counter()
         self._check()
-        return (t1 - t0) * 1e3, out
+        ms = (t1 - t0) * 1e3
+        return (ms, ms), out
 
     def warmup(self, fn: Callable[[], Any], after: Callable[[Any], None] | None = None,
                before: Callable[[int], None] | None = None) -> float:
@@ -140,8 +177,16 @@ class Timer:
         return spent / count
 
     def overhead_ms(self, reps: int = 50) -> float:
-        """Median time of an empty call with this method (synchronization and event latency)."""
-        return statistics.median(self.once(lambda: None)[0] for _ in range(reps))
+        """Median stream time of an empty call (event latency)."""
+        return statistics.median(self.once2(lambda: None)[0][0] for _ in range(reps))
+
+    def sync_gap_ms(self, reps: int = 50) -> float:
+        """Median gap (``after - end``) of an empty call: the synchronization latency."""
+        gaps = []
+        for _ in range(reps):
+            (ev, sy), _out = self.once2(lambda: None)
+            gaps.append(sy - ev)
+        return statistics.median(gaps)
 
     def interleaved(self, fns: dict[str, Callable[[], Any]], rounds: int,
                     before: Callable[[str, int], None] | None = None,
@@ -158,7 +203,10 @@ class Timer:
             warm_before = (lambda k, n=name: before(n, -1 - k)) if before else None
             warm_after = (lambda out, n=name: after(n, -1, out)) if after else None
             per_call[name] = max(self.warmup(fn, warm_after, warm_before), 1e-4)
-        samples: dict[str, list[float]] = {name: [] for name in fns}
+        gap0 = self.sync_gap_ms(30) if self.cuda else 0.0
+        self.gap0_ms = gap0
+        ev_samples: dict[str, list[float]] = {name: [] for name in fns}
+        sy_samples: dict[str, list[float]] = {name: [] for name in fns}
         rounds = max(1, rounds)
         reps = {name: max(1, max(self.min_reps, min(self.max_reps, int(self.rep_ms / per_call[name]))) // rounds)
                 for name in fns}
@@ -169,10 +217,23 @@ class Timer:
                     i = count[name]
                     if before is not None:
                         before(name, i)
-                    ms, out = self.once(fn)
-                    samples[name].append(ms)
+                    (ev, sy), out = self.once2(fn)
+                    ev_samples[name].append(ev)
+                    sy_samples[name].append(sy)
                     if after is not None:
                         after(name, i, out)
                     del out
                     count[name] += 1
-        return {name: stats(xs, self.method) for name, xs in samples.items()}
+        result = {}
+        for name in fns:
+            if not self.cuda:
+                result[name] = stats(ev_samples[name], self.method)
+                continue
+            escaped = escaped_work(ev_samples[name], sy_samples[name], gap0)
+            if escaped > 0:
+                self.escaped_ms[name] = escaped
+                result[name] = stats([max(sy - gap0, ev) for ev, sy in zip(ev_samples[name], sy_samples[name])],
+                                     "cuda_event+device_sync+l2_flush")
+            else:
+                result[name] = stats(ev_samples[name], self.method)
+        return result

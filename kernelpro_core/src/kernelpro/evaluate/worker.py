@@ -537,8 +537,10 @@ def run(job: dict[str, Any]) -> EvalResult:
             return
         if _aliases(out, timed_inputs):
             raise timing.TamperError("a timed call returned an output sharing memory with its input")
-        # reservoir sample of the timed calls (copied to the host only when kept), and the
-        # latest call always in the last slot
+        # reservoir sample of the timed calls, and the latest call always in the last slot:
+        # that one is a copy on the device (every call replaces it; a host copy of a large
+        # output per call would cost more than the timing itself), moved to the host when
+        # it enters the reservoir
         seen["n"] += 1
         item = (i, current["j"], current["u"])
         if len(kept) < recheck_n:
@@ -546,8 +548,9 @@ def run(job: dict[str, Any]) -> EvalResult:
             return
         r = rng.randrange(seen["n"])
         if r < recheck_n - 1:
-            kept[r] = kept[-1]
-        kept[-1] = (*item, cmp.to_cpu(out))
+            *prev, prev_out = kept[-1]
+            kept[r] = (*prev, cmp.to_cpu(prev_out))
+        kept[-1] = (*item, cmp.snapshot(out))
 
     def ref_call() -> Any:
         return ref_model(*timed_inputs)
@@ -563,6 +566,7 @@ def run(job: dict[str, Any]) -> EvalResult:
         with torch.no_grad():
             times = timer.interleaved(fns, ev["rounds"], before=before, after=after)
             evaluator_notes["timer_overhead_ms"] = timer.overhead_ms(20)
+            evaluator_notes["sync_gap_ms"] = timer.gap0_ms
     except Exception as exc:
         f = _classify_runtime(exc, "timed run failed: ")
         f.extra["compile"] = compile_res
@@ -593,11 +597,16 @@ def run(job: dict[str, Any]) -> EvalResult:
             expected = cmp.to_cpu(ref_out)
         _poison(ref_out, params + [x for x in timed_inputs if isinstance(x, torch.Tensor)])
         del ref_out
-        c = cmp.compare(out, expected, tols, "cpu")
+        c = cmp.compare(cmp.to_cpu(out), expected, tols, "cpu")
         if not c.ok:
             raise fail(Verdict.INTEGRITY, f"timed call {i} returned a wrong output (results cached across calls "
                        f"or an input-dependent shortcut): {c.message}")
     evaluator_notes["rechecked_calls"] = float(len(kept))
+    for name, ms in timer.escaped_ms.items():
+        evaluator_notes[f"{name}_escaped_ms"] = ms
+    if "candidate" in timer.escaped_ms:
+        flags.append(f"side_stream_work: the candidate left about {timer.escaped_ms['candidate']:.3f} ms of work "
+                     "per call on streams its own stream never waited for; its time runs to device idle")
     if l2 is not None and l2.found:
         flags.append("l2_persistence_reset: the candidate left " + "; ".join(l2.found[:3])
                      + " (reset before every timed call)")
