@@ -32,6 +32,7 @@ import attrs
 
 from kernelpro.config import EvaluatorConfig
 from kernelpro.evaluate import compile as build
+from kernelpro.evaluate.runner import build_env
 
 CUDA_TEMPLATE = r'''
 import torch
@@ -97,7 +98,9 @@ def write_candidates(where: Path, n: int, device: str, tag: str) -> list[Path]:
 
 
 def load_seconds(cand: Path, outcome: build.CompileOutcome) -> float:
-    env = build.build_env(outcome.build_dir, arch=outcome.arch, include_paths=[], cuda_flags=[])
+    # the worker's environment: the entry's architecture, include paths and flags (meta.json);
+    # a different include list changes the extension's build arguments and torch rebuilds it
+    env = build_env(outcome.build_dir)
     code = ("import time,sys; t=time.monotonic(); from kernelpro.evaluate.loader import load_module; "
             "load_module(sys.argv[1], 'c'); print(time.monotonic()-t)")
     out = subprocess.run([sys.executable, "-c", code, str(cand)], env=env, capture_output=True, text=True,

@@ -288,6 +288,8 @@ def compile_candidate(candidate_path: Path, *, config: Any, timeout_s: float | N
         res = json.loads(child.read_text())
         meta = {"status": res["status"], "seconds": res.get("seconds", 0.0), "log": res.get("log", ""),
                 "reason": res.get("reason", ""), "key": key, "arch": arch,
+                # what every later process needs to load this build without rebuilding it
+                "include_paths": inc, "cuda_flags": flags,
                 "toolchain": toolchain.fingerprint(), "source_sha256": hashlib.sha256(source.encode()).hexdigest()}
         tmp = entry / "meta.json.tmp"
         tmp.write_text(json.dumps(meta, indent=1))
