@@ -160,21 +160,23 @@ class Timer:
 
     def warmup(self, fn: Callable[[], Any], after: Callable[[Any], None] | None = None,
                before: Callable[[int], None] | None = None) -> float:
-        """Run ``fn`` for about ``warmup_ms``; return the estimated time per call (ms).
-        ``before(k)`` / ``after(out)`` run around warm-up call ``k`` (0, 1, ...)."""
-        spent, count = 0.0, 0
+        """Run ``fn`` for about ``warmup_ms`` (at least 3 calls); return the estimated time per call (ms): the
+        median warm-up call, so a slow first call (lazy initialization, autotuning) does not
+        shrink the number of timed calls. ``before(k)`` / ``after(out)`` run around warm-up
+        call ``k`` (0, 1, ...)."""
+        spent, times = 0.0, []
         while True:
             if before is not None:
-                before(count)
+                before(len(times))
             ms, out = self.once(fn)
             if after is not None:
                 after(out)
             del out
             spent += ms
-            count += 1
-            if spent >= self.warmup_ms or count >= 10_000:
+            times.append(ms)
+            if (spent >= self.warmup_ms and len(times) >= 3) or len(times) >= 10_000:
                 break
-        return spent / count
+        return statistics.median(times)
 
     def overhead_ms(self, reps: int = 50) -> float:
         """Median stream time of an empty call (event latency)."""
