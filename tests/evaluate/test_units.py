@@ -241,3 +241,44 @@ def test_escaped_work_charges_only_gaps_above_the_sync_latency():
     assert escaped_work(tiny, [e + 0.01 + 0.012 for e in tiny], 0.01) == 0.0
     assert escaped_work(tiny, [e + 0.01 + 0.02 for e in tiny], 0.01) > 0.0
     assert escaped_work([], [], 0.01) == 0.0
+
+
+def test_reaper_kills_the_worker_when_its_parent_is_killed(tmp_path):
+    """An evaluating process killed outright (SIGKILL) must not leave its worker running."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    pidfile = tmp_path / "worker.pid"
+    worker = f"import os,time; open({str(pidfile)!r},'w').write(str(os.getpid())); time.sleep(600)"
+    parent_code = (
+        "import subprocess,sys,time\n"
+        f"subprocess.Popen([sys.executable,'-m','kernelpro.evaluate.reaper',{str(tmp_path / 'rc')!r},'--',"
+        f"sys.executable,'-c',{worker!r}], start_new_session=True)\n"
+        "time.sleep(600)\n")
+    parent = subprocess.Popen([sys.executable, "-c", parent_code])
+    try:
+        for _ in range(300):
+            if pidfile.exists() and pidfile.read_text():
+                break
+            time.sleep(0.05)
+        wpid = int(pidfile.read_text())
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait()
+
+        def alive(pid: int) -> bool:
+            try:
+                with open(f"/proc/{pid}/stat") as fh:
+                    return fh.read().split(") ")[1][0] != "Z"
+            except OSError:
+                return False
+
+        for _ in range(200):
+            if not alive(wpid):
+                break
+            time.sleep(0.05)
+        assert not alive(wpid), "the worker outlived its killed parent"
+    finally:
+        parent.kill()

@@ -7,6 +7,9 @@ the candidate starts, even one that double-forks and calls ``setsid`` to leave t
 process group, is re-parented to it rather than to init. It runs the worker, writes the
 worker's exit status (negative: the signal) to RC_FILE, then kills and reaps every
 remaining descendant. SIGTERM (sent by the parent on a timeout) kills the worker first.
+It also asks the kernel for SIGTERM when its own parent dies (``PR_SET_PDEATHSIG``), so an
+evaluating process killed outright (SIGKILL, a CI time limit) leaves no worker holding the
+GPU behind.
 It imports nothing heavy, so it costs a few milliseconds.
 """
 
@@ -18,16 +21,22 @@ import signal
 import subprocess
 import sys
 import time
+from typing import Any
 
 PR_SET_CHILD_SUBREAPER = 36
+PR_SET_PDEATHSIG = 1
+
+
+def _prctl(option: int, value: int) -> bool:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(option, value, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
 
 
 def _set_subreaper() -> bool:
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
-    except (OSError, AttributeError):
-        return False
+    return _prctl(PR_SET_CHILD_SUBREAPER, 1)
 
 
 def _children(pid: int) -> list[int]:
@@ -75,8 +84,26 @@ def reap_all(deadline_s: float = 5.0) -> int:
 def main(argv: list[str]) -> int:
     rc_file, sep, cmd = argv[0], argv[1], argv[2:]
     assert sep == "--" and cmd
+    parent = os.getppid()
     _set_subreaper()
+    state: dict[str, Any] = {"proc": None, "stop": False}
+
+    def on_term(signum, frame):  # noqa: ARG001
+        state["stop"] = True
+        if state["proc"] is not None:
+            try:
+                os.kill(state["proc"].pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    signal.signal(signal.SIGTERM, on_term)
+    _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != parent:  # the parent died before the request took effect
+        return 1
     proc = subprocess.Popen(cmd, close_fds=False)
+    state["proc"] = proc
+    if state["stop"]:  # SIGTERM arrived while the worker was being started
+        on_term(signal.SIGTERM, None)
     # our copies of inherited descriptors (the result pipe) must not hold it open
     for fd in range(3, 256):
         try:
@@ -84,13 +111,6 @@ def main(argv: list[str]) -> int:
         except OSError:
             pass
 
-    def on_term(signum, frame):  # noqa: ARG001
-        try:
-            os.kill(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-
-    signal.signal(signal.SIGTERM, on_term)
     rc = proc.wait()
     with open(rc_file + ".tmp", "w") as fh:
         fh.write(str(rc))
