@@ -122,6 +122,9 @@ PROBLEMS = {
         "        self.bias = nn.Parameter(torch.randn(3, 1, 1, 1))\n        self.s2 = nn.Parameter(torch.tensor(1.5))\n",
         "        x = self.pool(x * self.s1)\n        return (x + self.bias) * self.s2\n",
         "[torch.randn(2, 3, 4, 6, 5)]"),
+    "param_add_max_pool1d": problem(  # a prologue input that varies over the window: read per tap
+        "        self.w = nn.Parameter(torch.randn(9))\n",
+        "        return F.max_pool1d(torch.relu(x + self.w), 2, 2)\n", "[torch.randn(2, 3, 9)]"),
     "data_dependent": problem("", "        if x.sum() > 0:\n            return x\n        return -x\n",
                               "[torch.randn(4)]"),
 }

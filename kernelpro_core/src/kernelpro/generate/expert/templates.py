@@ -776,7 +776,8 @@ def _kp_{{ rid }}_kernel(x_ptr, out_ptr, {% for i in range(n_pro) %}p{{ i }}_ptr
 
         KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, SD: tl.constexpr, SH: tl.constexpr,
         SW: tl.constexpr, PD: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr, DD: tl.constexpr,
-        DH: tl.constexpr, DW: tl.constexpr, INDEX64: tl.constexpr, BLOCK: tl.constexpr):
+        DH: tl.constexpr, DW: tl.constexpr, {% for i in range(n_pro) %}FLAT{{ i }}: tl.constexpr, {% endfor %}INDEX64: tl.constexpr,
+        BLOCK: tl.constexpr):
     pid = tl.program_id(0)
     if INDEX64:
         pid = pid.to(tl.int64)
@@ -796,6 +797,11 @@ def _kp_{{ rid }}_kernel(x_ptr, out_ptr, {% for i in range(n_pro) %}p{{ i }}_ptr
 {% else %}
     acc = tl.zeros([BLOCK], dtype=tl.float32)
 {% endif %}
+{% for i in range(n_pro) %}
+    if FLAT{{ i }}:
+        # constant over the window (per-channel or scalar): read once per output
+        p{{ i }}_c = tl.load(p{{ i }}_ptr + l0 * sp{{ i }}_0 + l1 * sp{{ i }}_1, mask=mask, other=0.0).to(tl.float32)
+{% endfor %}
     for kd in tl.static_range(KD):
         i_d = od * SD - PD + kd * DD
         ok_d = mask & (i_d >= 0) & (i_d < ID)
@@ -807,8 +813,11 @@ def _kp_{{ rid }}_kernel(x_ptr, out_ptr, {% for i in range(n_pro) %}p{{ i }}_ptr
                 ok = ok_h & (i_w >= 0) & (i_w < IW)
                 x = tl.load(x_ptr + base + (i_d * IH + i_h) * IW + i_w, mask=ok, other=0.0).to(tl.float32)
 {% for i in range(n_pro) %}
-                p{{ i }} = tl.load(p{{ i }}_ptr + l0 * sp{{ i }}_0 + l1 * sp{{ i }}_1 + i_d * sp{{ i }}_2 + i_h * sp{{ i }}_3 + i_w * sp{{ i }}_4,
-                                 mask=ok, other=0.0).to(tl.float32)
+                if FLAT{{ i }}:
+                    p{{ i }} = p{{ i }}_c
+                else:
+                    p{{ i }} = tl.load(p{{ i }}_ptr + l0 * sp{{ i }}_0 + l1 * sp{{ i }}_1 + i_d * sp{{ i }}_2 + i_h * sp{{ i }}_3
+                                     + i_w * sp{{ i }}_4, mask=ok, other=0.0).to(tl.float32)
 {% endfor %}
 {% for line in prologue %}
                 {{ line }}
@@ -879,14 +888,16 @@ def _kp_{{ rid }}(x{% for i in range(n_pro) %}, p{{ i }}{% endfor %}{% for i in 
         lead_st = (0,) * (2 - len(lead)) + st[:len(lead)]
         return list(lead_st) + [0] * (3 - r) + list(st[len(lead):])
 
-    flat = [s for t in [{% for i in range(n_pro) %}p{{ i }}, {% endfor %}] for s in strides(t, shape)]
+    pro_strides = [strides(t, shape) for t in [{% for i in range(n_pro) %}p{{ i }}, {% endfor %}]]
+    flat_window = {"FLAT%d" % i: all(s == 0 for s in st[2:]) for i, st in enumerate(pro_strides)}
+    flat = [s for st in pro_strides for s in st]
     flat += [s for t in [{% for i in range(n_epi) %}e{{ i }}, {% endfor %}] for s in strides(t, out_shape)]
     L1 = lead[-1]
     extras = [{% for i in range(n_pro) %}p{{ i }}, {% endfor %}{% for i in range(n_epi) %}e{{ i }}, {% endfor %}]
     grid = (triton.cdiv(n, {{ BLOCK }}),)
     _kp_{{ rid }}_kernel[grid](x, out, *extras, n, L1, *sp, *osp, *flat,
                              KD=ks[0], KH=ks[1], KW=ks[2], SD=ss[0], SH=ss[1], SW=ss[2], PD=ps[0], PH=ps[1],
-                             PW=ps[2], DD=ds[0], DH=ds[1], DW=ds[2], INDEX64=max(x.numel(), n) >= 2**31,
+                             PW=ps[2], DD=ds[0], DH=ds[1], DW=ds[2], **flat_window, INDEX64=max(x.numel(), n) >= 2**31,
                              BLOCK={{ BLOCK }}, num_warps={{ num_warps }})
     return out
 """
