@@ -122,6 +122,9 @@ PROBLEMS = {
         "        self.bias = nn.Parameter(torch.randn(3, 1, 1, 1))\n        self.s2 = nn.Parameter(torch.tensor(1.5))\n",
         "        x = self.pool(x * self.s1)\n        return (x + self.bias) * self.s2\n",
         "[torch.randn(2, 3, 4, 6, 5)]"),
+    "two_gemms_relu": problem(  # one epilogue, two products: the second GEMM's output is the first's epilogue input
+        "        self.w1 = nn.Parameter(torch.randn(12, 10))\n        self.w2 = nn.Parameter(torch.randn(12, 10))\n",
+        "        return torch.relu(x @ self.w1 + x @ self.w2)\n", "[torch.randn(6, 12)]"),
     "param_add_max_pool1d": problem(  # a prologue input that varies over the window: read per tap
         "        self.w = nn.Parameter(torch.randn(9))\n",
         "        return F.max_pool1d(torch.relu(x + self.w), 2, 2)\n", "[torch.randn(2, 3, 9)]"),

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from expert_problems import PROBLEMS
+from kernelpro.generate.expert.ops import Param
 from kernelpro.generate.expert.recognize import recognize
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "kernelbench"
@@ -114,8 +115,17 @@ def test_gemm_regions(name, op, batch, trans_b, n_extra):
 
 def test_clone_detach_residual_is_one_epilogue():
     (gemm,) = [r for r in recognize(PROBLEMS["linear_residual_clone"]).regions if r.kind == "gemm"]
-    assert gemm.inputs[2:] == ("fc.bias",) or gemm.attrs["n_extra"] == 1
+    assert gemm.inputs[2:] == (Param("fc.bias"),) and gemm.attrs["n_extra"] == 1  # the residual is the product
     assert [e[0] for e in gemm.epilogue] == ["add", "identity", "identity", "mul", "add"]
+
+
+def test_an_epilogue_belongs_to_one_gemm():
+    rec = recognize(PROBLEMS["two_gemms_relu"])
+    gemms = [r for r in rec.regions if r.kind == "gemm"]
+    assert [(g.output, len(g.epilogue)) for g in gemms] == [("matmul_1", 0), ("relu", 2)]
+    assert gemms[1].inputs[2:] == ("matmul_1",)  # the second product is an input of the first one's epilogue
+    _, triton_ = rec.alternatives()
+    assert [rec.regions[i].kind for i in triton_] == ["gemm", "gemm"]
 
 
 def test_gemm_with_broadcast_batch_stays_in_the_library():

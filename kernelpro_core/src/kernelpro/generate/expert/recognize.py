@@ -477,6 +477,7 @@ def _gemm_regions(gm: Any, order: list[Any], info: dict[str, OpInfo], regions: l
     dot); a bias (linear, addmm) and the pointwise region that only reads the product
     become its epilogue."""
     found = []
+    absorbed: set[str] = set()  # pointwise regions (by output) already a GEMM's epilogue
     for n in order:
         oi = info[n.name]
         if oi.kind != "gemm" or oi.attrs.get("opaque") or len(oi.inputs) != 3:
@@ -509,8 +510,9 @@ def _gemm_regions(gm: Any, order: list[Any], info: dict[str, OpInfo], regions: l
         extra_refs = [_input_ref(bias)] if bias is not None else []
         nodes, output = (n.name,), n.name
         epi = next((e for e in regions if e.kind == "pointwise" and n.name in e.inputs and e.shape == out_shape
-                    and _only_user_region(n, e)), None)
+                    and _only_user_region(n, e) and e.output not in absorbed), None)
         if epi is not None:
+            absorbed.add(epi.output)  # relu(a @ w1 + a @ w2): the second product is an input of the first's epilogue
             others = [i for i in epi.inputs if i != n.name]
             shift = len(program)
             mapping = [n.name] + others
