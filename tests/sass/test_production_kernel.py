@@ -55,3 +55,14 @@ def test_cute_wgmma_gemm_has_no_findings(cute_profile):
     findings = [x for cls in ALL for x in cls().analyze(cute_profile, None, ProfileContext(gpu=None, device="cuda"))
                 if x.severity != "info"]
     assert findings == []
+
+
+def test_instruction_mix_names_the_hgmma_instructions(cute_profile):
+    """The SASS plugin's own report shows the warpgroup MMA (HGMMA) forms of the CuTe kernel."""
+    (entry,) = cute_profile.payload.entries
+    assert any(m.startswith("HGMMA.") for m in entry.features.tensor_mnemonics), entry.features.tensor_mnemonics
+    mix = [x for cls in ALL for x in cls().analyze(cute_profile, None, ProfileContext(gpu=None, device="cuda"))
+           if x.tool == "sass_instruction_mix"]
+    assert len(mix) == 1 and "Tensor-core instructions:" in mix[0].message, mix
+    assert "HGMMA.64x128x16.F32.BF16 x" in mix[0].message, mix[0].message
+    print(mix[0].message)

@@ -153,6 +153,8 @@ class KernelFeatures:
     # misc
     hgmma_waits: int  # WARPGROUP.DEPBAR / wait instructions
     name_says_matrix: bool
+    # tensor-core instruction forms and their counts, e.g. {"HGMMA.64x128x16.F32.BF16": 4}
+    tensor_mnemonics: dict[str, int] = attrs.field(factory=dict)
 
     def metrics(self) -> dict[str, float]:
         """Flat numbers for :class:`kernelpro.records.KernelProfile.metrics`."""
@@ -351,4 +353,5 @@ def kernel_features(kernel: SassKernel) -> KernelFeatures:
         predicated_fraction=guarded_scope / len(guard_scope) if guard_scope else 0.0,
         hgmma_waits=sum(1 for i in executed if i.opcode == "WARPGROUP" and "DEPBAR" in i.modifiers),
         name_says_matrix=MATRIX_NAME.search(kernel.name) is not None,
+        tensor_mnemonics=dict(Counter(i.mnemonic for i in executed if i.klass == "tensor")),
     )

@@ -38,11 +38,17 @@ class InstructionMix(SassMicroProfiler):
         evidence = {f"class.{k}": v for k, v in f.class_counts.items()}
         evidence.update(instructions=f.instructions, instructions_in_loops=f.instructions_in_loops,
                         loops=f.loops, tensor_ops=f.tensor_ops)
+        tensor_text = ""
+        if f.tensor_mnemonics:
+            forms = sorted(f.tensor_mnemonics.items(), key=lambda kv: (-kv[1], kv[0]))
+            tensor_text = (f" Tensor-core instructions: {f.tensor_ops} ("
+                           + ", ".join(f"{m} x{n}" for m, n in forms[:3])
+                           + (", ..." if len(forms) > 3 else "") + ").")
         return [self.finding(
             entry, "info", "Instruction mix",
             f"{entry.kernel.arch or 'unknown arch'}, {f.instructions} instructions, {f.loops} loop(s), "
             f"{f.instructions_in_loops} instructions {where if f.instructions_in_loops else 'in loops'}; "
-            f"mix {where}: {mix}.{res_text}",
+            f"mix {where}: {mix}.{tensor_text}{res_text}",
             "None by itself: read it with the other findings (tensor share, memory share, "
             "local memory) to see where the kernel spends its issue slots.",
             None, evidence)]
