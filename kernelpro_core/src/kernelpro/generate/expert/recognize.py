@@ -395,15 +395,17 @@ def _fuse_into_reductions(regions: list[Region], by_name: dict[str, Any]) -> lis
     return fused
 
 
-def _remap(program: Any, inputs: tuple[Any, ...], names: list[Any], shift: int = 0) -> tuple[Any, ...]:
-    """A pointwise program re-indexed onto ``names``: operand ("in", i) reading
-    ``inputs[i]`` becomes ("in", names.index(inputs[i])); ("v", j) becomes ("v", j + shift)."""
+def _remap(program: Any, inputs: tuple[Any, ...], operand_of: dict[Any, tuple[str, int]],
+           shift: int = 0) -> tuple[Any, ...]:
+    """A pointwise program moved into another kernel: operand ("in", i) reading
+    ``inputs[i]`` becomes ``operand_of[inputs[i]]`` (that kernel's input or an earlier
+    value); ("v", j) becomes ("v", j + shift) behind ``shift`` steps placed before it."""
     out = []
     for op, operands, attrs_ in program:
         ops = []
         for kind, value in operands:
             if kind == "in":
-                ops.append(("in", names.index(inputs[value])))
+                ops.append(operand_of[inputs[value]])
             elif kind == "v":
                 ops.append(("v", value + shift))
             else:
@@ -441,7 +443,7 @@ def _pool_regions(order: list[Any], info: dict[str, OpInfo], regions: list[Regio
             if full:
                 main = full[0]
                 pro_extra = [i for i in pro.inputs if i != main]
-                prologue = _remap(pro.program, pro.inputs, [main] + pro_extra)
+                prologue = _remap(pro.program, pro.inputs, {r: ("in", k) for k, r in enumerate([main] + pro_extra)})
                 nodes = pro.nodes + nodes
                 out.remove(pro)
         epi = next((e for e in out if e.kind == "pointwise" and n.name in e.inputs and e.shape == out_shape
@@ -449,7 +451,7 @@ def _pool_regions(order: list[Any], info: dict[str, OpInfo], regions: list[Regio
         epi_extra, epilogue, output = [], (), n.name
         if epi is not None:
             epi_extra = [i for i in epi.inputs if i != n.name]
-            epilogue = _remap(epi.program, epi.inputs, [n.name] + epi_extra)
+            epilogue = _remap(epi.program, epi.inputs, {r: ("in", k) for k, r in enumerate([n.name] + epi_extra)})
             nodes, output = nodes + epi.nodes, epi.output
             out.remove(epi)
         attrs_ = {k: v for k, v in oi.attrs.items()}
@@ -499,13 +501,11 @@ def _gemm_regions(gm: Any, order: list[Any], info: dict[str, OpInfo], regions: l
             continue
         if len(b_shape) > 2 and (len(a_shape) != len(b_shape) or a_shape[:-2] != b_shape[:-2]):
             continue  # broadcast batch dims: left to the library
-        names = [a, b]
-        program: tuple[Any, ...] = ()
+        program: tuple[Any, ...] = ()  # over the operands acc ("in", 0), then the extra inputs
         if bias is not None:
             b_sh, b_dt = _operand_meta(gm, bias)
             if b_sh is None or b_dt not in ("float32", "float16", "bfloat16") or not _broadcasts_to(b_sh, out_shape):
                 continue
-            names.append(bias)
             program = (("add", (("in", 0), ("in", 1)), {}),)
         extra_refs = [_input_ref(bias)] if bias is not None else []
         nodes, output = (n.name,), n.name
@@ -514,22 +514,10 @@ def _gemm_regions(gm: Any, order: list[Any], info: dict[str, OpInfo], regions: l
         if epi is not None:
             absorbed.add(epi.output)  # relu(a @ w1 + a @ w2): the second product is an input of the first's epilogue
             others = [i for i in epi.inputs if i != n.name]
-            shift = len(program)
-            mapping = [n.name] + others
-            body = _remap(epi.program, epi.inputs, mapping)
-            # with a bias, the product read by the epilogue is the bias step's value
-            fixed = []
-            for op, operands, attrs_ in body:
-                ops = []
-                for kind, value in operands:
-                    if kind == "in" and shift:
-                        ops.append(("v", 0) if value == 0 else ("in", value + 1))
-                    elif kind == "v":
-                        ops.append(("v", value + shift))
-                    else:
-                        ops.append((kind, value))
-                fixed.append((op, tuple(ops), attrs_))
-            program = program + tuple(fixed)
+            # the epilogue reads the product (with a bias: the bias step's value v0)
+            operand_of = {n.name: ("v", 0) if program else ("in", 0)}
+            operand_of.update({r: ("in", len(extra_refs) + 1 + k) for k, r in enumerate(others)})
+            program = program + _remap(epi.program, epi.inputs, operand_of, shift=len(program))
             extra_refs += others
             nodes, output = nodes + epi.nodes, epi.output
         found.append(Region(kind="gemm", op=oi.op, nodes=nodes, output=output,
