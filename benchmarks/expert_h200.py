@@ -1,4 +1,4 @@
-"""H200 benchmark of the offline ``expert`` generator through ``kernelpro bench`` (NOT RUN YET).
+"""H200 benchmark of the offline ``expert`` generator through ``kernelpro bench`` (not run on a GPU yet).
 
 Two steps:
 
@@ -8,19 +8,22 @@ Two steps:
 
        python benchmarks/expert_h200.py prepare          # -> build/kernelbench_sample/sample.jsonl
 
-2. On the H200, from the repo root (device tool: carry ["build/kernelbench_sample"])::
+2. On the H200 machine, from the repo root (device tool: carry ["build/kernelbench_sample"]).
+   On the two-GPU machine one shard per GPU, then the tables::
 
-       python benchmarks/expert_h200.py run --deadline-s 540
+       CUDA_VISIBLE_DEVICES=0 python benchmarks/expert_h200.py run --config benchmarks/expert_h200.yaml --shard 0/2 --deadline-s 420 &
+       CUDA_VISIBLE_DEVICES=1 python benchmarks/expert_h200.py run --config benchmarks/expert_h200.yaml --shard 1/2 --deadline-s 420 &
+       wait; python benchmarks/expert_h200.py run --config benchmarks/expert_h200.yaml --report-only
 
-   It optimizes each sampled problem with the expert generator (greedy search, a fixed
-   budget per problem, profiling as the default config has it) into
-   ``build/expert_bench/runs/<problem>``, stops starting problems after the deadline,
-   writes results.json and report.md, packs ``$OUT/expert.tar.gz`` and prints the per-level
-   table. Problems already run are read back, so a second call (same warm machine)
-   continues where the first stopped; the table counts not-yet-run problems as failures,
-   so only a call that ran every problem gives the numbers to record.
-   A second, identical pass with ``--generator torch_compile`` gives the comparison the
-   issue asks for beyond the compiled-reference column.
+   Each problem is optimized with the expert generator (greedy search, a fixed budget per
+   problem, ncu + SASS profiling) into ``build/expert_bench/runs/<problem>``; no problem is
+   started after ``--deadline-s``; every shard packs its problems' records into
+   ``$OUT/expert_shardI.tar.gz``, and ``--report-only`` writes results.json and report.md
+   from every run directory and packs ``$OUT/expert.tar.gz``. Problems already run are read
+   back (their run directories, carried back to the machine, continue a bench in a later
+   call); the table counts problems not yet run as failures, so only a pass that ran every
+   problem gives the numbers to record. The speedup over torch.compile comes from the
+   compiled reference the evaluator times in the same process as each candidate.
 
 The expert generator and the bench module are
 found through core's entry points.
@@ -87,34 +90,56 @@ def run(args: argparse.Namespace) -> int:
     problems = bench.select(bench.read_suite(SAMPLE), levels=list(LEVELS))
     if args.limit:
         problems = problems[:args.limit]
+    shard = None
+    if args.shard:
+        i, n = (int(x) for x in args.shard.split("/"))
+        shard = (i, n)
+        problems = problems[i::n]
     t0 = time.monotonic()
     rows = []
     for p in problems:
-        if time.monotonic() - t0 > args.deadline_s:
-            print(f"deadline: not started {p.key}", flush=True)
-            rows.append(bench.problem_row(p, out_dir / "runs" / p.key, error="not run: deadline"))
+        run_dir = out_dir / "runs" / p.key
+        done = (run_dir / "summary.json").exists()
+        if args.report_only or (not done and time.monotonic() - t0 > args.deadline_s):
+            if not done:
+                print(f"not run: {p.key}", flush=True)
+            rows.append(bench.problem_row(p, run_dir, error=None if done else "not run"))
             continue
         rows += bench.run_bench([p], config, plugins, out_dir, device, say=lambda s: print(s, flush=True))
+    if shard is not None:
+        # shards share out_dir/runs; the table comes from a later `run --report-only`
+        tar_path = Path(os.environ.get("OUT", str(out_dir.parent))) / f"{args.generator}_shard{shard[0]}.tar.gz"
+        _pack(tar_path, out_dir, args.generator, [p.key for p in problems], with_tables=False)
+        print(f"shard {shard[0]}/{shard[1]}: {sum(r['error'] is None for r in rows)} of {len(rows)} problems run; "
+              f"packed {tar_path}")
+        return 0
     summary = bench.summarise(rows)
     meta = {"suite": str(SAMPLE.relative_to(REPO)), "generator": args.generator, "search": config.search.name,
             "budget": config.budget, "device": device, "seed": SEED, "sample": PER_LEVEL}
     (out_dir / "results.json").write_text(json.dumps({"meta": meta, "levels": summary, "problems": rows}, indent=1))
     bench.write_report(out_dir, rows, summary, meta)
     tar_path = Path(os.environ.get("OUT", str(out_dir.parent))) / f"{args.generator}.tar.gz"
-    tar_path.parent.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(tar_path, "w:gz") as tar:
-        for name in ("results.json", "report.md", "roofline.png"):
-            if (out_dir / name).exists():
-                tar.add(out_dir / name, arcname=f"{args.generator}_bench/{name}")
-        for run_dir in sorted((out_dir / "runs").glob("*")):
-            for name in ("summary.json", "candidates.jsonl", "best.py", "report.md"):
-                if (run_dir / name).exists():
-                    tar.add(run_dir / name, arcname=f"{args.generator}_bench/runs/{run_dir.name}/{name}")
-            for analysis in sorted((run_dir / "analyses").glob("*.json")):
-                tar.add(analysis, arcname=f"{args.generator}_bench/runs/{run_dir.name}/analyses/{analysis.name}")
+    _pack(tar_path, out_dir, args.generator, [p.key for p in problems], with_tables=True)
     print(bench.summary_table(summary))
     print(f"packed {tar_path} ({tar_path.stat().st_size} bytes)")
     return 0
+
+
+def _pack(tar_path: Path, out_dir: Path, generator: str, keys: list[str], with_tables: bool) -> None:
+    """Pack the tables (optionally) and, per problem, what the report needs (no build outputs)."""
+    tar_path.parent.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(tar_path, "w:gz") as tar:
+        if with_tables:
+            for name in ("results.json", "report.md", "roofline.png"):
+                if (out_dir / name).exists():
+                    tar.add(out_dir / name, arcname=f"{generator}_bench/{name}")
+        for key in keys:
+            run_dir = out_dir / "runs" / key
+            for name in ("summary.json", "candidates.jsonl", "best.py", "report.md", "baseline.json"):
+                if (run_dir / name).exists():
+                    tar.add(run_dir / name, arcname=f"{generator}_bench/runs/{key}/{name}")
+            for analysis in sorted((run_dir / "analyses").glob("*.json")):
+                tar.add(analysis, arcname=f"{generator}_bench/runs/{key}/analyses/{analysis.name}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -129,6 +154,10 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--out", default=None, help="bench directory (default: build/<generator>_bench)")
     r.add_argument("--limit", type=int, default=None)
     r.add_argument("--deadline-s", type=float, default=540.0, help="start no problem after this many seconds")
+    r.add_argument("--shard", default=None, metavar="I/N",
+                   help="run only problems I, I+N, ... (one shard per GPU: CUDA_VISIBLE_DEVICES=I); no tables")
+    r.add_argument("--report-only", action="store_true",
+                   help="run nothing: read every problem's run directory and write the tables")
     args = ap.parse_args(argv)
     return prepare(args) if args.step == "prepare" else run(args)
 
