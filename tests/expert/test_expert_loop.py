@@ -40,3 +40,19 @@ def test_unrecognized_problem_ends_the_search(tmp_path):
     problem = parse_problem(PROBLEMS["data_dependent"], name="dd")
     summary = optimize(problem, config, plugins, tmp_path / "run", "cpu")
     assert summary["evaluated"] == 0 and summary["stopped_because"] == "search exhausted"
+
+
+def test_triton_gemm_and_pool_candidates_pass_the_evaluator(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    plugins = Plugins()
+    config = cfg.load_config(str(FAST), {"device": "cpu", "budget": 2,
+                                         "generator": {"name": "expert", "params": {}}})
+    for name in ("linear_relu_odd", "tanh_bias_max_pool"):
+        summary = optimize(parse_problem(PROBLEMS[name], name=name), config, plugins, tmp_path / name, "cpu")
+        assert summary["evaluated"] == 2 and summary["correct"] == 2, (name, summary)
+        records = [json.loads(line) for line in (tmp_path / name / "candidates.jsonl").read_text().splitlines()]
+        kinds = [r["description"] for r in records]
+        if name == "linear_relu_odd":  # the library GEMM + epilogue kernel, then the Triton GEMM
+            assert "pointwise(relu)" in kinds[0] and "gemm(linear+add+relu)" in kinds[1], kinds
+        else:
+            assert "pool(tanh+mul+add+max_pool)" in kinds[0], kinds
