@@ -190,3 +190,16 @@ def test_pointwise_fused_into_reductions(name, prologue, epilogue):
 def test_a_reduction_input_read_twice_is_not_fused():
     rec = recognize(PROBLEMS["rmsnorm"])  # x feeds both the square and the division
     assert rec.regions[0].prologue == ()
+
+
+def test_benchmark_sample_never_crashes_the_generator():
+    from sample_report import SAMPLE, report
+
+    if not SAMPLE.exists():
+        pytest.skip(f"{SAMPLE} is absent (written by benchmarks/expert_h200.py prepare)")
+    rows = report(SAMPLE, 4)
+    assert rows and all(isinstance(r["root"], list) for r in rows)
+    # a problem with a GEMM region gets the Triton GEMM among its first two root candidates
+    for r in rows:
+        if "gemm:" in r["recognition"]:
+            assert any(d.startswith("Triton gemm(") for d in r["root"][:2]), r
