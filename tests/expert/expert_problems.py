@@ -89,6 +89,9 @@ PROBLEMS = {
         "        self.w = nn.Parameter(torch.randn(40, 24, dtype=torch.float16) * 0.2)\n",
         "        return torch.tanh(torch.matmul(x, self.w) * 0.5)\n",
         "[torch.randn(19, 40, dtype=torch.float16)]"),
+    "gemm_bf16_relu": problem(
+        "        self.fc = nn.Linear(40, 24, dtype=torch.bfloat16)\n",
+        "        return torch.relu(self.fc(x))\n", "[torch.randn(19, 40, dtype=torch.bfloat16)]"),
     "bmm_add": HEAD + (
         "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
         "    def forward(self, a, b, c):\n        return torch.bmm(a, b) + c\n"
