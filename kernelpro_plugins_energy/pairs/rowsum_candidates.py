@@ -1,28 +1,32 @@
 """Candidates for rowsum_problem: Triton row sums that read the same 1 GiB at the same
 speed but execute different instructions.
 
-* ``triton_b4096_fma<k>``: one program per row, blocks of 4096 columns, 16 fp32 per thread
-  read as four 128-bit loads, with ``k`` redundant FMAs per element (a bounded chain
-  ``c = 0.5 c + x``, folded into the result as ``+ sum(c) * 0.0``, which the compiler may
-  not remove since 0 * inf is NaN, so the result is exactly the plain sum). On the H200
-  the plain kernel drew 634 W at full DRAM bandwidth; one or two FMAs per element stay
-  under DRAM time and below the 700 W limit (eight ran into it).
-* ``triton_b4096_scalar``: the plain kernel compiled without the row stride's and column
-  count's divisibility (``do_not_specialize``), so Triton cannot prove 16-byte alignment
-  and issues sixteen 32-bit loads per thread instead of four 128-bit ones: same bytes and
-  the same coalesced 128-byte warp requests, four times the load instructions.
-* ``triton_b2048_w4``: blocks of 2048 columns on 4 warps, the same bandwidth from
-  another launch shape.
-* ``half_fma<k>``: a persistent grid of one program per two SMs, each looping over rows.
-  Far fewer warps are resident, so each runs latency-bound at well under the power limit
-  (220-340 W on the H200). The earlier version masked every load; for the mask's
-  ``other`` values ptxas kept the four 128-bit loads of an iteration in one register
-  quad and waited for each before issuing the next (one load in flight per thread),
-  while with eight FMAs per element it issued all four first: that, not the FMAs, made
-  ``half_fma0`` 2.3 times slower than ``half_fma8``. Here a row whose length is a
-  multiple of the block is read without a mask (``EVEN``), and the four loads of both
-  variants are issued before the first add (checked on the SASS that Triton 3.6 emits
-  for sm_90a).
+Redundant FMAs (``fma<k>``): ``k`` FMAs per element, all on the element just loaded: a
+chain ``c = x; c = 0.5 c + x`` (k - 1 times), folded in as ``x + c * 0.0`` (the k-th),
+which the compiler may not drop (0 * inf is NaN) and which adds exactly 0, so every
+variant returns the plain sum bit for bit. The chain lives for one element only, so it
+costs no registers across the loop (occupancy does not change with ``k``).
+
+* ``triton_b4096_fma<k>``: one program per row, blocks of 4096 columns on 8 warps, each
+  thread reading four 16-byte vectors per block. Bandwidth-bound with many warps per SM;
+  the plain kernel drew 634 W on the H200, one or two FMAs per element add arithmetic
+  that hides under DRAM time (eight per element reached the 700 W limit).
+* ``triton_b4096_scalar``: the plain kernel compiled without the divisibility of the row
+  stride and column count (``do_not_specialize``): Triton cannot prove 16-byte alignment
+  and issues sixteen 4-byte loads per thread instead of four 16-byte ones: the same bytes
+  in the same coalesced warp requests, four times the load instructions.
+* ``triton_b2048_w4``: blocks of 2048 columns on 4 warps, the same bytes from another
+  launch shape.
+* ``half_fma<k>``: a persistent grid of one program per two SMs, so few warps are
+  resident and the kernel is latency-bound, far below the power limit (220-340 W on the
+  H200). Its first version looped over rows and blocks with masked loads; for the mask's
+  ``other`` values ptxas loaded a block's four 16-byte vectors into one register quad,
+  each after the previous one had been added (one load in flight per thread), while with
+  eight FMAs per element it issued all four first: that, not the FMAs, made ``half_fma0``
+  2.3 times slower than ``half_fma8`` (read from the SASS that Triton 3.6 emits for
+  sm_90a). Now each program walks the blocks of all its rows as one loop pipelined by
+  Triton (``num_stages``: asynchronous copies of the next block in flight while the
+  current one is added), the same load schedule whatever ``k``.
 
 ``VARIANTS`` maps a name to a ModelNew factory.
 """
@@ -42,19 +46,19 @@ def _rowsum_rows(x_ptr, y_ptr, n_cols, row_stride, BLOCK: tl.constexpr, EXTRA_FM
     row = tl.program_id(0)
     row_ptr = x_ptr + row.to(tl.int64) * row_stride
     partial = tl.zeros((BLOCK,), dtype=tl.float32)
-    chain = tl.zeros((BLOCK,), dtype=tl.float32)
     for col in range(0, n_cols, BLOCK):
         offs = col + tl.arange(0, BLOCK)
         if EVEN:
             x = tl.load(row_ptr + offs)
         else:
             x = tl.load(row_ptr + offs, mask=offs < n_cols, other=0.0)
+        if EXTRA_FMA > 0:
+            chain = x
+            for _ in tl.static_range(EXTRA_FMA - 1):
+                chain = chain * 0.5 + x
+            x = x + chain * 0.0  # one FMA; adds exactly 0 (chain stays finite)
         partial += x
-        for _ in tl.static_range(EXTRA_FMA):
-            chain = chain * 0.5 + x
     total = tl.sum(partial, axis=0)
-    if EXTRA_FMA > 0:
-        total = total + tl.sum(chain, axis=0) * 0.0
     tl.store(y_ptr + row, total)
 
 
@@ -66,25 +70,33 @@ _rowsum_grid_unaligned = triton.jit(do_not_specialize=["n_cols", "row_stride"])(
 
 @triton.jit
 def _rowsum_persistent(x_ptr, y_ptr, n_rows, n_cols, row_stride, BLOCK: tl.constexpr,
-                       EXTRA_FMA: tl.constexpr, EVEN: tl.constexpr):
-    """Programs loop over rows (row = pid, pid + programs, ...); per row as _rowsum_rows."""
-    for row in range(tl.program_id(0), n_rows, tl.num_programs(0)):
-        row_ptr = x_ptr + tl.cast(row, tl.int64) * row_stride
-        partial = tl.zeros((BLOCK,), dtype=tl.float32)
-        chain = tl.zeros((BLOCK,), dtype=tl.float32)
-        for col in range(0, n_cols, BLOCK):
-            offs = col + tl.arange(0, BLOCK)
-            if EVEN:
-                x = tl.load(row_ptr + offs)
-            else:
-                x = tl.load(row_ptr + offs, mask=offs < n_cols, other=0.0)
-            partial += x
-            for _ in tl.static_range(EXTRA_FMA):
-                chain = chain * 0.5 + x
-        total = tl.sum(partial, axis=0)
+                       EXTRA_FMA: tl.constexpr, EVEN: tl.constexpr, STAGES: tl.constexpr):
+    """Program p sums rows p, p + P, p + 2P, ... (P programs, P <= n_rows), walking the
+    blocks of all its rows as one loop so that Triton's pipeliner (STAGES) keeps the
+    copies of the next blocks in flight, across row ends, while it adds the current one."""
+    pid = tl.program_id(0)
+    programs = tl.num_programs(0)
+    per_row = tl.cdiv(n_cols, BLOCK)
+    steps = tl.cdiv(n_rows - pid, programs) * per_row
+    lane = tl.arange(0, BLOCK)
+    partial = tl.zeros((BLOCK,), dtype=tl.float32)
+    for step in tl.range(0, steps, num_stages=STAGES):
+        row = pid + (step // per_row) * programs
+        cols = (step % per_row) * BLOCK + lane
+        ptrs = x_ptr + row.to(tl.int64) * row_stride + cols
+        if EVEN:
+            x = tl.load(ptrs)
+        else:
+            x = tl.load(ptrs, mask=cols < n_cols, other=0.0)
         if EXTRA_FMA > 0:
-            total = total + tl.sum(chain, axis=0) * 0.0
-        tl.store(y_ptr + row, total)
+            chain = x
+            for _ in tl.static_range(EXTRA_FMA - 1):
+                chain = chain * 0.5 + x
+            x = x + chain * 0.0  # one FMA; adds exactly 0 (chain stays finite)
+        partial += x
+        if step % per_row == per_row - 1:
+            tl.store(y_ptr + row, tl.sum(partial, axis=0))
+            partial = tl.zeros((BLOCK,), dtype=tl.float32)
 
 
 def half_the_sms(device) -> int:
@@ -99,7 +111,7 @@ class ModelNew(nn.Module):
     without alignment specialisation (``"rows_unaligned"``), or a persistent grid of one
     program per two SMs (``"half"``)."""
 
-    def __init__(self, extra_fma=0, block=4096, warps=8, grid="rows"):
+    def __init__(self, extra_fma=0, block=4096, warps=8, grid="rows", stages=3):
         super().__init__()
         if grid not in ("rows", "rows_unaligned", "half"):
             raise ValueError(f"unknown rowsum grid {grid!r}")
@@ -107,6 +119,7 @@ class ModelNew(nn.Module):
         self.block = block
         self.warps = warps
         self.grid = grid
+        self.stages = stages
 
     def forward(self, x):
         x = x.contiguous()
@@ -116,7 +129,8 @@ class ModelNew(nn.Module):
         even = cols % self.block == 0 and self.grid != "rows_unaligned"
         meta = dict(BLOCK=self.block, EXTRA_FMA=self.extra_fma, EVEN=even, num_warps=self.warps)
         if self.grid == "half":
-            _rowsum_persistent[(min(rows, half_the_sms(x.device)),)](x, y, rows, cols, x.stride(0), **meta)
+            _rowsum_persistent[(min(rows, half_the_sms(x.device)),)](x, y, rows, cols, x.stride(0),
+                                                                     STAGES=self.stages, **meta)
         elif self.grid == "rows_unaligned":
             _rowsum_grid_unaligned[(rows,)](x, y, cols, x.stride(0), **meta)
         else:

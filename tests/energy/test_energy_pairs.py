@@ -1,0 +1,95 @@
+"""The same-speed pair candidates (kernelpro_plugins_energy/pairs/) against their problem's
+reference, run by Triton's CPU interpreter on small shapes (tests/energy/pairs_interpret.py,
+in a fresh process: both the unmasked path, where the shape is a multiple of the block, and
+the masked one), and the capture's PLAN against the candidate files. The H200 sizes and the
+energies are the GPU capture's business (kernelpro_plugins_energy/gpu_capture.py)."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("triton")
+
+ROOT = Path(__file__).resolve().parents[2]
+PAIRS = ROOT / "kernelpro_plugins_energy" / "pairs"
+
+
+@pytest.fixture(scope="module")
+def capture():
+    spec = importlib.util.spec_from_file_location(
+        "energy_gpu_capture_pairs", ROOT / "kernelpro_plugins_energy" / "gpu_capture.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def interpreted():
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    proc = subprocess.run([sys.executable, str(Path(__file__).with_name("pairs_interpret.py"))],
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _variant_names(problem: str) -> set[str]:
+    """Keys of the candidates file's VARIANTS dict, read from its source (no Triton needed)."""
+    tree = ast.parse((PAIRS / f"{problem}_candidates.py").read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "VARIANTS" for t in node.targets):
+            return {k.value for k in node.value.keys}
+    raise AssertionError(f"{problem}_candidates.py has no VARIANTS")
+
+
+def test_plan_names_existing_candidates(capture):
+    assert [name for name, _, _ in capture.PROBLEMS] == list(capture.PLAN)
+    for problem, names in capture.PLAN.items():
+        assert (PAIRS / f"{problem}_problem.py").is_file()
+        missing = [n for n in names if n != "reference" and n not in _variant_names(problem)]
+        assert not missing, f"{problem}: PLAN names unknown candidates {missing}"
+        assert len(names) == len(set(names))
+
+
+@pytest.mark.parametrize("problem", ["affine", "rowsum", "gemv"])
+def test_every_candidate_matches_its_reference(capture, interpreted, problem):
+    rtol, atol = next((r, a) for name, r, a in capture.PROBLEMS if name == problem)
+    variants = interpreted[problem]["variants"]
+    assert set(variants) == _variant_names(problem)
+    assert set(capture.PLAN[problem]) - {"reference"} <= set(variants)
+    for name, shapes in variants.items():
+        assert len(shapes) == 2, name  # both shapes ran
+        for shape, r in shapes.items():
+            assert r["dtype_ok"], f"{problem}/{name} {shape}: wrong dtype or shape"
+            # allclose's bound at the largest |expected| (the check the capture makes, elementwise)
+            assert r["max_abs_err"] <= atol + rtol * r["max_abs_expected"], (
+                f"{problem}/{name} {shape}: max abs err {r['max_abs_err']:.3g}")
+
+
+@pytest.mark.parametrize("problem", ["affine", "rowsum", "gemv"])
+def test_redundant_fmas_add_exactly_zero(interpreted, problem):
+    """Each fma<k> variant equals the plain kernel of the same grid bit for bit."""
+    same = interpreted[problem]["bitwise_equal_to_fma0"]
+    assert same, problem
+    for name, results in same.items():
+        assert results == [True, True], f"{problem}/{name} differs from its fma0 kernel"
+
+
+def test_rowsum_rejects_an_unknown_grid():
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    code = (
+        "import importlib.util, sys\n"
+        f"spec = importlib.util.spec_from_file_location('c', {str(PAIRS / 'rowsum_candidates.py')!r})\n"
+        "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)\n"
+        "try:\n    m.ModelNew(grid='quarter')\nexcept ValueError as e:\n    print(e)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert "unknown rowsum grid 'quarter'" in proc.stdout, proc.stderr[-2000:]
