@@ -180,3 +180,18 @@ def test_drafts_pass_the_evaluators_source_scan(name):
     assert drafts
     for d in drafts:
         assert scan_source(d.source) is None
+
+
+def test_compute_bound_library_gemm_moves_to_tensor_cores():
+    gen = ExpertGenerator()
+    root = gen.generate(request("bias_gelu", n=1))[0]
+    assert root.params["lower"] == ["r0"]  # cuBLAS GEMM + the Triton epilogue kernel
+    parent = ParentInfo(id="c0001", source=root.source, result=None, params=root.params,
+                        analysis=Analysis(bottleneck=Bottleneck(kind="compute", summary="s"), findings=()))
+    d1 = gen.generate(request("bias_gelu", parent=parent, tried=[parent.params], n=1))[0]
+    assert d1.params["lower"] == ["r1"] and d1.params["tiles"]["r1"]["precision"] == "tf32x3"
+    # fp16 operands have no precision move: the library parent gets ordinary tile moves
+    root = gen.generate(request("gemm_fp16_tanh", n=1))[0]
+    parent = attrs.evolve(parent, source=root.source, params=root.params)
+    drafts = gen.generate(request("gemm_fp16_tanh", parent=parent, tried=[parent.params], n=2))
+    assert all(d.params["lower"] == ["r0"] for d in drafts)

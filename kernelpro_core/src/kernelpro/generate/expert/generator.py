@@ -4,7 +4,9 @@ Uses no network. From the root it proposes, in order: every recognized region lo
 with its default tile (GEMMs in the library, their epilogues as Triton kernels); the
 Triton-GEMM alternative (each GEMM with its epilogue as one Triton kernel; fp32 operands
 with ieee products, then with tf32x3); the first with CUDA-graph capture (CUDA only);
-capture of the unchanged reference forward (CUDA only). Refining a node, it plans moves from the node's
+capture of the unchanged reference forward (CUDA only). Refining a node whose GEMMs are
+in the library, the ``precision`` move (compute bound) proposes the Triton GEMM with
+tf32x3 products. Refining a node, it plans moves from the node's
 analysis (:mod:`.moves`) and proposes the children of the node's parameters that were
 never tried in this run. When the node sits at the roofline it proposes nothing, so the
 search closes that node. When the reference cannot be recognized (no trace), it
@@ -84,8 +86,17 @@ class ExpertGenerator(Generator):
         if moves.at_roofline(parent.analysis, self.settings.stop_at_roofline_fraction):
             return []
         pool = []
+        ids = region_ids(rec)
+        gemm_lowered = any(rec.regions[ids.index(r)].kind == "gemm" for r in parent.params["lower"] if r in ids)
         for move, rid in moves.plan(parent.analysis, list(parent.params["lower"])):
             if move == "graph" and not cuda:
+                continue
+            if move == "precision" and not gemm_lowered:
+                # the library's fp32 GEMM runs on FMA pipes: move it onto tensor cores
+                # (the Triton GEMM with tf32x3 products, its epilogue fused)
+                alt = gemm_params(rec, "tf32x3")
+                if alt is not None and "tf32x3" in str(alt["tiles"]):
+                    pool.append({**alt, "graph": bool(parent.params.get("graph"))})
                 continue
             pool.extend(moves.apply(move, rid, parent.params))
         return pool

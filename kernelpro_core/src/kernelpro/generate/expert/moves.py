@@ -32,7 +32,9 @@ BLOCK_N (more programs, fewer accumulator registers); larger_tile = double the s
 larger loads per K step); wider = deeper_k; more_stages / fewer_stages = one pipeline
 stage more / less (more loads in flight / less shared memory); more_warps / fewer_warps
 between 2 and 8 warps; precision = fp32 products on tensor cores in three tf32 parts
-(tf32x3) instead of full-precision FMAs (ieee). Moves that name only GEMM parameters
+(tf32x3) instead of full-precision FMAs (ieee); for a parent whose GEMMs are still in
+the library the generator turns ``precision`` into the Triton-GEMM alternative with
+tf32x3. Moves that name only GEMM parameters
 (deeper_k, more_stages, fewer_stages, larger_tile, precision) leave other tiles alone.
 
 Findings that name a kernel (``Finding.kernel``) steer the move to the region whose kernel
