@@ -252,6 +252,8 @@ def summarise_variant(rec: dict) -> dict | None:
     energy = (e1 + e2) / 2
     loops = [rec[f"energy_pass{i}"].get("time_per_call_ms") for i in (1, 2)]
     loops = [x for x in loops if x]
+    powers = [rec[f"energy_pass{i}"].get("power_w") for i in (1, 2)]
+    powers = [x for x in powers if x]
     noise = max(
         abs(e1 - e2) / energy,
         rec["energy_pass1"]["energy_j_per_call_iqr"] / e1,
@@ -260,6 +262,7 @@ def summarise_variant(rec: dict) -> dict | None:
     return {
         "time_ms": sum(times) / len(times),
         "loop_ms": sum(loops) / len(loops) if loops else None,
+        "power_w": sum(powers) / len(powers) if powers else None,
         "energy_j": energy,
         "noise": noise,
     }
@@ -289,6 +292,7 @@ def similar_time_pairs(variants: dict) -> list[dict]:
             "time_ms": {a: sa["time_ms"], b: sb["time_ms"]},
             "energy_mj_per_call": {a: sa["energy_j"] * 1000, b: sb["energy_j"] * 1000},
             "loop_ms": {a: sa["loop_ms"], b: sb["loop_ms"]},
+            "power_w": {a: sa["power_w"], b: sb["power_w"]},
             "time_diff_rel": time_diff, "loop_time_diff_rel": loop_diff,
             "energy_diff_rel": diff, "noise_rel": noise,
             "measurable": diff > 3 * noise and diff > 0.01,
@@ -315,12 +319,16 @@ def pair_line(p: dict) -> str:
     lo, hi = p["lower_energy"], p["higher_energy"]
     loop = p.get("loop_time_diff_rel")
     loop_text = f"{loop*100:.2f} %" if loop is not None else "-"
+    watts = p.get("power_w", {})
+    power_text = ""
+    if watts.get(lo) and watts.get(hi):  # to judge how far below the power limit the pair ran
+        power_text = f"  power {watts[lo]:.1f} / {watts[hi]:.1f} W"
     return (
         f"{lo} < {hi}  event time {p['time_ms'][lo]:.4f} / {p['time_ms'][hi]:.4f} ms "
         f"(diff {p['time_diff_rel']*100:.2f} %)  loop diff {loop_text}  energy "
         f"{p['energy_mj_per_call'][lo]:.2f} / {p['energy_mj_per_call'][hi]:.2f} mJ "
         f"(diff {p['energy_diff_rel']*100:.2f} %)  noise {p['noise_rel']*100:.2f} %  "
-        f"measurable={p['measurable']}"
+        f"measurable={p['measurable']}{power_text}"
     )
 
 

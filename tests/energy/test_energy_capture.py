@@ -76,3 +76,22 @@ def test_without_nvml_the_capture_records_why(capture, tmp_path, monkeypatch, ca
     assert data["unavailable"].startswith("energy unavailable: the NVML library")
     assert "UNAVAILABLE: energy unavailable" in summary
     assert "UNAVAILABLE" in capsys.readouterr().out
+
+
+def test_pairs_carry_the_power_of_both_members(capture):
+    """How far below the power limit a pair ran is part of its evidence (at the limit,
+    energy follows time)."""
+    def measured(time_ms, e, watts):
+        rec = _variant(time_ms, e, e)
+        for i in (1, 2):
+            rec[f"energy_pass{i}"]["power_w"] = watts + i
+        return rec
+
+    pairs = capture.similar_time_pairs({"plain": measured(0.230, 0.150, 629.0),
+                                        "fma2": measured(0.232, 0.157, 659.0)})
+    assert len(pairs) == 1
+    assert pairs[0]["power_w"] == {"plain": pytest.approx(630.5), "fma2": pytest.approx(660.5)}
+    assert capture.pair_line(pairs[0]).endswith("measurable=True  power 630.5 / 660.5 W")
+    # without power readings the line ends at the verdict
+    bare = capture.similar_time_pairs({"a": _variant(1.0, 0.1, 0.1), "b": _variant(1.0, 0.12, 0.12)})
+    assert capture.pair_line(bare[0]).endswith("measurable=True")

@@ -93,3 +93,56 @@ def test_rowsum_rejects_an_unknown_grid():
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert "unknown rowsum grid 'quarter'" in proc.stdout, proc.stderr[-2000:]
+
+
+@pytest.fixture(scope="module")
+def compiled():
+    """One row per candidate kernel compiled for sm_90 (tests/energy/compile_pairs.py)."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    proc = subprocess.run([sys.executable, str(Path(__file__).with_name("compile_pairs.py")), "rowsum", "gemv"],
+                          capture_output=True, text=True, env=env, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    return {(r["problem"], r["variant"]): r for r in rows}
+
+
+@pytest.mark.parametrize("problem", ["rowsum", "gemv"])
+def test_every_candidate_compiles_for_sm90(compiled, problem):
+    assert {v for p, v in compiled if p == problem} == _variant_names(problem)
+
+
+@pytest.mark.parametrize("family", ["rowsum/triton_b4096_fma", "rowsum/half_fma", "gemv/triton_fma"])
+def test_fma_variants_add_k_fmas_per_element_and_nothing_else(compiled, family):
+    """fma<k> has k more fp32 FMAs per element a thread holds than fma0, and the same loads."""
+    problem, prefix = family.split("/")
+    members = {int(v[len(prefix):]): r for (p, v), r in compiled.items() if p == problem and v.startswith(prefix)}
+    assert 0 in members and len(members) >= 2
+    base = members[0]["ptx"]
+    per_element = set()
+    for k, row in members.items():
+        if k:
+            per_element.add((row["ptx"]["fma_f32"] - base["fma_f32"]) / k)
+        loads = {key: n for key, n in row["ptx"].items() if key != "fma_f32"}
+        assert loads == {key: n for key, n in base.items() if key != "fma_f32"}, (family, k)
+    # one FMA per element: the elements each thread holds per block (16 or 32 here)
+    assert len(per_element) == 1 and per_element.pop() in (16.0, 32.0), (family, members)
+
+
+def test_half_grid_keeps_copies_in_flight(compiled):
+    """The persistent rowsum reads through asynchronous copies (Triton's pipeliner), not
+    plain loads whose issue order ptxas picks per variant."""
+    for v in ("half_fma0", "half_fma2"):
+        ptx = compiled[("rowsum", v)]["ptx"]
+        assert ptx["cp_async"] > 0 and ptx["ld_global_v4"] == 0 and ptx["ld_global_scalar"] == 0, ptx
+
+
+@pytest.mark.parametrize("problem,plain,scalar,ratio", [
+    ("rowsum", "triton_b4096_fma0", "triton_b4096_scalar", 4),  # fp32: 16-byte vs 4-byte loads
+    ("gemv", "triton_fma0", "triton_scalar", 8),  # fp16: 16-byte vs 2-byte loads
+])
+def test_scalar_variants_load_the_same_bytes_in_narrower_loads(compiled, problem, plain, scalar, ratio):
+    vec, narrow = compiled[(problem, plain)]["ptx"], compiled[(problem, scalar)]["ptx"]
+    assert vec["ld_global_v4"] > 0 and vec["ld_global_scalar"] == 0
+    assert narrow["ld_global_v4"] == 0
+    assert narrow["ld_global_scalar"] == ratio * vec["ld_global_v4"]
+    assert narrow["fma_f32"] == vec["fma_f32"]
