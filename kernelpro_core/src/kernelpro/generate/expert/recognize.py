@@ -501,6 +501,8 @@ def _gemm_regions(gm: Any, order: list[Any], info: dict[str, OpInfo], regions: l
             continue
         if len(b_shape) > 2 and (len(a_shape) != len(b_shape) or a_shape[:-2] != b_shape[:-2]):
             continue  # broadcast batch dims: left to the library
+        if len(b_shape) > 2 and math.prod(a_shape[:-2]) > 65535:
+            continue  # the batch is the grid's second axis (at most 65535 programs)
         program: tuple[Any, ...] = ()  # over the operands acc ("in", 0), then the extra inputs
         if bias is not None:
             b_sh, b_dt = _operand_meta(gm, bias)
