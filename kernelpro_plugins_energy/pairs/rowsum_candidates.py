@@ -146,6 +146,7 @@ VARIANTS = {
     "triton_b4096_scalar": functools.partial(ModelNew, grid="rows_unaligned"),
     "triton_b2048_w4": functools.partial(ModelNew, block=2048, warps=4),
     "half_fma0": functools.partial(ModelNew, grid="half"),
+    "half_fma1": functools.partial(ModelNew, extra_fma=1, grid="half"),
     "half_fma2": functools.partial(ModelNew, extra_fma=2, grid="half"),
     "half_fma8": functools.partial(ModelNew, extra_fma=8, grid="half"),
 }
