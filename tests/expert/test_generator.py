@@ -63,9 +63,9 @@ def test_conv_only_has_nothing_on_cpu_but_graph_on_cuda():
 def test_gemm_root_offers_library_then_triton_gemm_in_both_precisions():
     drafts = ExpertGenerator().generate(request("bias_gelu", device="cuda", n=4))
     assert [d.params["lower"] for d in drafts[:3]] == [["r0"], ["r1"], ["r1"]]
-    assert drafts[1].params["tiles"]["r1"]["precision"] == "ieee"
-    assert drafts[2].params["tiles"]["r1"]["precision"] == "tf32x3"
-    assert 'input_precision="ieee"' in drafts[1].source and 'input_precision="tf32x3"' in drafts[2].source
+    assert drafts[1].params["tiles"]["r1"]["precision"] == "tf32x3"
+    assert drafts[2].params["tiles"]["r1"]["precision"] == "ieee"
+    assert 'input_precision="tf32x3"' in drafts[1].source and 'input_precision="ieee"' in drafts[2].source
     assert drafts[3].params["graph"] is True
     # fp16 operands: one Triton GEMM, tensor-core products without an input_precision
     drafts = ExpertGenerator().generate(request("gemm_fp16_tanh", n=3))
@@ -98,8 +98,8 @@ def test_gemm_tile_moves():
 
 def test_compute_bound_gemm_tries_precision_then_larger_tiles():
     gen = ExpertGenerator()
-    root = gen.generate(request("linear_relu_odd", n=2))[1]
-    assert root.params["lower"] == ["r1"]
+    root = gen.generate(request("linear_relu_odd", n=3))[2]  # the Triton GEMM with ieee products
+    assert root.params["lower"] == ["r1"] and root.params["tiles"]["r1"]["precision"] == "ieee"
     parent = ParentInfo(id="c0002", source=root.source, result=None, params=root.params,
                         analysis=Analysis(bottleneck=Bottleneck(kind="compute", summary="s"), findings=()))
     d1, d2 = gen.generate(request("linear_relu_odd", parent=parent, tried=[parent.params], n=2))

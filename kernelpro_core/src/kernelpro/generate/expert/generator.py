@@ -3,7 +3,7 @@
 Uses no network. From the root it proposes, in order: every recognized region lowered
 with its default tile (GEMMs in the library, their epilogues as Triton kernels); the
 Triton-GEMM alternative (each GEMM with its epilogue as one Triton kernel; fp32 operands
-with ieee products, then with tf32x3); the first with CUDA-graph capture (CUDA only);
+with tf32x3 products first, then with ieee products); the first with CUDA-graph capture (CUDA only);
 capture of the unchanged reference forward (CUDA only). Refining a node whose GEMMs are
 in the library, the ``precision`` move (compute bound) proposes the Triton GEMM with
 tf32x3 products. Refining a node, it plans moves from the node's
@@ -72,9 +72,12 @@ class ExpertGenerator(Generator):
             pool = [base] if base["lower"] else []
             gemm = gemm_params(rec)
             if gemm is not None:
-                pool.append(gemm)
+                # fp32 GEMMs: tf32x3 first (three tf32 tensor-core products, about fp32
+                # accuracy, which the evaluator checks), then ieee products on the FMA pipes,
+                # which rarely beat the library
                 if any(r.kind == "gemm" and r.attrs["dtype"] == "float32" for r in rec.regions):
                     pool.append(gemm_params(rec, "tf32x3"))
+                pool.append(gemm)
             if cuda:
                 if base["lower"]:
                     pool.append({**base, "graph": True})
