@@ -69,7 +69,7 @@ def test_loop_runs_the_generator_with_tools_and_records_usage(server, tmp_path):
     config_path.write_text(
         "generator:\n  name: anthropic\n  params:\n"
         f"    base_url: {server.url}\n    enforce_language: false\n    retry_base_delay_s: 0.01\n"
-        "budget: 2\nprofiling:\n  enabled: false\n"
+        "budget: 2\nprofiling:\n  enabled: false\n  block_micro_profilers: [sass_instruction_mix]\n"
         f"memory:\n  enabled: false\nevaluator:\n  trials: 1\n  rep_ms: 5\n  warmup_ms: 1\n  rounds: 1\n"
     )
     config = cfg.load_config(config_path)
@@ -87,6 +87,10 @@ def test_loop_runs_the_generator_with_tools_and_records_usage(server, tmp_path):
     assert {"run_micro_profiler", "list_micro_profilers", "compile_check"} <= {t["name"] for t in first["tools"]}
     assert f"Version to improve: {records[0]['id']}" in user_text(tool_round)
     assert f"Runtime: {records[0]['runtime_ms']:.4g} ms" in user_text(tool_round)
+    # the tool's answer lists the installed micro-profilers except the one the config blocks
+    listing = json.dumps(server.bodies[2]["messages"])
+    assert "sass_uncoalesced" in listing or "uncoalesced_global" in listing or "small_grid" in listing
+    assert "sass_instruction_mix" not in listing
     report = (run / "report.md").read_text()
     assert "## LLM usage (anthropic)" in report
     assert "3 calls (0 retried), 2 drafts, 1 tool calls." in report

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import attrs
+
 import shutil
 
 import pluggy
@@ -139,6 +141,13 @@ def test_list_micro_profilers_shows_the_gate(problem):
         "- occupancy (kernel level; applies to: compute, latency); gate: skipped",
     ]
     assert llm_tools.ListMicroProfilers(catalog=list).run({}, context(problem)) == "No micro-profilers are installed."
+
+
+def test_list_micro_profilers_uses_the_runs_own_list(problem):
+    """The loop passes the micro-profilers the run may use (its block list applied)."""
+    tool = llm_tools.ListMicroProfilers(catalog=lambda: [Occupancy, Coalescing, Everywhere])
+    ctx = attrs.evolve(context(problem), micro_profilers=lambda: [Coalescing])
+    assert [line.split(" ")[1] for line in tool.run({}, ctx).splitlines()] == ["coalescing"]
 
 
 @needs_nvcc

@@ -298,6 +298,8 @@ class ToolContext:
     run_dir: Path | None
     profile_parent: Callable[[list[str]], Analysis] | None = None  # run named micro-profilers
     workdir: Path | None = None
+    #: the micro-profiler classes this run may use (the config's block list applied)
+    micro_profilers: Callable[[], list[type]] | None = None
 
 
 class LLMTool(Plugin):

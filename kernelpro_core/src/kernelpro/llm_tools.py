@@ -211,7 +211,7 @@ class ListMicroProfilers(LLMTool):
         self._catalog = catalog or _installed_micro_profilers
 
     def run(self, arguments: dict[str, Any], context: ToolContext) -> str:
-        classes = self._catalog()
+        classes = context.micro_profilers() if context.micro_profilers is not None else self._catalog()
         if not classes:
             return "No micro-profilers are installed."
         bottleneck = None

@@ -327,9 +327,14 @@ class Optimizer:
                                                 only=names)
             return analysis
 
+        blocked = set(self.config.profiling.block_micro_profilers)
+
+        def micro_profilers() -> list[type]:
+            return [cls for cls in self.plugins.micro_profilers() if cls.name not in blocked]
+
         ctx = ToolContext(problem=self.problem, parent=parent, device=self.device, gpu=self.gpu,
                           run_dir=self.run.path, profile_parent=profile_parent,
-                          workdir=self.run.path / "tools")
+                          workdir=self.run.path / "tools", micro_profilers=micro_profilers)
         return ToolBox([t() for t in tools], ctx)
 
     def _write_draft(self, parent_id: str, draft: Any) -> dict[str, Any]:
