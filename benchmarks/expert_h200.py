@@ -114,8 +114,16 @@ def run(args: argparse.Namespace) -> int:
               f"packed {tar_path}")
         return 0
     summary = bench.summarise(rows)
+    from kernelpro.loop import gpu_spec
+
+    spec = gpu_spec(plugins, device)
+    # the roofline fractions are relative to these ceilings: run `kernelpro calibrate` first
+    # so that they are the GPU's measured bandwidth and throughput, not the datasheet's
     meta = {"suite": str(SAMPLE.relative_to(REPO)), "generator": args.generator, "search": config.search.name,
-            "budget": config.budget, "device": device, "seed": SEED, "sample": PER_LEVEL}
+            "budget": config.budget, "device": device, "seed": SEED, "sample": PER_LEVEL,
+            "config": args.config,
+            "ceilings": None if spec is None else {"gpu": spec.name, "source": spec.source,
+                                                   "dram_gbs": spec.dram_bandwidth_gbs}}
     (out_dir / "results.json").write_text(json.dumps({"meta": meta, "levels": summary, "problems": rows}, indent=1))
     bench.write_report(out_dir, rows, summary, meta)
     tar_path = Path(os.environ.get("OUT", str(out_dir.parent))) / f"{args.generator}.tar.gz"
