@@ -18,27 +18,8 @@ from pathlib import Path
 
 PAIRS = Path(__file__).resolve().parents[2] / "kernelpro_plugins_energy" / "pairs"
 
-
-def _allow_scalar_loop_bounds() -> None:
-    """The interpreter turns a scalar argument into a one-element array, and a loop bound
-    (``range(0, n_cols, BLOCK)``) into ``int(array)``, which NumPy 2.4 refuses for arrays
-    of one dimension. Make it take the element instead (interpreter only; compiled
-    kernels never see this)."""
-    import numpy as np
-    from triton.runtime import interpreter
-
-    try:
-        int(np.zeros(1))
-        return
-    except TypeError:
-        pass
-    original = interpreter._patch_lang_tensor
-
-    def patched(tensor):
-        original(tensor)
-        tensor.__index__ = lambda self: int(np.asarray(self.handle.data).reshape(-1)[0])
-
-    interpreter._patch_lang_tensor = patched
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from triton_interpreter_compat import allow_scalar_loop_bounds  # noqa: E402
 
 
 def _load(path: Path, name: str):
@@ -98,7 +79,7 @@ def main(argv: list[str]) -> int:
     if os.environ.get("TRITON_INTERPRET") != "1":
         print("set TRITON_INTERPRET=1 (before Triton is imported)", file=sys.stderr)
         return 2
-    _allow_scalar_loop_bounds()
+    allow_scalar_loop_bounds()
     print(json.dumps(check(argv or ["affine", "rowsum", "gemv"])))
     return 0
 

@@ -13,7 +13,9 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[1]))
 from expert_problems import PROBLEMS  # noqa: E402
+from triton_interpreter_compat import allow_scalar_loop_bounds  # noqa: E402
 
 from kernelpro.evaluate.loader import load_module  # noqa: E402
 from kernelpro.generate.expert import moves  # noqa: E402
@@ -26,7 +28,8 @@ def check(name: str, workdir: Path) -> list[dict]:
     rec = recognize(source)
     base = default_params(rec)
     variants = [base] + [c for c in moves.apply("smaller", None, base)][:1] + \
-        [c for c in moves.apply("more_programs", None, base)][:1] if base["lower"] else []
+        [c for c in moves.apply("more_programs", None, base)][:1] + \
+        [c for c in moves.apply("persistent", None, base)][:1] if base["lower"] else []
     gemm = gemm_params(rec)
     if gemm is not None:  # the Triton-GEMM alternative, its other precision, a smaller and a deeper tile
         variants += [gemm] + [gemm_params(rec, "tf32x3")] * ("precision" in str(gemm["tiles"])) + \
@@ -56,6 +59,7 @@ def check(name: str, workdir: Path) -> list[dict]:
 
 
 if __name__ == "__main__":
+    allow_scalar_loop_bounds()  # the persistent pointwise kernel loops up to a runtime n_elements
     with tempfile.TemporaryDirectory() as tmp:
         for name in sys.argv[1:]:
             for row in check(name, Path(tmp)):

@@ -68,7 +68,7 @@ def check(name: str, workdir: Path) -> None:
     rec = recognize(source)
     base = default_params(rec)
     variants = [base] + moves.apply("wider", None, base)[:1] + moves.apply("fewer_warps", None, base)[:1] \
-        if base["lower"] else []
+        + moves.apply("persistent", None, base)[:1] if base["lower"] else []
     gemm = gemm_params(rec)
     if gemm is not None:
         variants += [gemm] + ([gemm_params(rec, "tf32x3")] if "precision" in str(gemm["tiles"]) else []) + \

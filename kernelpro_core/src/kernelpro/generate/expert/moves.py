@@ -11,17 +11,20 @@ sass_local_memory                                       fewer_stages
 tail_effect, small_grid                                 more_programs (smaller blocks: more,
                                                         shorter programs over the same data; row
                                                         kernels: split rows into chunks; GEMM:
-                                                        halve the longer tile side)
+                                                        halve the longer tile side); tail_effect
+                                                        also persistent (pointwise: a grid of 4
+                                                        programs per SM walking the blocks)
 launch_bound, launch_overhead, cpu_overhead,            graph (capture the whole forward)
 kernel_time_share, idle_gaps
 warp_stalls                                             more_warps, more_stages
 issue_slots                                             more_warps
 bottleneck too_little_work / latency                    graph, more_programs, more_stages
-bottleneck memory                                       deeper_k, more_stages, wider, more_warps
+bottleneck memory                                       deeper_k, more_stages, wider, more_warps,
+                                                        persistent
 bottleneck compute                                      precision, larger_tile, smaller, fewer_warps
 no analysis (profiling off, CPU)                        wider, smaller, more_warps, fewer_warps, graph,
                                                         precision, deeper_k, more_stages, larger_tile,
-                                                        fewer_stages
+                                                        fewer_stages, persistent
 at_roofline finding, or roofline_fraction >= the        stop: no children for this node
 generator's ``stop_at_roofline_fraction``
 =====================================================  ==================================
@@ -56,7 +59,7 @@ FINDING_MOVES: dict[str, tuple[str, ...]] = {
     "occupancy_gap": ("smaller", "fewer_warps", "fewer_stages"),
     "local_memory": ("smaller", "fewer_warps", "fewer_stages"),
     "sass_local_memory": ("smaller", "fewer_warps", "fewer_stages"),
-    "tail_effect": ("more_programs",),
+    "tail_effect": ("more_programs", "persistent"),
     "small_grid": ("more_programs",),
     "launch_bound": ("graph",),
     "launch_overhead": ("graph",),
@@ -70,11 +73,11 @@ BOTTLENECK_MOVES: dict[str, tuple[str, ...]] = {
     "too_little_work": ("graph", "more_programs", "more_stages"),
     "latency": ("graph", "more_programs", "more_stages"),
     # GEMM-only moves first: on other tiles they give nothing, so their order is unchanged
-    "memory": ("deeper_k", "more_stages", "wider", "more_warps"),
+    "memory": ("deeper_k", "more_stages", "wider", "more_warps", "persistent"),
     "compute": ("precision", "larger_tile", "smaller", "fewer_warps"),
 }
 DEFAULT_MOVES = ("wider", "smaller", "more_warps", "fewer_warps", "graph",
-                 "precision", "deeper_k", "more_stages", "larger_tile", "fewer_stages")
+                 "precision", "deeper_k", "more_stages", "larger_tile", "fewer_stages", "persistent")
 GEMM_ONLY = ("deeper_k", "more_stages", "fewer_stages", "larger_tile", "precision")
 STOP_TOOLS = ("at_roofline",)
 
@@ -144,6 +147,10 @@ def apply_tile_move(move: str, tile: dict[str, int]) -> dict[str, int] | None:
         t["num_warps"] *= 2
     elif move == "fewer_warps":
         t["num_warps"] //= 2
+    elif move == "persistent":
+        if t.get("PER_SM") != 0:
+            return None  # not a pointwise tile, or already persistent
+        t["PER_SM"] = 4  # enough resident programs per SM to keep loads in flight
     else:
         return None
     for k, v in t.items():

@@ -37,6 +37,7 @@ SPACE = {
     "BLOCK_N": (16, 256),
     "BLOCK_K": (16, 256),
     "GROUP_M": (1, 64),
+    "PER_SM": (0, 32),
     "num_stages": (1, 6),
 }
 # Shared memory a GEMM's pipeline may take (H200: 227 KiB usable per block, less a margin
@@ -78,6 +79,9 @@ def default_tile(region: Region) -> dict[str, int]:
     16-byte accesses); a row kernel covers up to 4096 elements per step; a column kernel
     reads 64 contiguous inner positions by 16 rows."""
     kind = layout(region)
+    if kind == "flat" and region.kind == "pointwise":
+        # PER_SM: 0 = one program per block; k = a persistent grid of k programs per SM
+        return {"BLOCK": 1024, "num_warps": 4, "PER_SM": 0}
     if kind == "flat":
         return {"BLOCK": 1024, "num_warps": 4}
     if kind == "gemm":
@@ -220,7 +224,8 @@ def render_kernel(rid: str, region: Region, tile: dict[str, Any]) -> str:
     if region.kind == "pointwise":
         body, result = pointwise_body(region)
         return render(POINTWISE_T, rid=rid, n_in=len(region.inputs), rank=max(1, len(region.shape)),
-                      body=body, result=result, BLOCK=tile["BLOCK"], num_warps=tile["num_warps"])
+                      body=body, result=result, BLOCK=tile["BLOCK"], num_warps=tile["num_warps"],
+                      persistent=int(tile.get("PER_SM", 0)))
     lay = layout(region)
     has_w = len(region.inputs) > 1 and region.inputs[1] is not None
     has_b = len(region.inputs) > 2 and region.inputs[2] is not None

@@ -43,26 +43,35 @@ def _kp_{{ rid }}_kernel({% for i in range(n_in) %}in{{ i }}_ptr, {% endfor %}ou
     if INDEX64:
         # 64-bit index math only when an offset can pass 2**31 (int64 div/mod is slow)
         pid = pid.to(tl.int64)
-    offs = pid * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n_elements
-    rem = offs
+{% set block_body %}
+offs = start + tl.arange(0, BLOCK)
+mask = offs < n_elements
+rem = offs
 {% for d in range(rank - 1, -1, -1) %}
-    i{{ d }} = rem % size{{ d }}
-    rem = rem // size{{ d }}
+i{{ d }} = rem % size{{ d }}
+rem = rem // size{{ d }}
 {% endfor %}
 {% for i in range(n_in) %}
-    if CONTIG{{ i }}:
-        off{{ i }} = offs
-    else:
-        off{{ i }} = {% for d in range(rank) %}i{{ d }} * st{{ i }}_{{ d }}{% if not loop.last %} + {% endif %}{% endfor %}
+if CONTIG{{ i }}:
+    off{{ i }} = offs
+else:
+    off{{ i }} = {% for d in range(rank) %}i{{ d }} * st{{ i }}_{{ d }}{% if not loop.last %} + {% endif %}{% endfor %}
 
-    a{{ i }} = tl.load(in{{ i }}_ptr + off{{ i }}, mask=mask, other=0.0).to(tl.float32)
+a{{ i }} = tl.load(in{{ i }}_ptr + off{{ i }}, mask=mask, other=0.0).to(tl.float32)
 {% endfor %}
 {% for line in body %}
-    {{ line }}
+{{ line }}
 {% endfor %}
-    tl.store(out_ptr + offs, {{ result }}.to(out_ptr.dtype.element_ty), mask=mask)
-
+tl.store(out_ptr + offs, {{ result }}.to(out_ptr.dtype.element_ty), mask=mask)
+{% endset %}
+{% if persistent %}
+    # persistent: a fixed grid of programs walks the blocks with a grid stride
+    for start in range(pid * BLOCK, n_elements, tl.num_programs(0) * BLOCK):
+{{ block_body | indent(8, first=True) }}
+{% else %}
+    start = pid * BLOCK
+{{ block_body | indent(4, first=True) }}
+{% endif %}
 
 def _kp_{{ rid }}(*xs):
     shape = _kp_torch.broadcast_shapes(*(x.shape for x in xs))
@@ -77,7 +86,11 @@ def _kp_{{ rid }}(*xs):
     contig = [x.is_contiguous() and tuple(x.shape) == tuple(shape) for x in xs]
     flat = [s for st in strides for s in st]
     reach = max([n] + [sum((sz - 1) * st for sz, st in zip(x.shape, x.stride())) + 1 for x in xs])
+{% if persistent %}
+    grid = (min(triton.cdiv(n, {{ BLOCK }}), {{ persistent }} * _kp_sm_count(out.device)),)
+{% else %}
     grid = (triton.cdiv(n, {{ BLOCK }}),)
+{% endif %}
     _kp_{{ rid }}_kernel[grid](*xs, out, n, *sizes, *flat, *contig, reach >= 2**31, BLOCK={{ BLOCK }},
                              num_warps={{ num_warps }})
     return out
@@ -317,6 +330,18 @@ def _kp_prod(values):
     for v in values:
         out *= int(v)
     return out
+
+
+_KP_SMS = {}
+
+
+def _kp_sm_count(device):
+    """Streaming multiprocessors of ``device`` (persistent grids); 4 off the GPU (interpreter)."""
+    if device.type != "cuda":
+        return 4
+    if device.index not in _KP_SMS:
+        _KP_SMS[device.index] = _kp_torch.cuda.get_device_properties(device).multi_processor_count
+    return _KP_SMS[device.index]
 
 
 def _kp_coalesce(shape, strides, rank):
