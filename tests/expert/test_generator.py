@@ -195,3 +195,14 @@ def test_compute_bound_library_gemm_moves_to_tensor_cores():
     parent = attrs.evolve(parent, source=root.source, params=root.params)
     drafts = gen.generate(request("gemm_fp16_tanh", parent=parent, tried=[parent.params], n=2))
     assert all(d.params["lower"] == ["r0"] for d in drafts)
+
+
+def test_tail_effect_on_a_pointwise_kernel_tries_a_persistent_grid():
+    gen, parent = parent_with(Analysis(bottleneck=None, findings=(finding("tail_effect", "_kp_r0_kernel"),)))
+    drafts = gen.generate(request("elementwise_chain", parent=parent, tried=[parent.params], n=2))
+    assert [d.params["tiles"]["r0"].get("PER_SM") for d in drafts] == [0, 4], [d.params for d in drafts]
+    assert drafts[1].params["tiles"]["r0"]["BLOCK"] == parent.params["tiles"]["r0"]["BLOCK"]
+    assert "tl.num_programs(0) * BLOCK" in drafts[1].source and "_kp_sm_count(out.device)" in drafts[1].source
+    # a persistent tile is not made persistent again, and pool tiles have no such parameter
+    assert moves.apply_tile_move("persistent", drafts[1].params["tiles"]["r0"]) is None
+    assert moves.apply_tile_move("persistent", {"BLOCK": 1024, "num_warps": 4}) is None
