@@ -132,21 +132,13 @@ def map_tensors(out: Any, fn) -> Any:
 
 
 def to_cpu(out: Any) -> Any:
-    if isinstance(out, _tensor_type):
-        t = out.detach()
-        return t.to("cpu") if t.device.type != "cpu" else t.clone()
-    if isinstance(out, (list, tuple)):
-        return type(out)(to_cpu(x) for x in out)
-    return out
+    """A host copy of an output (same nesting)."""
+    return map_tensors(out, lambda t: t.detach().to("cpu") if t.device.type != "cpu" else t.detach().clone())
 
 
 def snapshot(out: Any) -> Any:
     """A copy of an output on its own device (cheap on a GPU: no host transfer)."""
-    if isinstance(out, _tensor_type):
-        return out.detach().clone()
-    if isinstance(out, (list, tuple)):
-        return type(out)(snapshot(x) for x in out)
-    return out
+    return map_tensors(out, lambda t: t.detach().clone())
 
 
 def tensors(out: Any) -> list[torch.Tensor]:
