@@ -105,10 +105,14 @@ def run(args: argparse.Namespace) -> int:
                 print(f"not run: {p.key}", flush=True)
             rows.append(bench.problem_row(p, run_dir, error=None if done else "not run"))
             continue
-        rows += bench.run_bench([p], config, plugins, out_dir, device, say=lambda s: print(s, flush=True))
+        rows += bench.run_bench([p], config, plugins, out_dir, device,
+                                say=lambda s: print(f"[{time.monotonic() - t0:6.0f} s] {s}", flush=True))
+        if shard is not None:  # after every problem, so that a shard stopped at a step limit keeps its records
+            _pack(_shard_tar(out_dir, args.generator, shard), out_dir, args.generator,
+                  [q.key for q in problems], with_tables=False)
     if shard is not None:
         # shards share out_dir/runs; the table comes from a later `run --report-only`
-        tar_path = Path(os.environ.get("OUT", str(out_dir.parent))) / f"{args.generator}_shard{shard[0]}.tar.gz"
+        tar_path = _shard_tar(out_dir, args.generator, shard)
         _pack(tar_path, out_dir, args.generator, [p.key for p in problems], with_tables=False)
         print(f"shard {shard[0]}/{shard[1]}: {sum(r['error'] is None for r in rows)} of {len(rows)} problems run; "
               f"packed {tar_path}")
@@ -131,6 +135,10 @@ def run(args: argparse.Namespace) -> int:
     print(bench.summary_table(summary))
     print(f"packed {tar_path} ({tar_path.stat().st_size} bytes)")
     return 0
+
+
+def _shard_tar(out_dir: Path, generator: str, shard: tuple[int, int]) -> Path:
+    return Path(os.environ.get("OUT", str(out_dir.parent))) / f"{generator}_shard{shard[0]}.tar.gz"
 
 
 def _pack(tar_path: Path, out_dir: Path, generator: str, keys: list[str], with_tables: bool) -> None:
