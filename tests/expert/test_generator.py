@@ -60,17 +60,34 @@ def test_conv_only_has_nothing_on_cpu_but_graph_on_cuda():
     assert draft.params == {"graph": True, "lower": [], "tiles": {}}
 
 
-def test_gemm_root_offers_library_then_triton_gemm_in_both_precisions():
-    drafts = ExpertGenerator().generate(request("bias_gelu", device="cuda", n=4))
-    assert [d.params["lower"] for d in drafts[:3]] == [["r0"], ["r1"], ["r1"]]
-    assert drafts[1].params["tiles"]["r1"]["precision"] == "tf32x3"
-    assert drafts[2].params["tiles"]["r1"]["precision"] == "ieee"
-    assert 'input_precision="tf32x3"' in drafts[1].source and 'input_precision="ieee"' in drafts[2].source
-    assert drafts[3].params["graph"] is True
-    # fp16 operands: one Triton GEMM, tensor-core products without an input_precision
+def test_fp32_gemm_root_offers_library_then_graphs_then_triton_gemm_in_both_precisions():
+    drafts = ExpertGenerator().generate(request("bias_gelu", device="cuda", n=5))
+    assert [(d.params["lower"], d.params["graph"]) for d in drafts[:3]] == [(["r0"], False), (["r0"], True),
+                                                                           ([], True)]
+    assert [d.params["lower"] for d in drafts[3:5]] == [["r1"], ["r1"]]
+    assert drafts[3].params["tiles"]["r1"]["precision"] == "tf32x3"
+    assert drafts[4].params["tiles"]["r1"]["precision"] == "ieee"
+    assert 'input_precision="tf32x3"' in drafts[3].source and 'input_precision="ieee"' in drafts[4].source
+    # fp16 operands: the Triton GEMM right after the library one, tensor-core products
+    # without an input_precision
     drafts = ExpertGenerator().generate(request("gemm_fp16_tanh", n=3))
     assert [d.params["lower"] for d in drafts[:2]] == [["r0"], ["r1"]] and "input_precision" not in drafts[1].source
     assert drafts[2].params["lower"] == ["r0"]  # then the moves
+
+
+def test_large_memory_bound_forward_gets_no_graph_at_the_root():
+    from kernelpro.problem import parse_problem as parse
+    from expert_problems import problem
+
+    # 16 MiB in, 16 MiB out: over the default 16 MiB, no GEMM
+    source = problem("", "        return torch.relu(x) * 2.0\n", "[torch.randn(4096, 1024)]")
+    req = GenerationRequest(problem=parse(source, name="big"), n=4, device="cuda", parent=None, tried=())
+    drafts = ExpertGenerator().generate(req)
+    assert drafts and not any(d.params["graph"] for d in drafts)
+    # the same forward under a higher limit: graphs come second and third
+    gen = ExpertGenerator(ExpertGenerator.Settings(graph_root_max_bytes=64 * 2**20))
+    assert [d.params["graph"] for d in gen.generate(req)[:3]] == [False, True, True]
+    assert ExpertGenerator().recognition(source, "big").io_bytes == 2 * 4096 * 1024 * 4
 
 
 def test_pool_root_offers_the_pool_kernel():
@@ -98,7 +115,7 @@ def test_gemm_tile_moves():
 
 def test_compute_bound_gemm_tries_precision_then_larger_tiles():
     gen = ExpertGenerator()
-    root = gen.generate(request("linear_relu_odd", n=3))[2]  # the Triton GEMM with ieee products
+    root = gen.generate(request("linear_relu_odd", n=3))[2]  # the Triton GEMM with ieee products (CPU: no graphs)
     assert root.params["lower"] == ["r1"] and root.params["tiles"]["r1"]["precision"] == "ieee"
     parent = ParentInfo(id="c0002", source=root.source, result=None, params=root.params,
                         analysis=Analysis(bottleneck=Bottleneck(kind="compute", summary="s"), findings=()))
@@ -202,7 +219,8 @@ def test_tail_effect_on_a_pointwise_kernel_tries_a_persistent_grid():
     drafts = gen.generate(request("elementwise_chain", parent=parent, tried=[parent.params], n=2))
     assert [d.params["tiles"]["r0"].get("PER_SM") for d in drafts] == [0, 4], [d.params for d in drafts]
     assert drafts[1].params["tiles"]["r0"]["BLOCK"] == parent.params["tiles"]["r0"]["BLOCK"]
-    assert "tl.num_programs(0) * BLOCK" in drafts[1].source and "_kp_sm_count(out.device)" in drafts[1].source
+    assert "tl.num_programs(0) * BLOCK" in drafts[1].source and "_kp_sm_count(xs[0].device)" in drafts[1].source
     # a persistent tile is not made persistent again, and pool tiles have no such parameter
     assert moves.apply_tile_move("persistent", drafts[1].params["tiles"]["r0"]) is None
     assert moves.apply_tile_move("persistent", {"BLOCK": 1024, "num_warps": 4}) is None
+

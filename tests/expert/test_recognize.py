@@ -199,7 +199,8 @@ def test_benchmark_sample_never_crashes_the_generator():
         pytest.skip(f"{SAMPLE} is absent (written by benchmarks/expert_h200.py prepare)")
     rows = report(SAMPLE, 4)
     assert rows and all(isinstance(r["root"], list) for r in rows)
-    # a problem with a GEMM region gets the Triton GEMM among its first two root candidates
+    # a problem with a GEMM region gets the Triton GEMM among its first four root candidates
+    # (fp32: after the library GEMM and the two graph captures)
     for r in rows:
         if "gemm:" in r["recognition"]:
-            assert any(d.startswith("Triton gemm(") for d in r["root"][:2]), r
+            assert any(d.startswith("Triton gemm(") for d in r["root"][:4]), r

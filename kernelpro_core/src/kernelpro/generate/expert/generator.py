@@ -1,10 +1,13 @@
 """The ``expert`` generator: recognized regions -> Triton kernels, refined from findings.
 
 Uses no network. From the root it proposes, in order: every recognized region lowered
-with its default tile (GEMMs in the library, their epilogues as Triton kernels); the
-Triton-GEMM alternative (each GEMM with its epilogue as one Triton kernel; fp32 operands
-with tf32x3 products first, then with ieee products); the first with CUDA-graph capture (CUDA only);
-capture of the unchanged reference forward (CUDA only). Refining a node whose GEMMs are
+with its default tile (GEMMs in the library, their epilogues as Triton kernels); for
+fp16/bf16 GEMMs the Triton-GEMM alternative (each GEMM with its epilogue as one Triton
+kernel); CUDA-graph capture of the first and of the unchanged reference forward (CUDA
+only, and only for forwards that move at most ``graph_root_max_bytes`` or hold an fp32
+GEMM: the capture copies inputs and clones the output, a loss for large memory-bound
+forwards); for fp32 GEMMs the Triton-GEMM alternative last, tf32x3 products before ieee
+(the library's fp32 GEMM is hard to beat on FMA pipes). Refining a node whose GEMMs are
 in the library, the ``precision`` move (compute bound) proposes the Triton GEMM with
 tf32x3 products. Refining a node, it plans moves from the node's
 analysis (:mod:`.moves`) and proposes the children of the node's parameters that were
@@ -38,10 +41,16 @@ class ExpertSettings:
     stop_at_roofline_fraction: float = 0.85
     #: offer CUDA-graph capture at all (CUDA devices only)
     cuda_graphs: bool = True
+    #: offer graph capture among the first candidates only for forwards that read and
+    #: write at most this many bytes (launch overhead matters) or that hold an fp32 GEMM;
+    #: later, launch-bound findings propose it for any forward
+    graph_root_max_bytes: int = 16 * 2**20
 
     def __attrs_post_init__(self) -> None:
         if self.candidates_per_expansion < 1:
             raise ValueError("candidates_per_expansion: expected a positive integer")
+        if self.graph_root_max_bytes < 0:
+            raise ValueError("graph_root_max_bytes: expected a non-negative integer")
         if not 0.0 < self.stop_at_roofline_fraction <= 1.0:
             raise ValueError("stop_at_roofline_fraction: expected a number in (0, 1]")
 
@@ -68,24 +77,7 @@ class ExpertGenerator(Generator):
         cuda = request.device.startswith("cuda") and self.settings.cuda_graphs
         parent = request.parent
         if parent is None or not parent.params or "tiles" not in parent.params:
-            base = default_params(rec)
-            pool = [base] if base["lower"] else []
-            gemm = gemm_params(rec)
-            if gemm is not None:
-                # fp32 GEMMs: tf32x3 first (three tf32 tensor-core products, about fp32
-                # accuracy, which the evaluator checks), then ieee products on the FMA pipes,
-                # which rarely beat the library
-                if any(r.kind == "gemm" and r.attrs["dtype"] == "float32" for r in rec.regions):
-                    pool.append(gemm_params(rec, "tf32x3"))
-                pool.append(gemm)
-            if cuda:
-                if base["lower"]:
-                    pool.append({**base, "graph": True})
-                pool.append({"lower": [], "graph": True, "tiles": base["tiles"]})
-            for start in [base] + ([gemm] if gemm is not None else []):
-                pool += [child for move, rid in moves.plan(None, list(start["lower"])) if move != "graph"
-                         for child in moves.apply(move, rid, start)]
-            return pool
+            return self.root_proposals(rec, cuda)
         if moves.at_roofline(parent.analysis, self.settings.stop_at_roofline_fraction):
             return []
         pool = []
@@ -102,6 +94,30 @@ class ExpertGenerator(Generator):
                     pool.append({**alt, "graph": bool(parent.params.get("graph"))})
                 continue
             pool.extend(moves.apply(move, rid, parent.params))
+        return pool
+
+    def root_proposals(self, rec: Recognition, cuda: bool) -> list[dict[str, Any]]:
+        """First candidates, in order (see the module doc)."""
+        base = default_params(rec)
+        pool = [base] if base["lower"] else []
+        fp32_gemm = any(r.kind == "gemm" and r.attrs["dtype"] == "float32" for r in rec.regions)
+        gemm = gemm_params(rec)
+        if gemm is not None and not fp32_gemm:
+            pool.append(gemm)  # fp16/bf16: the Triton GEMM with its epilogue fused is a contender
+        # a captured graph replays the forward without its launches, but copies the inputs
+        # into the captured buffers and clones the output: worth it for small forwards, and
+        # for fp32 GEMMs, where the copies are small next to the library's GEMM
+        if cuda and (rec.io_bytes <= self.settings.graph_root_max_bytes or fp32_gemm):
+            if base["lower"]:
+                pool.append({**base, "graph": True})
+            pool.append({"lower": [], "graph": True, "tiles": base["tiles"]})
+        if gemm is not None and fp32_gemm:
+            # fp32 products: tf32x3 (three tf32 tensor-core products) first, then ieee
+            # (FMA pipes), which rarely beat the library
+            pool += [gemm_params(rec, "tf32x3"), gemm]
+        for start in [base] + ([gemm] if gemm is not None else []):
+            pool += [child for move, rid in moves.plan(None, list(start["lower"])) if move != "graph"
+                     for child in moves.apply(move, rid, start)]
         return pool
 
     def generate(self, request: GenerationRequest) -> list[CandidateDraft]:

@@ -91,6 +91,9 @@ class Recognition:
     nodes: tuple[OpNode, ...] = ()
     regions: tuple[Region, ...] = ()
     input_count: int = 0
+    #: bytes of the forward's tensor inputs and outputs (from the traced shapes): the
+    #: least memory traffic of one call, which tells launch-bound forwards from large ones
+    io_bytes: int = 0
 
     @property
     def kinds(self) -> tuple[str, ...]:
@@ -201,7 +204,39 @@ def _recognize_graph(gm: Any, input_count: int) -> Recognition:
     position = {n.name: i for i, n in enumerate(order)}
     # graph order of outputs; a Triton GEMM after the pointwise region it replaces
     regions.sort(key=lambda r: (position[r.output], r.kind == "gemm"))
-    return Recognition(ok=True, nodes=tuple(nodes), regions=tuple(regions), input_count=input_count)
+    return Recognition(ok=True, nodes=tuple(nodes), regions=tuple(regions), input_count=input_count,
+                       io_bytes=_io_bytes(order))
+
+
+def _io_bytes(order: list[Any]) -> int:
+    """Bytes of the placeholders' tensors and of every tensor the output node returns."""
+    import torch
+
+    def nbytes(tm: Any) -> int:
+        if tm is None:
+            return 0
+        if hasattr(tm, "shape") and hasattr(tm, "dtype"):  # TensorMetadata (itself a tuple)
+            count = 1
+            for s in tm.shape:
+                count *= int(s)
+            return count * torch.empty((), dtype=tm.dtype).element_size()
+        if isinstance(tm, (tuple, list)):
+            return sum(nbytes(t) for t in tm)
+        if isinstance(tm, dict):
+            return sum(nbytes(t) for t in tm.values())
+        return 0
+
+    def returned(arg: Any) -> int:
+        if hasattr(arg, "meta"):
+            return nbytes(arg.meta.get("tensor_meta"))
+        if isinstance(arg, (tuple, list)):
+            return sum(returned(a) for a in arg)
+        if isinstance(arg, dict):
+            return sum(returned(a) for a in arg.values())
+        return 0
+
+    total = sum(nbytes(n.meta.get("tensor_meta")) for n in order if n.op == "placeholder")
+    return total + sum(returned(n.args) for n in order if n.op == "output")
 
 
 def _input_ref(value: Any) -> Any:

@@ -73,26 +73,37 @@ tl.store(out_ptr + offs, {{ result }}.to(out_ptr.dtype.element_ty), mask=mask)
 {{ block_body | indent(4, first=True) }}
 {% endif %}
 
+_kp_{{ rid }}_plans = {}
+
+
 def _kp_{{ rid }}(*xs):
-    shape = _kp_torch.broadcast_shapes(*(x.shape for x in xs))
-    dtype = xs[0].dtype
-    for x in xs[1:]:
-        dtype = _kp_torch.promote_types(dtype, x.dtype)
+    # the launch plan (shapes, strides, grid) depends only on the inputs' layout: computed
+    # once per layout, so a call costs one lookup, one allocation and the launch
+    key = tuple((tuple(x.shape), x.stride(), x.dtype, x.device) for x in xs)
+    plan = _kp_{{ rid }}_plans.get(key)
+    if plan is None:
+        shape = _kp_torch.broadcast_shapes(*(x.shape for x in xs))
+        dtype = xs[0].dtype
+        for x in xs[1:]:
+            dtype = _kp_torch.promote_types(dtype, x.dtype)
+        n = _kp_prod(shape)
+        sizes, strides = _kp_coalesce(tuple(shape), [x.expand(shape).stride() for x in xs], {{ rank }})
+        contig = [x.is_contiguous() and tuple(x.shape) == tuple(shape) for x in xs]
+        flat = [s for st in strides for s in st]
+        reach = max([n] + [sum((sz - 1) * st for sz, st in zip(x.shape, x.stride())) + 1 for x in xs])
+{% if persistent %}
+        grid = (min(triton.cdiv(n, {{ BLOCK }}), {{ persistent }} * _kp_sm_count(xs[0].device)),)
+{% else %}
+        grid = (triton.cdiv(n, {{ BLOCK }}),)
+{% endif %}
+        if len(_kp_{{ rid }}_plans) >= 64:
+            _kp_{{ rid }}_plans.clear()
+        plan = _kp_{{ rid }}_plans[key] = (shape, dtype, n, (n, *sizes, *flat, *contig, reach >= 2**31), grid)
+    shape, dtype, n, scalars, grid = plan
     out = _kp_torch.empty(shape, dtype=dtype, device=xs[0].device)
-    n = out.numel()
     if n == 0:
         return out
-    sizes, strides = _kp_coalesce(tuple(shape), [x.expand(shape).stride() for x in xs], {{ rank }})
-    contig = [x.is_contiguous() and tuple(x.shape) == tuple(shape) for x in xs]
-    flat = [s for st in strides for s in st]
-    reach = max([n] + [sum((sz - 1) * st for sz, st in zip(x.shape, x.stride())) + 1 for x in xs])
-{% if persistent %}
-    grid = (min(triton.cdiv(n, {{ BLOCK }}), {{ persistent }} * _kp_sm_count(out.device)),)
-{% else %}
-    grid = (triton.cdiv(n, {{ BLOCK }}),)
-{% endif %}
-    _kp_{{ rid }}_kernel[grid](*xs, out, n, *sizes, *flat, *contig, reach >= 2**31, BLOCK={{ BLOCK }},
-                             num_warps={{ num_warps }})
+    _kp_{{ rid }}_kernel[grid](*xs, out, *scalars, BLOCK={{ BLOCK }}, num_warps={{ num_warps }})
     return out
 """
 
