@@ -9,7 +9,7 @@ swapped for a recorder: it specialises the arguments as Triton's launcher does o
 GPU (16-byte aligned pointers, integers divisible by 16 unless the kernel lists them in
 ``do_not_specialize``) and calls ``triton.compile`` for ``GPUTarget("cuda", 90, 32)``.
 
-    python tests/energy/compile_pairs.py rowsum gemv
+    python tests/energy/compile_pairs.py rowsum gemv affine softmax
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ INPUTS = {
     "rowsum": lambda: [torch.randn(64, 16384)],
     "gemv": lambda: [torch.randn(64, 16384).half(), torch.randn(16384).half()],
     "affine": lambda: [torch.randn(1 << 16)],
+    "softmax": lambda: [torch.randn(64, 8192)],
 }
 
 

@@ -5,7 +5,7 @@ for bit. Run in a fresh process (test_energy_pairs.py does): TRITON_INTERPRET mu
 before Triton is first imported, or the kernels' calls into triton.language's own jitted
 helpers (tl.zeros, tl.sum) fail.
 
-    TRITON_INTERPRET=1 python tests/energy/pairs_interpret.py
+    TRITON_INTERPRET=1 python tests/energy/pairs_interpret.py [PROBLEM ...]
 """
 
 from __future__ import annotations
@@ -42,6 +42,9 @@ def _inputs(problem: str, torch) -> list[list]:
         return [pair(16, 2048), pair(10, 1500)]  # whole blocks, then ragged rows and columns
     if problem == "affine":
         return [[torch.randn(10000, generator=gen)], [torch.randn(8192, generator=gen)]]
+    if problem == "softmax":
+        # a power-of-two row (no masked lanes), then a ragged one; large values test the max
+        return [[torch.randn(6, 4096, generator=gen) * 4], [torch.randn(5, 3000, generator=gen) * 4]]
     raise ValueError(f"no small inputs for problem {problem!r}")
 
 
@@ -80,7 +83,7 @@ def main(argv: list[str]) -> int:
         print("set TRITON_INTERPRET=1 (before Triton is imported)", file=sys.stderr)
         return 2
     allow_scalar_loop_bounds()
-    print(json.dumps(check(argv or ["affine", "rowsum", "gemv"])))
+    print(json.dumps(check(argv or ["affine", "rowsum", "gemv", "softmax"])))
     return 0
 
 
