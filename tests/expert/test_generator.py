@@ -224,3 +224,19 @@ def test_tail_effect_on_a_pointwise_kernel_tries_a_persistent_grid():
     assert moves.apply_tile_move("persistent", drafts[1].params["tiles"]["r0"]) is None
     assert moves.apply_tile_move("persistent", {"BLOCK": 1024, "num_warps": 4}) is None
 
+
+
+def test_precision_move_from_a_captured_library_parent_does_not_repeat_the_root_kernel():
+    """On the H200 (level 1 #8) the tf32x3 GEMM failed the fp32 check at the root, and the
+    precision move from the graph-captured library node proposed the same kernel under a
+    graph. It now proposes the kernel itself, which the root already tried."""
+    gen = ExpertGenerator()
+    root = gen.generate(request("bias_gelu", device="cuda", n=5))
+    graph_node, tf32 = root[1], root[3]
+    assert graph_node.params["graph"] and tf32.params["tiles"]["r1"]["precision"] == "tf32x3"
+    parent = ParentInfo(id="c0002", source=graph_node.source, result=None, params=graph_node.params,
+                        analysis=Analysis(bottleneck=Bottleneck(kind="compute", summary="s"), findings=()))
+    tried = [d.params for d in root]
+    drafts = gen.generate(request("bias_gelu", device="cuda", parent=parent, tried=tried, n=3))
+    assert not any(d.params["tiles"].get("r1", {}).get("precision") == "tf32x3" and d.params["lower"] == ["r1"]
+                   for d in drafts), [d.description for d in drafts]

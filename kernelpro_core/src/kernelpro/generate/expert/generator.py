@@ -89,9 +89,11 @@ class ExpertGenerator(Generator):
             if move == "precision" and not gemm_lowered:
                 # the library's fp32 GEMM runs on FMA pipes: move it onto tensor cores
                 # (the Triton GEMM with tf32x3 products, its epilogue fused)
+                # (its kernel without graph capture: a capture cannot mend a kernel that
+                # fails the check, and the root may have tried this very kernel already)
                 alt = gemm_params(rec, "tf32x3")
                 if alt is not None and "tf32x3" in str(alt["tiles"]):
-                    pool.append({**alt, "graph": bool(parent.params.get("graph"))})
+                    pool.append({**alt, "graph": False})
                 continue
             pool.extend(moves.apply(move, rid, parent.params))
         return pool
