@@ -88,6 +88,8 @@ def test_optimize_success_exits_0_and_writes_run_dir(tmp_path):
             assert key in rec
         assert (run / rec["source"]).exists()
         assert rec["correct"] and rec["generator"] == "testplugin_echo"
+        # the evaluation's wall time covers the worker's own
+        assert rec["seconds"]["evaluate"] >= rec["result"]["wall_s"] > 0 and rec["seconds"]["profile"] >= 0
     report = (run / "report.md").read_text()
     assert "## Baseline" in report and "## Best result" in report and "## Candidates" in report
     events = [json.loads(line)["event"] for line in log.read_text().splitlines()]

@@ -282,3 +282,11 @@ def test_reaper_kills_the_worker_when_its_parent_is_killed(tmp_path):
         assert not alive(wpid), "the worker outlived its killed parent"
     finally:
         parent.kill()
+
+
+def test_stage_seconds_sums_repeated_stages_and_ends_at_the_given_time():
+    from kernelpro.evaluate.worker import stage_seconds
+
+    got = stage_seconds([("reference", 0.0), ("timing", 1.5), ("verify", 4.0), ("timing", 4.5)], 6.0)
+    assert got == {"reference": 1.5, "timing": 4.0, "verify": 0.5}
+    assert stage_seconds([], 3.0) == {}

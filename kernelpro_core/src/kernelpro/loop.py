@@ -357,6 +357,7 @@ class Optimizer:
         path = self.run.source_path(cid)
         source = path.read_text()
         language = pending.get("language") or detect_language(source)
+        t_eval = time.monotonic()
         try:
             check_candidate(source, self.problem, where=f"{cid}.py")
             result = evaluate(self._problem_path(), path, device=self.device, config=self.config.evaluator,
@@ -368,6 +369,7 @@ class Optimizer:
         if result.correct and self.baseline is not None:
             # the speedup is against the reference timed in the same process as the candidate
             pass
+        t_profile = time.monotonic()
         analysis = None
         if result.correct and self.profiler is not None:
             try:
@@ -377,6 +379,7 @@ class Optimizer:
                 self.analyses[cid] = analysis
             except Exception as exc:
                 self.progress.message(f"{cid}: profiling failed: {type(exc).__name__}: {exc}")
+        t_done = time.monotonic()
         self.results[cid] = result
         reward = self.reward.score(result, self._reward_context())
         record = {
@@ -400,6 +403,8 @@ class Optimizer:
             "flags": list(result.flags),
             "measurements": result.measurements,
             "usage": pending.get("usage", {}),
+            # wall time of this candidate's evaluation (worker included) and profiling
+            "seconds": {"evaluate": t_profile - t_eval, "profile": t_done - t_profile},
             "result": to_json(result),
         }
         self.run.append_record(record)

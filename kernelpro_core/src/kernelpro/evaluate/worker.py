@@ -73,8 +73,21 @@ class Fail(Exception):
         self.extra = extra
 
 
+#: (stage, time.monotonic() when it began) of the job in progress, for the stage timings
+STAGES: list[tuple[str, float]] = []
+
+
 def _status(job: dict[str, Any], stage: str) -> None:
     Path(job["status"]).write_text(stage)
+    STAGES.append((stage, time.monotonic()))
+
+
+def stage_seconds(stages: list[tuple[str, float]], end: float) -> dict[str, float]:
+    """Seconds spent in each stage (a stage entered twice is summed), the last one up to ``end``."""
+    out: dict[str, float] = {}
+    for (name, t), nxt in zip(stages, [t for _, t in stages[1:]] + [end]):
+        out[name] = out.get(name, 0.0) + max(0.0, nxt - t)
+    return out
 
 
 def _one_line(exc: BaseException) -> str:
@@ -297,6 +310,7 @@ def run(job: dict[str, Any]) -> EvalResult:
     flags.clear()
     gpu_name = torch.cuda.get_device_name() if cuda else None
     evaluator_notes: dict[str, float] = {}
+    STAGES.clear()
 
     # 1. reference -----------------------------------------------------------------------
     _status(job, "reference")
@@ -367,9 +381,11 @@ def run(job: dict[str, Any]) -> EvalResult:
         with torch.no_grad():
             res = timer.interleaved({"reference": ref_call}, ev["rounds"],
                                     before=lambda _n, i: k.__setitem__(0, max(i, 0) % len(input_sets)))
+        evaluator_notes.update({f"stage_{name}_s": v
+                                for name, v in stage_seconds(STAGES, time.monotonic()).items()})
         return EvalResult(verdict=Verdict.CORRECT, reason="reference", baseline=res["reference"],
                           timing=res["reference"], flags=tuple(flags), device=device, gpu_name=gpu_name,
-                          measurements={"evaluator": evaluator_notes} if evaluator_notes else {},
+                          measurements={"evaluator": evaluator_notes},
                           wall_s=time.monotonic() - t_start)
 
     # 2. candidate -----------------------------------------------------------------------
@@ -657,8 +673,8 @@ def run(job: dict[str, Any]) -> EvalResult:
                                             **{f"reference_{k}": v for k, v in ref_m.items()}}
         except Exception as exc:
             flags.append(f"measurement_failed: {spec_m['name']}: {_one_line(exc)}")
-    if evaluator_notes:
-        measurements["evaluator"] = evaluator_notes
+    evaluator_notes.update({f"stage_{name}_s": v for name, v in stage_seconds(STAGES, time.monotonic()).items()})
+    measurements["evaluator"] = evaluator_notes
 
     return EvalResult(
         verdict=Verdict.CORRECT,
