@@ -125,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
     # so that they are the GPU's measured bandwidth and throughput, not the datasheet's
     meta = {"suite": str(SAMPLE.relative_to(REPO)), "generator": args.generator, "search": config.search.name,
             "budget": config.budget, "device": device, "seed": SEED, "sample": PER_LEVEL,
-            "config": args.config,
+            "config": args.config, "code": bench.code_digest(),
             "ceilings": None if spec is None else {"gpu": spec.name, "source": spec.source,
                                                    "dram_gbs": spec.dram_bandwidth_gbs}}
     (out_dir / "results.json").write_text(json.dumps({"meta": meta, "levels": summary, "problems": rows}, indent=1))
@@ -151,7 +151,7 @@ def _pack(tar_path: Path, out_dir: Path, generator: str, keys: list[str], with_t
                     tar.add(out_dir / name, arcname=f"{generator}_bench/{name}")
         for key in keys:
             run_dir = out_dir / "runs" / key
-            for name in ("summary.json", "candidates.jsonl", "best.py", "report.md", "baseline.json"):
+            for name in ("summary.json", "candidates.jsonl", "best.py", "report.md", "baseline.json", "bench.json"):
                 if (run_dir / name).exists():
                     tar.add(run_dir / name, arcname=f"{generator}_bench/runs/{key}/{name}")
             for analysis in sorted((run_dir / "analyses").glob("*.json")):

@@ -103,6 +103,10 @@ def test_bench_command_on_cpu(tmp_path):
     assert data["levels"]["1"]["correct_rate"] == 1.0
     assert data["levels"]["1"]["geomean_speedup_compiled"] is None  # not timed on CPU
     assert all(r["evaluated"] == 1 and r["speedup_eager"] > 0 for r in data["problems"])
+    # each problem records the code that ran it and its wall time
+    from kernelpro.bench import code_digest
+
+    assert all(r["code"] == code_digest() and r["wall_s"] > 0 for r in data["problems"])
     report = (out / "report.md").read_text()
     assert "| 1 | 2 |" in report and "2_softmax" in report and "Roofline" in report
     assert (out / "runs" / "L1_1_relu" / "summary.json").exists()

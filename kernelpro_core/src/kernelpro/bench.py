@@ -22,6 +22,7 @@ import json
 import math
 import random
 import re
+import time
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -111,13 +112,34 @@ def select(problems: list[SuiteProblem], levels: Iterable[int] | None = None, sa
     return chosen
 
 
+BENCH_META = "bench.json"  # per run directory: the code that ran it and its wall time
+
+
+def code_digest() -> str:
+    """A digest of the installed ``kernelpro`` package's Python sources (12 hex digits):
+    which code optimized a problem, with or without a git checkout (a bench may span
+    sessions and machines, and problems run by other code must be told apart)."""
+    import hashlib
+
+    root = Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        h.update(str(path.relative_to(root)).encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()[:12]
+
+
 def problem_row(problem: SuiteProblem, run_dir: Path, error: str | None = None) -> dict[str, Any]:
     """One problem's outcome, read from its run directory."""
     row: dict[str, Any] = {"level": problem.level, "problem_id": problem.problem_id, "name": problem.name,
                            "run_dir": str(run_dir), "error": error, "evaluated": 0, "correct": False,
                            "best_id": None, "speedup_eager": None, "speedup_compiled": None,
                            "bottleneck": None, "roofline_fraction": None, "best_description": None,
-                           "stopped_because": None}
+                           "stopped_because": None, "code": None, "wall_s": None}
+    meta_path = run_dir / BENCH_META
+    if meta_path.exists():
+        meta = json.loads(meta_path.read_text())
+        row["code"], row["wall_s"] = meta.get("code"), meta.get("wall_s")
     summary_path = run_dir / "summary.json"
     if error is not None or not summary_path.exists():
         return row
@@ -207,13 +229,14 @@ def summary_table(summary: dict[str, dict[str, Any]]) -> str:
 
 def problem_table(rows: list[dict[str, Any]]) -> str:
     lines = ["| level | id | problem | correct | evaluated | vs eager | vs torch.compile | bottleneck | "
-             "roofline | best candidate |", "|---|---|---|---|---|---|---|---|---|---|"]
+             "roofline | best candidate | wall s | code |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         desc = (r["error"] or r["best_description"] or r["stopped_because"] or "").replace("|", "/")[:80]
+        wall = f"{r['wall_s']:.0f}" if r.get("wall_s") is not None else "n/a"
         lines.append(f"| {_fmt(r['level'])} | {_fmt(r['problem_id'])} | {r['name']} | "
                      f"{'yes' if r['correct'] else 'no'} | {r['evaluated']} | {_fmt(r['speedup_eager'], x=True)} | "
                      f"{_fmt(r['speedup_compiled'], x=True)} | {r['bottleneck'] or 'n/a'} | "
-                     f"{_fmt(r['roofline_fraction'], pct=True)} | {desc} |")
+                     f"{_fmt(r['roofline_fraction'], pct=True)} | {desc} | {wall} | {r.get('code') or 'n/a'} |")
     return "\n".join(lines)
 
 
@@ -289,13 +312,18 @@ def run_bench(problems: list[SuiteProblem], config: Any, plugins: Any, out_dir: 
             say(f"[{i}/{len(problems)}] {p.key}: already run, reading {run_dir}")
         else:
             say(f"[{i}/{len(problems)}] {p.key}")
+            t0 = time.monotonic()
+            resume = (run_dir / "problem.py").exists()
             try:
                 problem = parse_problem(p.source, name=p.key)
-                optimize(problem, config, plugins, run_dir, device, resume=(run_dir / "problem.py").exists())
+                optimize(problem, config, plugins, run_dir, device, resume=resume)
             except (RunError, ProblemError) as exc:
                 error = str(exc)
             except Exception as exc:  # one broken problem must not stop the bench
                 error = f"{type(exc).__name__}: {exc}".splitlines()[0]
+            if run_dir.is_dir():  # a resumed problem's wall time is this call's part only
+                (run_dir / BENCH_META).write_text(json.dumps(
+                    {"code": code_digest(), "wall_s": time.monotonic() - t0, "resumed": resume}))
             if error:
                 say(f"  error: {error}")
         rows.append(problem_row(p, run_dir, error))
