@@ -20,7 +20,7 @@ from triton_interpreter_compat import allow_scalar_loop_bounds  # noqa: E402
 from kernelpro.evaluate.loader import load_module  # noqa: E402
 from kernelpro.generate.expert import moves  # noqa: E402
 from kernelpro.generate.expert.recognize import recognize  # noqa: E402
-from kernelpro.generate.expert.render import default_params, gemm_params, render_candidate  # noqa: E402
+from kernelpro.generate.expert.render import default_params, gemm_params, render_candidate, rewrite_params  # noqa: E402,E501
 
 
 def check(name: str, workdir: Path) -> list[dict]:
@@ -30,6 +30,9 @@ def check(name: str, workdir: Path) -> list[dict]:
     variants = [base] + [c for c in moves.apply("smaller", None, base)][:1] + \
         [c for c in moves.apply("more_programs", None, base)][:1] + \
         [c for c in moves.apply("persistent", None, base)][:1] if base["lower"] else []
+    rewrite = rewrite_params(rec)
+    if rewrite is not None:  # the algebraic rewrite (library calls only)
+        variants.append(rewrite)
     gemm = gemm_params(rec)
     if gemm is not None:  # the Triton-GEMM alternative, its other precision, a smaller and a deeper tile
         variants += [gemm] + [gemm_params(rec, "tf32x3")] * ("precision" in str(gemm["tiles"])) + \
@@ -58,6 +61,7 @@ def check(name: str, workdir: Path) -> list[dict]:
         plans = sum(len(v) for k, v in vars(mod).items() if k.startswith("_kp_") and k.endswith("_plans"))
         lowered = sum(1 for n in new.lowered.graph.nodes if n.op == "call_function" and "_kp_r" in n.name)
         out.append({"name": name, "variant": k, "regions": len(params["lower"]), "lowered": lowered,
+                    "rewrite": params is rewrite,
                     "dtype": str(want.dtype).replace("torch.", ""),
                     "shape_ok": tuple(want.shape) == tuple(got.shape),
                     "max_abs_err": float((want.float() - got.float()).abs().max()) if want.shape == got.shape

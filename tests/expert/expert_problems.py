@@ -65,6 +65,9 @@ PROBLEMS = {
         "        self.weight = nn.Parameter(torch.randn(24, 10))\n        self.scaling = 1.5\n",
         "        x = torch.matmul(x, self.weight.T)\n        x = x / 2\n"
         "        x = torch.sum(x, dim=1, keepdim=True)\n        return x * self.scaling\n", "[torch.randn(6, 10)]"),
+    "linear_mean_half": problem(
+        "        self.fc = nn.Linear(10, 24)\n",
+        "        return torch.mean(-self.fc(x), dim=-1) * 0.5 + 1.0\n", "[torch.randn(2, 3, 10)]"),
     "relu_max_col": problem("", "        return torch.max(torch.relu(x - 1.0), dim=1)[0] * 2.0\n",
                             "[torch.randn(3, 20, 9)]"),
     "scale_softmax_tanh": problem("", "        return torch.tanh(torch.softmax(x * 0.5, dim=-1))\n",

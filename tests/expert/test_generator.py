@@ -240,3 +240,13 @@ def test_precision_move_from_a_captured_library_parent_does_not_repeat_the_root_
     drafts = gen.generate(request("bias_gelu", device="cuda", parent=parent, tried=tried, n=3))
     assert not any(d.params["tiles"].get("r1", {}).get("precision") == "tf32x3" and d.params["lower"] == ["r1"]
                    for d in drafts), [d.description for d in drafts]
+
+
+def test_gemm_summed_over_n_is_rewritten_first():
+    drafts = ExpertGenerator().generate(request("gemm_div_sum_scale", device="cuda", n=3))
+    first = drafts[0]
+    assert first.description.startswith("sum of a GEMM as a matrix-vector product")
+    assert first.language == "pytorch"  # library calls, no Triton kernel
+    assert "w = b.sum(0)" in first.source or "w = b.sum(-1)" in first.source
+    # the usual library + Triton-reduce candidate comes next
+    assert drafts[1].description.startswith("Triton reduce(")

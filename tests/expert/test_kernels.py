@@ -19,7 +19,7 @@ CASES = ["elementwise_chain", "bias_gelu", "softmax", "softmax_dim0", "log_softm
          "rmsnorm", "rmsnorm_module", "gemm_bias_relu", "conv_relu", "reduction_sum", "reduction_mean_row",
          "reduction_max", "global_avg_pool", "amax_last_two", "split_softmax", "split_log_softmax",
          "split_logsumexp", "split_layernorm", "split_rmsnorm", "split_sum", "split_max", "gemm_div_sum_scale",
-         "relu_max_col", "scale_softmax_tanh", "split_scale_layernorm",
+         "relu_max_col", "scale_softmax_tanh", "split_scale_layernorm", "linear_mean_half",
          # Triton GEMM with fused epilogue (fp32 ieee and tf32x3, fp16, batched, strided operands)
          "linear_relu_odd", "linear3d_sigmoid", "addmm_scale", "linear_residual_clone", "gemm_fp16_tanh",
          "bmm_add", "matmul_transposed_both", "two_gemms_relu",
@@ -59,6 +59,8 @@ def test_candidate_matches_reference(results, name):
         assert len(gemm_rows) >= 4, rows
     if name in ("elementwise_chain", "bias_gelu"):  # a persistent grid-stride variant ran too
         assert any(t.get("PER_SM") for r in rows for t in r["tiles"].values()), rows
+    if name in ("gemm_div_sum_scale", "linear_mean_half"):  # the GEMM-sum rewrite ran and matched
+        assert [r for r in rows if r["rewrite"]], rows
     if name == "elementwise_chain":  # one launch plan per input layout: two calls, two layouts
         assert rows[0]["plans"] == 2, rows[0]
     if name.startswith("split_"):

@@ -181,7 +181,7 @@ def test_kernelbench_level2_finds_epilogues():
 ])
 def test_pointwise_fused_into_reductions(name, prologue, epilogue):
     rec = recognize(PROBLEMS[name])
-    (region,) = [r for r in rec.regions if r.kind not in ("pointwise", "gemm")]
+    (region,) = [r for r in rec.regions if r.kind not in ("pointwise", "gemm", "gemm_reduce")]
     assert [p[0] for p in region.prologue] == prologue
     assert [e[0] for e in region.epilogue] == epilogue
     assert not [r for r in rec.regions if r.kind == "pointwise"]
@@ -201,6 +201,36 @@ def test_benchmark_sample_never_crashes_the_generator():
     assert rows and all(isinstance(r["root"], list) for r in rows)
     # a problem with a GEMM region gets the Triton GEMM among its first four root candidates
     # (fp32: after the library GEMM and the two graph captures)
+    # and a GEMM whose output is only summed over N gets the rewrite first
     for r in rows:
-        if "gemm:" in r["recognition"]:
+        if "gemm_reduce:" in r["recognition"]:
+            assert " of a GEMM as a matrix-vector product" in r["root"][0], r
+        elif "gemm:" in r["recognition"]:
             assert any(d.startswith("Triton gemm(") for d in r["root"][:4]), r
+
+
+def test_sum_over_a_gemms_columns_is_recognized_as_a_rewrite():
+    """sum_n (x W^T / 2)[.., n] * 1.5 = (x (sum_n W[n, :]) / 2) * 1.5: a gemm_reduce region
+    covering the GEMM, the scaling and the sum, next to the GEMM and reduce regions."""
+    rec = recognize(PROBLEMS["gemm_div_sum_scale"])
+    (rw,) = [r for r in rec.regions if r.kind == "gemm_reduce"]
+    assert rw.op == "sum" and rw.attrs["keepdim"] and not rw.attrs["has_bias"]
+    assert [p[0] for p in rw.prologue] == ["div"] and [e[0] for e in rw.epilogue] == ["mul"]
+    ids = [f"r{i}" for i in range(len(rec.regions))]
+    assert [ids[i] for i in rec.rewrites()] == [ids[rec.regions.index(rw)]]
+    # the library and Triton-GEMM alternatives never lower the rewrite
+    library, triton = rec.alternatives()
+    assert rec.regions.index(rw) not in library + triton
+
+
+@pytest.mark.parametrize("forward", [
+    "        return torch.sum(torch.relu(x @ self.w.T), dim=1)\n",  # not linear: no rewrite
+    "        return torch.sum(x @ self.w.T + 1.0, dim=1)\n",  # an added constant does not commute
+    "        return torch.sum(x @ self.w.T, dim=0)\n",  # summed over M, not N
+    "        y = x @ self.w.T\n        return torch.sum(y, dim=1) + y[:, :1].squeeze(1)\n",  # product read twice
+])
+def test_no_rewrite_when_the_sum_does_not_commute_with_the_gemm(forward):
+    from expert_problems import problem
+
+    rec = recognize(problem("        self.w = nn.Parameter(torch.randn(24, 10))\n", forward, "[torch.randn(6, 10)]"))
+    assert rec.ok and not rec.rewrites(), rec.summary()

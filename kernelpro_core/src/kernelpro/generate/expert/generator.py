@@ -28,7 +28,8 @@ import attrs
 from kernelpro.api import GenerationRequest, Generator
 from kernelpro.generate.expert import moves
 from kernelpro.generate.expert.recognize import Recognition, recognize
-from kernelpro.generate.expert.render import default_params, describe, gemm_params, region_ids, render_candidate
+from kernelpro.generate.expert.render import (default_params, describe, gemm_params, is_triton, region_ids,
+                                              render_candidate, rewrite_params)
 from kernelpro.records import CandidateDraft
 
 
@@ -101,7 +102,12 @@ class ExpertGenerator(Generator):
     def root_proposals(self, rec: Recognition, cuda: bool) -> list[dict[str, Any]]:
         """First candidates, in order (see the module doc)."""
         base = default_params(rec)
-        pool = [base] if base["lower"] else []
+        pool = []
+        rewrite = rewrite_params(rec)
+        if rewrite is not None:
+            pool.append(rewrite)  # a GEMM whose output is only summed over N: a matrix-vector product
+        if base["lower"]:
+            pool.append(base)
         fp32_gemm = any(r.kind == "gemm" and r.attrs["dtype"] == "float32" for r in rec.regions)
         gemm = gemm_params(rec)
         if gemm is not None and not fp32_gemm:
@@ -138,7 +144,7 @@ class ExpertGenerator(Generator):
             drafts.append(CandidateDraft(
                 source=render_candidate(request.problem.source, rec, params),
                 generator=self.name,
-                language="triton" if params["lower"] else "pytorch",
+                language="triton" if is_triton(rec, params) else "pytorch",
                 description=describe(rec, params),
                 params=json.loads(key),
             ))

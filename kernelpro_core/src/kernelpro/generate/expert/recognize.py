@@ -104,10 +104,20 @@ class Recognition:
         Triton GEMMs) and with Triton GEMMs (each GEMM region instead of the regions it
         overlaps)."""
         gemms = [i for i, r in enumerate(self.regions) if r.kind == "gemm"]
-        library = [i for i, r in enumerate(self.regions) if r.kind != "gemm"]
+        library = [i for i, r in enumerate(self.regions) if r.kind not in ("gemm", "gemm_reduce")]
         taken = {n for i in gemms for n in self.regions[i].nodes}
         triton = sorted(gemms + [i for i in library if not taken & set(self.regions[i].nodes)])
         return library, triton
+
+    def rewrites(self) -> list[int]:
+        """Indices of the regions lowered with each algebraic rewrite (``gemm_reduce``)
+        instead of the regions it overlaps; empty without one."""
+        rewrites = [i for i, r in enumerate(self.regions) if r.kind == "gemm_reduce"]
+        if not rewrites:
+            return []
+        taken = {n for i in rewrites for n in self.regions[i].nodes}
+        library, _ = self.alternatives()
+        return sorted(rewrites + [i for i in library if not taken & set(self.regions[i].nodes)])
 
     def summary(self) -> str:
         if not self.ok:
@@ -201,6 +211,7 @@ def _recognize_graph(gm: Any, input_count: int) -> Recognition:
     regions = _fuse_into_reductions(regions, by_name)
     regions = _pool_regions(order, info, regions, by_name)
     regions += _gemm_regions(gm, order, info, regions, by_name)
+    regions += _gemm_reduce_regions(gm, info, regions, by_name)
     position = {n.name: i for i, n in enumerate(order)}
     # graph order of outputs; a Triton GEMM after the pointwise region it replaces
     regions.sort(key=lambda r: (position[r.output], r.kind == "gemm"))
@@ -495,6 +506,73 @@ def _pool_regions(order: list[Any], info: dict[str, OpInfo], regions: list[Regio
                           inputs=(main, *pro_extra, *epi_extra), shape=in_shape, attrs=attrs_,
                           prologue=prologue, epilogue=epilogue))
     return out
+
+
+# pointwise steps that commute with a sum: multiplying or dividing by a constant, negating
+_HOMOGENEOUS = {"mul": ("const", 0), "div": ("const", 1), "neg": None}
+# pointwise steps a rewritten region applies to its reduced value with Python arithmetic
+_ARITHMETIC = {"add", "sub", "rsub", "mul", "div", "rdiv", "neg", "square", "identity"}
+
+
+def _linear_chain(program: Any, homogeneous: bool) -> bool:
+    """True when ``program`` is a chain on its one input (step j reads step j - 1) whose
+    other operands are constants: homogeneous linear steps only (``homogeneous``), or
+    plain arithmetic."""
+    for j, (op, operands, _attrs) in enumerate(program):
+        prev = ("in", 0) if j == 0 else ("v", j - 1)
+        if homogeneous:
+            if op not in _HOMOGENEOUS:
+                return False
+            want = _HOMOGENEOUS[op]
+            if want is None:
+                if tuple(operands) != (prev,):
+                    return False
+            elif len(operands) != 2 or operands[want[1]][0] != "const" or operands[1 - want[1]] != prev:
+                return False
+        else:
+            if op not in _ARITHMETIC or not any(tuple(o) == prev for o in operands) or \
+                    any(tuple(o) != prev and o[0] != "const" for o in operands):
+                return False
+    return True
+
+
+def _gemm_reduce_regions(gm: Any, info: dict[str, OpInfo], regions: list[Region],
+                         by_name: dict[str, Any]) -> list[Region]:
+    """A sum or mean over the last dim (N) of a library GEMM's fp32 output C = A B (+ bias),
+    with only constant scalings between: sum_n C[.., n] = A (sum_n B[:, n]) (+ sum(bias)).
+    The region computes the right-hand side, a matrix-vector product, instead of the GEMM
+    (an algebraic rewrite: the same value, summed in another order)."""
+    found = []
+    for r in regions:
+        if r.kind != "reduce" or r.op not in ("sum", "mean") or len(r.inputs) != 1 or r.inputs[0] not in info:
+            continue
+        n = by_name[r.inputs[0]]
+        oi = info[n.name]
+        if oi.kind != "gemm" or oi.attrs.get("opaque") or len(oi.inputs) != 3:
+            continue
+        a, b, bias = oi.inputs
+        out_shape, out_dtype = _meta(n)
+        b_shape, b_dtype = _operand_meta(gm, b)
+        if out_shape is None or b_shape is None or out_dtype != "float32" or b_dtype != "float32" or \
+                len(b_shape) != 2 or not hasattr(a, "meta"):
+            continue
+        if r.attrs.get("dim") != len(out_shape) - 1 or r.attrs.get("ndims", 1) != 1:
+            continue  # only the sum over N becomes a sum over B's columns
+        if not _only_user_region(n, r) or not _linear_chain(r.prologue, True) or \
+                not _linear_chain(r.epilogue, False):
+            continue
+        if bias is not None:
+            bias_shape, bias_dtype = _operand_meta(gm, bias)
+            if bias_shape != (out_shape[-1],) or bias_dtype != "float32":
+                continue
+        found.append(Region(kind="gemm_reduce", op=r.op, nodes=(n.name,) + r.nodes, output=r.output,
+                            inputs=(_input_ref(a), _input_ref(b), *([_input_ref(bias)] if bias is not None else [])),
+                            shape=out_shape,
+                            attrs={"trans_b": oi.attrs["trans_b"], "has_bias": bias is not None,
+                                   "keepdim": bool(r.attrs.get("keepdim", False)), "n": out_shape[-1],
+                                   "dtype": out_dtype},
+                            prologue=r.prologue, epilogue=r.epilogue))
+    return found
 
 
 def _operand_meta(gm: Any, value: Any) -> tuple[tuple[int, ...] | None, str | None]:

@@ -21,7 +21,8 @@ from typing import Any
 
 from kernelpro.generate.expert.ops import POINTWISE, literal
 from kernelpro.generate.expert.recognize import Recognition, Region
-from kernelpro.generate.expert.templates import CANDIDATE, GEMM, POOL, POINTWISE as POINTWISE_T, ROWCOL, SPLIT, render
+from kernelpro.generate.expert.templates import (CANDIDATE, GEMM, GEMM_REDUCE, POOL, POINTWISE as POINTWISE_T, ROWCOL,
+                                                 SPLIT, render)
 
 # Bounds of each tile parameter: powers of two that Triton accepts for tl.arange, and warp
 # counts a CUDA block allows (32..1024 threads).
@@ -61,6 +62,8 @@ def layout(region: Region) -> str:
         return "flat"
     if region.kind == "gemm":
         return "gemm"
+    if region.kind == "gemm_reduce":
+        return "rewrite"
     if region.kind == "layernorm" or (region.kind == "rmsnorm" and region.attrs.get("normalized_ndim")):
         return "row"
     d = region.attrs["dim"] + region.attrs.get("ndims", 1)
@@ -86,6 +89,8 @@ def default_tile(region: Region) -> dict[str, int]:
         return {"BLOCK": 1024, "num_warps": 4}
     if kind == "gemm":
         return gemm_tile(region)
+    if kind == "rewrite":
+        return {}  # library calls: nothing to tune
     if kind == "row":
         extent = reduced_extent(region)
         rows = math.prod(region.shape) // max(1, extent)
@@ -219,6 +224,15 @@ def render_pool(rid: str, region: Region, tile: dict[str, Any]) -> str:
 def render_kernel(rid: str, region: Region, tile: dict[str, Any]) -> str:
     if region.kind == "gemm":
         return render_gemm(rid, region, tile)
+    if region.kind == "gemm_reduce":
+        a = region.attrs
+        # the prologue acts on the reduced value here (it commutes with the sum), so both
+        # programs read ``y``
+        pro, pro_result = program_lines(region.prologue, ["y"], "p") if region.prologue else ([], "")
+        epi, epi_result = program_lines(region.epilogue, ["y"], "e") if region.epilogue else ([], "")
+        return render(GEMM_REDUCE, rid=rid, op=region.op, trans_b=a["trans_b"], has_bias=a["has_bias"],
+                      keepdim=a["keepdim"], n=a["n"], prologue=pro, prologue_result=pro_result,
+                      epilogue=epi + ([f"y = {epi_result}"] if epi else []))
     if region.kind == "pool":
         return render_pool(rid, region, tile)
     if region.kind == "pointwise":
@@ -247,16 +261,37 @@ def render_kernel(rid: str, region: Region, tile: dict[str, Any]) -> str:
 
 def describe(recognition: Recognition, params: dict[str, Any]) -> str:
     ids = region_ids(recognition)
-    parts = []
+    parts, rewrites = [], []
     for rid, region in zip(ids, recognition.regions):
         if rid not in params["lower"]:
             continue
         tile = ",".join(f"{k}={v}" for k, v in params["tiles"][rid].items())
         op = "+".join(x for x in ("+".join(p[0] for p in region.prologue), region.op,
                                   "+".join(e[0] for e in region.epilogue)) if x)
-        parts.append(f"{region.kind}({op})[{tile}]")
-    text = "Triton " + "; ".join(parts) if parts else "reference ops"
+        if region.kind == "gemm_reduce":
+            rewrites.append(f"{region.op} of a GEMM as a matrix-vector product ({op})")
+        else:
+            parts.append(f"{region.kind}({op})[{tile}]")
+    text = "; ".join(rewrites + (["Triton " + "; ".join(parts)] if parts else [])) or "reference ops"
     return text + (" + CUDA graph" if params.get("graph") else "")
+
+
+def rewrite_params(recognition: Recognition) -> dict[str, Any] | None:
+    """Every algebraic rewrite lowered, with the library-path regions it does not overlap;
+    None without a rewrite."""
+    chosen = recognition.rewrites()
+    if not chosen:
+        return None
+    params = default_params(recognition)
+    ids = region_ids(recognition)
+    params["lower"] = [ids[i] for i in chosen]
+    return params
+
+
+def is_triton(recognition: Recognition, params: dict[str, Any]) -> bool:
+    """Whether the candidate for ``params`` holds a Triton kernel (rewrites are library calls)."""
+    ids = region_ids(recognition)
+    return any(recognition.regions[ids.index(r)].kind != "gemm_reduce" for r in params["lower"] if r in ids)
 
 
 def render_candidate(problem_source: str, recognition: Recognition, params: dict[str, Any]) -> str:

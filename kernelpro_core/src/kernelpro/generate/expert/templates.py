@@ -795,6 +795,36 @@ def _kp_{{ rid }}(a, b{% for i in range(n_extra) %}, x{{ i }}{% endfor %}):
     return c.reshape(out_shape)
 """
 
+# A sum or mean over N of C = A B (+ bias) as A (sum over N of B) (+ sum(bias)): a
+# matrix-vector product in the library instead of the GEMM. B's column sums are taken on
+# every call (B may be a parameter that changes between calls); the constant scalings
+# between the GEMM and the sum (prologue) and the arithmetic after it (epilogue) act on
+# the reduced value.
+GEMM_REDUCE = r"""
+def _kp_{{ rid }}(a, b{% if has_bias %}, bias{% endif %}):
+    w = b.sum({{ 0 if trans_b else -1 }})  # B summed over N: (K,)
+    y = _kp_torch.matmul(a, w)
+{% if has_bias %}
+    y = y + bias.sum()
+{% endif %}
+{% if op == "mean" %}
+    y = y / {{ n }}
+{% endif %}
+{% if keepdim %}
+    y = y.unsqueeze(-1)
+{% endif %}
+{% for line in prologue %}
+    {{ line }}
+{% endfor %}
+{% if prologue %}
+    y = {{ prologue_result }}
+{% endif %}
+{% for line in epilogue %}
+    {{ line }}
+{% endfor %}
+    return y
+"""
+
 # Max/avg pooling over the last 1, 2 or 3 dims, seen as (L0, L1, D, H, W) with size-1
 # dims padded in. One program per BLOCK output elements (flat index, decomposed); the
 # window's taps are a static loop over constexpr sizes. Max ignores padding (-inf); avg
