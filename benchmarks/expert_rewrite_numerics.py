@@ -8,7 +8,9 @@ SAMPLE_JSONL defaults to build/kernelbench_sample/sample.jsonl (written by
 it prints, for the fp32 reference and the rendered rewrite candidate, the largest error
 against the fp64 value and how many outputs lie outside the evaluator's default fp32
 tolerance (atol = rtol = 1e-4), against the exact value and against the reference, and
-outside KernelBench's tolerance (1e-2) against the reference.
+outside KernelBench's tolerance (1e-2) against the reference; then the evaluator's own
+verdicts on the rewrite: its check against the fp32 reference, and its second opinion
+against the fp64 value (``compare.compare_to_exact``, reference_error_factor 2).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pathlib import Path
 import torch
 
 REPO = Path(__file__).resolve().parents[1]
+TOL = {"float32": (1e-4, 1e-4)}  # the evaluator's default
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -32,6 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--trials", type=int, default=2)
     args = ap.parse_args(argv)
 
+    from kernelpro.evaluate.compare import compare, compare_to_exact
     from kernelpro.evaluate.loader import load_module
     from kernelpro.generate.expert.recognize import recognize
     from kernelpro.generate.expert.render import render_candidate, rewrite_params
@@ -67,7 +71,9 @@ def main(argv: list[str] | None = None) -> int:
                 inputs = mod.get_inputs()
                 want = ref(*inputs)
                 exact = exact_model(*[x.double() for x in inputs])
-                for name, value in (("reference fp32", want), ("rewrite", new(*inputs))):
+                got = new(*inputs)
+                second = compare_to_exact(got, want, exact, TOL, 2.0)
+                for name, value in (("reference fp32", want), ("rewrite", got)):
                     err = (value.double() - exact).abs()
                     off_exact = int((err > 1e-4 + 1e-4 * exact.abs()).sum())
                     off_ref = int(((value - want).abs() > 1e-4 + 1e-4 * want.abs()).sum())
@@ -76,6 +82,8 @@ def main(argv: list[str] | None = None) -> int:
                           f"outside 1e-4 vs fp64: {off_exact} of {exact.numel()}  vs the reference: {off_ref}  "
                           f"outside 1e-2 vs the reference: {off_ref_kb}  "
                           f"(|exact| from {exact.abs().min().item():.3g} to {exact.abs().max().item():.3g})")
+                print(f"trial {trial} the evaluator's check: {'pass' if compare(got, want, TOL).ok else 'fail'}; "
+                      f"its fp64 second opinion: {'pass' if second.ok else 'fail: ' + second.message}")
     return 0
 
 

@@ -107,3 +107,23 @@ def test_policy_own_kernel_on_cpu_rejects_torch_ops(run_eval, gelu_problem):
     result = run_eval(cheater("torch_ops_only"), gelu_problem, call_policy="own_kernel")
     assert result.verdict is Verdict.POLICY
     assert any(f.startswith("own_kernel_unverified_on_cpu") for f in result.flags)
+
+
+def test_exact_candidate_fails_the_inaccurate_reference_without_the_fp64_second_opinion(run_eval):
+    """The premise: the sequential fp32 reference is farther from the exact sums than the
+    tolerance, so a candidate closer to them fails the plain check."""
+    result = run_eval(honest("exact_sum"), problem("sequential_sum"), fp64_second_opinion=False)
+    assert result.verdict is Verdict.INCORRECT and "outside atol" in result.reason, result.reason
+
+
+def test_exact_candidate_passes_against_the_fp64_reference(run_eval):
+    result = run_eval(honest("exact_sum"), problem("sequential_sum"))
+    assert result.verdict is Verdict.CORRECT, result.reason
+    (flag,) = [f for f in result.flags if f.startswith("fp64_second_opinion:")]
+    assert "passed against the reference in float64" in flag
+
+
+def test_less_accurate_candidate_still_fails_against_the_fp64_reference(run_eval):
+    result = run_eval(cheater("half_precision_sum"), problem("sequential_sum"))
+    assert result.verdict is Verdict.INCORRECT, result.reason
+    assert "against fp64" in result.reason and "farther from the fp64 reference" in result.reason

@@ -290,3 +290,19 @@ def test_stage_seconds_sums_repeated_stages_and_ends_at_the_given_time():
     got = stage_seconds([("reference", 0.0), ("timing", 1.5), ("verify", 4.0), ("timing", 4.5)], 6.0)
     assert got == {"reference": 1.5, "timing": 4.0, "verify": 0.5}
     assert stage_seconds([], 3.0) == {}
+
+
+def test_compare_to_exact_allows_the_reference_s_own_error_and_no_more():
+    exact = torch.tensor([1000.0, 0.0, -3.0], dtype=torch.float64)
+    ref = torch.tensor([1000.0, 0.004, -3.0])  # the fp32 reference is 0.004 off at one element
+    tol = {"float32": (1e-4, 1e-4)}
+    close = torch.tensor([1000.0, -0.003, -3.0])  # 0.003 off, at another sign: fails the plain check
+    assert not compare.compare(close, ref, tol).ok
+    assert compare.compare_to_exact(close, ref, exact, tol, factor=2.0).ok
+    far = torch.tensor([1000.0, 0.02, -3.0])  # 0.02 > 1e-4 + 2 x 0.004
+    res = compare.compare_to_exact(far, ref, exact, tol, factor=2.0)
+    assert not res.ok and "farther from the fp64 reference" in res.message
+    assert not compare.compare_to_exact(torch.tensor([1000.0, float("nan"), -3.0]), ref, exact, tol, 2.0).ok
+    # non-float32 outputs are judged by the plain check only
+    ints = torch.tensor([1, 2, 3])
+    assert not compare.compare_to_exact(torch.tensor([1, 2, 4]), ints, ints, tol, 2.0).ok

@@ -68,6 +68,11 @@ class EvaluatorConfig:
     max_speedup: float = 100.0  # above this, stricter re-verification and a flag
     reverify_trials: int = 10  # extra trials (fresh seeds) when a speedup is suspicious
     recheck_calls: int = 8  # timed candidate calls whose outputs are re-checked (at least 1 per round)
+    # an fp32 output that fails the check is judged again against the reference run in
+    # fp64: it passes when its error there is within the tolerance plus
+    # reference_error_factor x the fp32 reference's own largest error
+    fp64_second_opinion: bool = True
+    reference_error_factor: float = 2.0
     impossible_margin: float = 0.9  # flag when time < margin x the bytes/FLOPs lower bound (datasheet)
     compile_stage: bool = True  # build load_inline / nvcc / CuTe candidates in a separate process first
     build_cache_dir: str | None = None  # content-addressed builds; null: $KERNELPRO_BUILD_CACHE or ~/.cache
@@ -82,6 +87,8 @@ class EvaluatorConfig:
             raise ValueError(
                 f"call_policy: expected one of any, no_torch_compute, own_kernel, got {self.call_policy!r}"
             )
+        if not self.reference_error_factor >= 0:
+            raise ValueError(f"reference_error_factor: expected a number >= 0, got {self.reference_error_factor}")
         if self.trials < 1:
             raise ValueError(f"trials: expected a positive integer, got {self.trials}")
         if self.timeout_s <= 0 or self.compile_timeout_s <= 0:
