@@ -250,3 +250,17 @@ def test_gemm_summed_over_n_is_rewritten_first():
     assert "w = b.sum(0)" in first.source or "w = b.sum(-1)" in first.source
     # the usual library + Triton-reduce candidate comes next
     assert drafts[1].description.startswith("Triton reduce(")
+
+
+@pytest.mark.parametrize("kind", ["memory", "compute", "latency", "too_little_work"])
+def test_refining_a_rewrite_node_moves_nothing_but_graph_capture(kind):
+    """A rewrite is library calls (an empty tile): tile moves leave it alone, graph capture
+    may still be proposed."""
+    gen = ExpertGenerator()
+    root = gen.generate(request("gemm_div_sum_scale", device="cuda", n=6))
+    parent = ParentInfo(id="c0001", source=root[0].source, result=None, params=root[0].params,
+                        analysis=Analysis(bottleneck=Bottleneck(kind=kind, summary="s"), findings=()))
+    drafts = gen.generate(request("gemm_div_sum_scale", device="cuda", parent=parent,
+                                  tried=[d.params for d in root], n=3))
+    for d in drafts:
+        assert d.params["lower"] != parent.params["lower"] or d.params["graph"], d.description

@@ -120,7 +120,10 @@ def apply_tile_move(move: str, tile: dict[str, int]) -> dict[str, int] | None:
     """The tile after ``move``, or None when the move leaves the parameter space.
 
     flat (pointwise, pool): BLOCK and num_warps; row: BLOCK_R and num_warps; col: BLOCK_R,
-    BLOCK_I and num_warps; GEMM: see :func:`apply_gemm_move`."""
+    BLOCK_I and num_warps; GEMM: see :func:`apply_gemm_move`; a rewrite (library calls, an
+    empty tile) has nothing to move."""
+    if not tile:
+        return None
     if "BLOCK_M" in tile:
         return apply_gemm_move(move, tile)
     if move in GEMM_ONLY:
