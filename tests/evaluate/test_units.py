@@ -306,3 +306,26 @@ def test_compare_to_exact_allows_the_reference_s_own_error_and_no_more():
     # non-float32 outputs are judged by the plain check only
     ints = torch.tensor([1, 2, 3])
     assert not compare.compare_to_exact(torch.tensor([1, 2, 4]), ints, ints, tol, 2.0).ok
+
+
+def test_compare_in_chunks_counts_and_points_at_the_worst_element(monkeypatch):
+    """Outputs are compared piece by piece (compare.CHUNK elements at a time): counts, the
+    largest error and the example element come out as for one piece."""
+    ref = torch.linspace(-5, 5, 1000)
+    cand = ref.clone()
+    cand[[10, 500, 990]] += torch.tensor([1e-3, 5e-2, 2e-3])
+    tol = {"float32": (1e-4, 1e-4)}
+    whole = compare.compare(cand, ref, tol)
+    monkeypatch.setattr(compare, "CHUNK", 64)
+    pieces = compare.compare(cand, ref, tol)
+    assert not whole.ok and not pieces.ok
+    assert "3 of 1000 values outside" in pieces.message and "e.g. index 500" in pieces.message
+    assert pieces.message == whole.message and pieces.max_abs_err == whole.max_abs_err
+    nan = cand.clone()
+    nan[999] = float("nan")
+    assert "1 NaN/Inf values" in compare.compare(nan, ref, tol).message
+    ints = torch.arange(300)
+    assert compare.compare(ints, ints.clone(), tol).ok
+    off = ints.clone()
+    off[[3, 299]] = 0
+    assert "2 of 300 integer values differ" in compare.compare(off, ints, tol).message

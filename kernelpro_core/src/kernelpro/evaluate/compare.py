@@ -71,43 +71,69 @@ def compare(cand_out: Any, ref_out: Any, tolerances: dict[str, tuple[float, floa
             return Comparison(False, f"{where}: dtype {c.dtype} != reference {r.dtype}")
         if c.numel() == 0:
             continue
-        c64 = c.detach().to("cpu", torch.float64) if c.is_floating_point() else c.detach().cpu()
-        r64 = r.detach().to("cpu", torch.float64) if r.is_floating_point() else r.detach().cpu()
         if not r.is_floating_point() and not r.is_complex():
-            bad = int((c64 != r64).sum())
+            bad = sum(int((cc != rr).sum()) for cc, rr in _chunks(c, r, None))
             if bad:
                 return Comparison(False, f"{where}: {bad} of {r.numel()} integer values differ")
             continue
-        ref_finite = _isfinite(r64)
-        cand_finite = _isfinite(c64)
-        nonfinite = int((~cand_finite & ref_finite).sum())
-        if nonfinite:
-            return Comparison(False, f"{where}: {nonfinite} NaN/Inf values where the reference is finite")
-        mismatch_nf = int((~ref_finite & ~((c64 == r64) | (c64.isnan() & r64.isnan()))).sum())
-        if mismatch_nf:
-            return Comparison(False, f"{where}: {mismatch_nf} non-finite reference values not matched")
         key = str(r.dtype).replace("torch.", "")
         atol, rtol = tolerances.get(key, tolerances.get("float32", (1e-4, 1e-4)))
-        diff = _abs(c64 - r64)
-        diff = torch.where(ref_finite, diff, torch.zeros_like(diff))
-        limit = atol + rtol * _abs(r64)
-        over = diff > limit
-        max_abs = float(diff.max())
-        denom = _abs(r64).clamp_min(atol if atol > 0 else 1e-30)
-        max_rel = float((diff / denom).max())
+        nonfinite = mismatch_nf = n_over = 0
+        max_abs = max_rel = 0.0
+        worst_excess, example = None, None
+        wide = torch.float64 if r.is_floating_point() else torch.complex128
+        for start, (c64, r64) in zip(range(0, r.numel(), CHUNK), _chunks(c, r, wide)):
+            ref_finite = _isfinite(r64)
+            cand_finite = _isfinite(c64)
+            nonfinite += int((~cand_finite & ref_finite).sum())
+            mismatch_nf += int((~ref_finite & ~((c64 == r64) | (c64.isnan() & r64.isnan()))).sum())
+            diff = _abs(c64 - r64)
+            diff = torch.where(ref_finite, diff, torch.zeros_like(diff))
+            limit = atol + rtol * _abs(r64)
+            n_over += int((diff > limit).sum())
+            max_abs = max(max_abs, float(diff.max()))
+            denom = _abs(r64).clamp_min(atol if atol > 0 else 1e-30)
+            max_rel = max(max_rel, float((diff / denom).max()))
+            excess = diff - limit
+            j = int(torch.argmax(excess))
+            if worst_excess is None or float(excess[j]) > worst_excess:
+                worst_excess, example = float(excess[j]), (start + j, c64[j].item(), r64[j].item())
+        if nonfinite:
+            return Comparison(False, f"{where}: {nonfinite} NaN/Inf values where the reference is finite")
+        if mismatch_nf:
+            return Comparison(False, f"{where}: {mismatch_nf} non-finite reference values not matched")
         worst_abs, worst_rel = max(worst_abs, max_abs), max(worst_rel, max_rel)
-        n_over = int(over.sum())
         if n_over:
-            idx = int(torch.argmax((diff - limit).flatten()))
+            idx, got, want = example
             return Comparison(
                 False,
                 f"{where}: {n_over} of {r.numel()} values outside atol={atol:g} rtol={rtol:g} "
-                f"(max abs err {max_abs:.3g}; e.g. index {idx}: got {float(c64.flatten()[idx]):.6g}, "
-                f"expected {float(r64.flatten()[idx]):.6g})",
+                f"(max abs err {max_abs:.3g}; e.g. index {idx}: got {_num(got)}, "
+                f"expected {_num(want)})",
                 max_abs,
                 max_rel,
             )
     return Comparison(True, "", worst_abs, worst_rel)
+
+
+def _num(v: Any) -> str:
+    return f"{v:.6g}" if isinstance(v, float) else str(v)
+
+
+CHUNK = 1 << 26  # elements compared at a time (float64 temporaries of 512 MiB each)
+
+
+def _chunks(c: torch.Tensor, r: torch.Tensor, dtype: torch.dtype | None):
+    """Matching flat pieces of ``c`` and ``r`` (``dtype``: converted to it), on ``c``'s
+    device when that is a GPU (the reference's host copy is moved there piece by piece),
+    else on the CPU: a multi-GB output is compared without a float64 copy of it in host
+    memory."""
+    dev = c.device if c.device.type == "cuda" else torch.device("cpu")
+    cf, rf = c.detach().reshape(-1), r.detach().reshape(-1)
+    for start in range(0, rf.numel(), CHUNK):
+        cc = cf[start:start + CHUNK].to(dev)
+        rr = rf[start:start + CHUNK].to(dev)
+        yield (cc, rr) if dtype is None else (cc.to(dtype), rr.to(dtype))
 
 
 def compare_to_exact(cand_out: Any, ref_out: Any, exact_out: Any, tolerances: dict[str, tuple[float, float]],
@@ -162,7 +188,11 @@ def same_values(a: Any, b: Any) -> bool:
         return False
     for x, y in zip(fa, fb):
         if isinstance(x, _tensor_type) and isinstance(y, _tensor_type):
-            if x.shape != y.shape or not torch.equal(x.detach().cpu(), y.detach().cpu()):
+            if x.shape != y.shape or x.dtype != y.dtype:
+                return False
+            same = torch.equal(x.detach(), y.detach()) if x.device == y.device else \
+                torch.equal(x.detach().cpu(), y.detach().cpu())
+            if not same:
                 return False
         elif x != y:
             return False

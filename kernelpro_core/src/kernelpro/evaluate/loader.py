@@ -37,7 +37,19 @@ def seed_everything(seed: int) -> None:
 
 
 def make_inputs(problem: types.ModuleType, seed: int, device: str) -> list[Any]:
-    """Fresh inputs from ``get_inputs()`` under ``seed``, moved to ``device``."""
+    """Fresh inputs from ``get_inputs()`` under ``seed``, on ``device``. On a GPU they are
+    made there (``torch.device`` as the default device while ``get_inputs`` runs: a
+    KernelBench input of billions of elements takes seconds to draw on the CPU and to copy);
+    a ``get_inputs`` that fails that way (e.g. it calls ``.numpy()``) is run again on the
+    CPU under the same seed."""
+    if device.startswith("cuda"):
+        seed_everything(seed)
+        try:
+            with torch.device(device):
+                made = problem.get_inputs()
+            return [to_device(x, device) for x in made]
+        except Exception:
+            pass
     seed_everything(seed)
     return [to_device(x, device) for x in problem.get_inputs()]
 
