@@ -329,3 +329,24 @@ def test_compare_in_chunks_counts_and_points_at_the_worst_element(monkeypatch):
     off = ints.clone()
     off[[3, 299]] = 0
     assert "2 of 300 integer values differ" in compare.compare(off, ints, tol).message
+
+
+def test_compare_stop_early_gives_the_same_verdict(monkeypatch):
+    monkeypatch.setattr(compare, "CHUNK", 64)
+    ref = torch.linspace(-5, 5, 1000)
+    tol = {"float32": (1e-4, 1e-4)}
+    assert not compare.compare(torch.zeros_like(ref), ref, tol, stop_early=True).ok
+    assert compare.compare(ref.clone(), ref, tol, stop_early=True).ok
+    late = ref.clone()
+    late[-1] += 1.0  # only the last piece fails
+    assert not compare.compare(late, ref, tol, stop_early=True).ok
+
+
+def test_same_values_on_large_tensors_checks_a_prefix_then_everything():
+    big = torch.arange(5 * (1 << 20), dtype=torch.float32)
+    assert compare.same_values(big, big.clone())
+    tail = big.clone()
+    tail[-1] = -1.0
+    head = big.clone()
+    head[0] = -1.0
+    assert not compare.same_values(big, tail) and not compare.same_values(big, head)
