@@ -350,3 +350,10 @@ def test_same_values_on_large_tensors_checks_a_prefix_then_everything():
     head = big.clone()
     head[0] = -1.0
     assert not compare.same_values(big, tail) and not compare.same_values(big, head)
+
+
+def test_compare_computes_where_asked():
+    ref = torch.linspace(-1, 1, 100)
+    tol = {"float32": (1e-4, 1e-4)}
+    assert compare.compare(ref.clone(), ref, tol, "cpu", compute_device="cpu").ok
+    assert not compare.compare(ref + 1.0, ref, tol, "cpu", compute_device="cpu").ok

@@ -42,10 +42,13 @@ def flatten(out: Any) -> list[Any]:
 
 
 def compare(cand_out: Any, ref_out: Any, tolerances: dict[str, tuple[float, float]],
-            device_type: str | None = None, stop_early: bool = False) -> Comparison:
+            device_type: str | None = None, stop_early: bool = False,
+            compute_device: Any = None) -> Comparison:
     """``device_type``: where the candidate's tensors must live (the reference's device).
     ``stop_early``: return at the first piece that fails (the counts in the message are
-    then those of the pieces read so far; for checks that only need the verdict)."""
+    then those of the pieces read so far; for checks that only need the verdict).
+    ``compute_device``: where the arithmetic runs (default: the candidate's GPU, else the
+    CPU); host copies are moved there piece by piece."""
     cands, refs = flatten(cand_out), flatten(ref_out)
     if len(cands) != len(refs):
         return Comparison(False, f"expected {len(refs)} output(s), got {len(cands)}")
@@ -74,7 +77,7 @@ def compare(cand_out: Any, ref_out: Any, tolerances: dict[str, tuple[float, floa
         if c.numel() == 0:
             continue
         if not r.is_floating_point() and not r.is_complex():
-            bad = sum(int((cc != rr).sum()) for cc, rr in _chunks(c, r, None))
+            bad = sum(int((cc != rr).sum()) for cc, rr in _chunks(c, r, None, compute_device))
             if bad:
                 return Comparison(False, f"{where}: {bad} of {r.numel()} integer values differ")
             continue
@@ -84,7 +87,7 @@ def compare(cand_out: Any, ref_out: Any, tolerances: dict[str, tuple[float, floa
         max_abs = max_rel = 0.0
         worst_excess, example = None, None
         wide = torch.float64 if r.is_floating_point() else torch.complex128
-        for start, (c64, r64) in zip(range(0, r.numel(), CHUNK), _chunks(c, r, wide)):
+        for start, (c64, r64) in zip(range(0, r.numel(), CHUNK), _chunks(c, r, wide, compute_device)):
             ref_finite = _isfinite(r64)
             cand_finite = _isfinite(c64)
             nonfinite += int((~cand_finite & ref_finite).sum())
@@ -127,12 +130,15 @@ def _num(v: Any) -> str:
 CHUNK = 1 << 26  # elements compared at a time (float64 temporaries of 512 MiB each)
 
 
-def _chunks(c: torch.Tensor, r: torch.Tensor, dtype: torch.dtype | None):
-    """Matching flat pieces of ``c`` and ``r`` (``dtype``: converted to it), on ``c``'s
-    device when that is a GPU (the reference's host copy is moved there piece by piece),
-    else on the CPU: a multi-GB output is compared without a float64 copy of it in host
-    memory."""
-    dev = c.device if c.device.type == "cuda" else torch.device("cpu")
+def _chunks(c: torch.Tensor, r: torch.Tensor, dtype: torch.dtype | None, compute_device: Any = None):
+    """Matching flat pieces of ``c`` and ``r`` (``dtype``: converted to it), on
+    ``compute_device``, by default ``c``'s device when that is a GPU, else the CPU (host
+    copies are moved piece by piece): a multi-GB output is compared without a float64
+    copy of it in host memory."""
+    if compute_device is not None:
+        dev = torch.device(compute_device)
+    else:
+        dev = c.device if c.device.type == "cuda" else torch.device("cpu")
     cf, rf = c.detach().reshape(-1), r.detach().reshape(-1)
     for start in range(0, rf.numel(), CHUNK):
         cc = cf[start:start + CHUNK].to(dev)

@@ -164,12 +164,16 @@ def tolerances(job: dict[str, Any], problem: Any) -> tuple[dict[str, tuple[float
 
 
 def _other_distribution(inputs: list[Any], seed: int) -> list[Any]:
-    """Inputs of another distribution: floating tensors redrawn from N(0, 1)."""
-    g = torch.Generator(device="cpu").manual_seed(seed)
+    """Inputs of another distribution: floating tensors redrawn from N(0, 1), on their own
+    device (a generator per device, seeded with ``seed``)."""
+    gens: dict[Any, torch.Generator] = {}
     out = []
     for x in inputs:
         if isinstance(x, torch.Tensor) and x.is_floating_point():
-            out.append(torch.randn(x.shape, generator=g, dtype=torch.float32).to(dtype=x.dtype, device=x.device))
+            if x.device not in gens:
+                gens[x.device] = torch.Generator(device=x.device).manual_seed(seed)
+            out.append(torch.randn(x.shape, generator=gens[x.device], dtype=torch.float32,
+                                   device=x.device).to(dtype=x.dtype))
         else:
             out.append(x)
     return out
@@ -274,22 +278,27 @@ def _candidate_threads() -> list[str]:
     return out
 
 
-def _degenerate(ref_outs: list[Any], tols: dict[str, tuple[float, float]], trials: int) -> list[str]:
+def _degenerate(ref_outs: list[Any], tols: dict[str, tuple[float, float]], trials: int,
+                on: str | None = None) -> list[str]:
+    """Flags for a reference whose outputs a trivial candidate would match (``on``: where
+    the comparisons compute)."""
     flags = []
     if trials > 1 and all(cmp.same_values(ref_outs[0], r) for r in ref_outs[1:trials]):
         flags.append("degenerate_reference: the reference output does not depend on the inputs")
     floats = [r for r in ref_outs if any(x.is_floating_point() for x in cmp.tensors(r))]
     if floats:
-        zeros = all(cmp.compare(cmp.map_tensors(r, torch.zeros_like), r, tols, stop_early=True).ok for r in floats)
+        zeros = all(cmp.compare(cmp.map_tensors(r, torch.zeros_like), r, tols, stop_early=True,
+                                 compute_device=on).ok for r in floats)
         if zeros:
             flags.append("degenerate_reference: an all-zeros output passes the tolerance")
         else:
             def const(x: torch.Tensor) -> torch.Tensor:
                 if not x.is_floating_point() or x.numel() == 0:
                     return x
-                return torch.full_like(x, float(x.double().mean()))
+                return torch.full_like(x, float(x.mean(dtype=torch.float64)))
 
-            if all(cmp.compare(cmp.map_tensors(r, const), r, tols, stop_early=True).ok for r in floats):
+            if all(cmp.compare(cmp.map_tensors(r, const), r, tols, stop_early=True, compute_device=on).ok
+                   for r in floats):
                 flags.append("degenerate_reference: a constant output (the mean) passes the tolerance")
     return flags
 
@@ -347,7 +356,7 @@ def run(job: dict[str, Any]) -> EvalResult:
                 flags.append("other_distribution_skipped: reference not finite on N(0,1) inputs")
             _poison(out, params)
             del out
-    flags += _degenerate(ref_outs, tols, trials)
+    flags += _degenerate(ref_outs, tols, trials, on=device if cuda else None)
     ref_flags = guard.backend_flags()
 
     spec = bounds.gpu_spec_for(gpu_name) if gpu_name else None
@@ -646,7 +655,7 @@ def run(job: dict[str, Any]) -> EvalResult:
         _poison(ref_out, params + [x for x in timed_inputs if isinstance(x, torch.Tensor)])
         del ref_out
         host_out = cmp.to_cpu(out)
-        c = cmp.compare(host_out, expected, tols, "cpu")
+        c = cmp.compare(host_out, expected, tols, "cpu", compute_device=device if cuda else None)
         if not c.ok and not c.integrity:
             second = second_opinion(host_out, expected, timed_inputs, f"timed call {i}")
             c = second if second is not None and second.ok else c
