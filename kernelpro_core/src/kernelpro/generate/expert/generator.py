@@ -1,7 +1,8 @@
 """The ``expert`` generator: recognized regions -> Triton kernels, refined from findings.
 
-Uses no network. From the root it proposes, in order: every recognized region lowered
-with its default tile (GEMMs in the library, their epilogues as Triton kernels); for
+Uses no network. From the root it proposes, in order: the algebraic rewrites where one
+applies (``gemm_reduce``: a GEMM summed over N as a matrix-vector product); every
+recognized region lowered with its default tile (GEMMs in the library, their epilogues as Triton kernels); for
 fp16/bf16 GEMMs the Triton-GEMM alternative (each GEMM with its epilogue as one Triton
 kernel); CUDA-graph capture of the first and of the unchanged reference forward (CUDA
 only, and only for forwards that move at most ``graph_root_max_bytes`` or hold an fp32
