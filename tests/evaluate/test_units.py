@@ -303,6 +303,17 @@ def test_compare_to_exact_allows_the_reference_s_own_error_and_no_more():
     res = compare.compare_to_exact(far, ref, exact, tol, factor=2.0)
     assert not res.ok and "farther from the fp64 reference" in res.message
     assert not compare.compare_to_exact(torch.tensor([1000.0, float("nan"), -3.0]), ref, exact, tol, 2.0).ok
+    # the same verdicts piece by piece (the reference's error lies in another piece than
+    # the candidate's)
+    import kernelpro.evaluate.compare as cmp_module
+
+    chunk = cmp_module.CHUNK
+    cmp_module.CHUNK = 1
+    try:
+        assert compare.compare_to_exact(close, ref, exact, tol, factor=2.0).ok
+        assert not compare.compare_to_exact(far, ref, exact, tol, factor=2.0).ok
+    finally:
+        cmp_module.CHUNK = chunk
     # non-float32 outputs are judged by the plain check only
     ints = torch.tensor([1, 2, 3])
     assert not compare.compare_to_exact(torch.tensor([1, 2, 4]), ints, ints, tol, 2.0).ok

@@ -77,7 +77,7 @@ def compare(cand_out: Any, ref_out: Any, tolerances: dict[str, tuple[float, floa
         if c.numel() == 0:
             continue
         if not r.is_floating_point() and not r.is_complex():
-            bad = sum(int((cc != rr).sum()) for cc, rr in _chunks(c, r, None, compute_device))
+            bad = sum(int((cc != rr).sum()) for cc, rr in _chunks(c, r, compute_device=compute_device))
             if bad:
                 return Comparison(False, f"{where}: {bad} of {r.numel()} integer values differ")
             continue
@@ -87,7 +87,8 @@ def compare(cand_out: Any, ref_out: Any, tolerances: dict[str, tuple[float, floa
         max_abs = max_rel = 0.0
         worst_excess, example = None, None
         wide = torch.float64 if r.is_floating_point() else torch.complex128
-        for start, (c64, r64) in zip(range(0, r.numel(), CHUNK), _chunks(c, r, wide, compute_device)):
+        for start, (c64, r64) in zip(range(0, r.numel(), CHUNK),
+                                    _chunks(c, r, dtype=wide, compute_device=compute_device)):
             ref_finite = _isfinite(r64)
             cand_finite = _isfinite(c64)
             nonfinite += int((~cand_finite & ref_finite).sum())
@@ -130,8 +131,8 @@ def _num(v: Any) -> str:
 CHUNK = 1 << 26  # elements compared at a time (float64 temporaries of 512 MiB each)
 
 
-def _chunks(c: torch.Tensor, r: torch.Tensor, dtype: torch.dtype | None, compute_device: Any = None):
-    """Matching flat pieces of ``c`` and ``r`` (``dtype``: converted to it), on
+def _chunks(c: torch.Tensor, *others: torch.Tensor, dtype: torch.dtype | None = None, compute_device: Any = None):
+    """Matching flat pieces of ``c`` and ``others`` (``dtype``: converted to it), on
     ``compute_device``, by default ``c``'s device when that is a GPU, else the CPU (host
     copies are moved piece by piece): a multi-GB output is compared without a float64
     copy of it in host memory."""
@@ -139,11 +140,10 @@ def _chunks(c: torch.Tensor, r: torch.Tensor, dtype: torch.dtype | None, compute
         dev = torch.device(compute_device)
     else:
         dev = c.device if c.device.type == "cuda" else torch.device("cpu")
-    cf, rf = c.detach().reshape(-1), r.detach().reshape(-1)
-    for start in range(0, rf.numel(), CHUNK):
-        cc = cf[start:start + CHUNK].to(dev)
-        rr = rf[start:start + CHUNK].to(dev)
-        yield (cc, rr) if dtype is None else (cc.to(dtype), rr.to(dtype))
+    flat = [t.detach().reshape(-1) for t in (c, *others)]
+    for start in range(0, flat[0].numel(), CHUNK):
+        pieces = [f[start:start + CHUNK].to(dev) for f in flat]
+        yield tuple(pieces if dtype is None else [x.to(dtype) for x in pieces])
 
 
 def compare_to_exact(cand_out: Any, ref_out: Any, exact_out: Any, tolerances: dict[str, tuple[float, float]],
@@ -171,18 +171,22 @@ def compare_to_exact(cand_out: Any, ref_out: Any, exact_out: Any, tolerances: di
             return Comparison(False, f"{where}: does not match the fp64 reference's shape or dtype")
         if c.numel() == 0:
             continue
-        c64, r64 = c.detach().to("cpu", torch.float64), r.detach().to("cpu", torch.float64)
-        g64 = g.detach().to("cpu", torch.float64)
-        finite = _isfinite(g64) & _isfinite(r64)
-        if bool((~_isfinite(c64) & finite).any()):
-            return Comparison(False, f"{where}: NaN/Inf values where the fp64 reference is finite")
-        ref_err = float(torch.where(finite, _abs(r64 - g64), torch.zeros_like(g64)).max())
         atol, rtol = tolerances.get("float32", (1e-4, 1e-4))
-        diff = torch.where(finite, _abs(c64 - g64), torch.zeros_like(g64))
-        over = diff > atol + rtol * _abs(g64) + factor * ref_err
-        cand_err = float(diff.max())
+        # two passes in pieces: the fp32 reference's own largest error, then the candidate's
+        ref_err = 0.0
+        for r64, g64 in _chunks(r, g, dtype=torch.float64):
+            finite = _isfinite(g64) & _isfinite(r64)
+            ref_err = max(ref_err, float(torch.where(finite, _abs(r64 - g64), torch.zeros_like(g64)).max()))
+        cand_err, n_over, nonfinite = 0.0, 0, 0
+        for c64, r64, g64 in _chunks(c, r, g, dtype=torch.float64):
+            finite = _isfinite(g64) & _isfinite(r64)
+            nonfinite += int((~_isfinite(c64) & finite).sum())
+            diff = torch.where(finite, _abs(c64 - g64), torch.zeros_like(g64))
+            n_over += int((diff > atol + rtol * _abs(g64) + factor * ref_err).sum())
+            cand_err = max(cand_err, float(diff.max()))
+        if nonfinite:
+            return Comparison(False, f"{where}: NaN/Inf values where the fp64 reference is finite")
         worst = max(worst, cand_err)
-        n_over = int(over.sum())
         if n_over:
             return Comparison(False, f"{where}: {n_over} of {r.numel()} values farther from the fp64 reference than "
                               f"atol={atol:g} rtol={rtol:g} + {factor:g} x the fp32 reference's own error "
