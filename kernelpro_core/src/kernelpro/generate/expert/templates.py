@@ -107,6 +107,20 @@ def _kp_{{ rid }}(*xs):
     return out
 """
 
+# The output of a row/column or split-row kernel's wrapper: the reduced shape (keepdim or
+# not) for reductions, the input's shape for softmax and the norms. Shared by ROWCOL and SPLIT.
+ROW_OUTPUT = r"""{% if op in ("sum", "mean", "max", "min", "logsumexp") %}
+{% if keepdim %}
+    out_shape = shape[:{{ dim }}] + (1,) * {{ ndims }} + shape[{{ dim }} + {{ ndims }}:]
+{% else %}
+    out_shape = shape[:{{ dim }}] + shape[{{ dim }} + {{ ndims }}:]
+{% endif %}
+    out = _kp_torch.empty(out_shape, dtype=x.dtype, device=x.device)
+{% else %}
+    out = _kp_torch.empty_like(x)
+{% endif %}
+"""
+
 # Accumulator updates per op, written for a tile ``x`` (masked lanes get ``other``).
 ROWCOL = r"""
 @triton.jit
@@ -296,17 +310,7 @@ def _kp_{{ rid }}(x{% if has_w %}, w{% endif %}{% if has_b %}, b{% endif %}):
 {% endif %}
     if inner != {{ "1" if layout == "row" else "inner" }}{% if layout == "col" %} or inner == 1{% endif %}:
         raise RuntimeError("expert kernel _kp_{{ rid }} was written for layout {{ layout }}, got inner=%d" % inner)
-{% if op in ("sum", "mean", "max", "min", "logsumexp") %}
-{% if keepdim %}
-    out_shape = shape[:{{ dim }}] + (1,) * {{ ndims }} + shape[{{ dim }} + {{ ndims }}:]
-{% else %}
-    out_shape = shape[:{{ dim }}] + shape[{{ dim }} + {{ ndims }}:]
-{% endif %}
-    out = _kp_torch.empty(out_shape, dtype=x.dtype, device=x.device)
-{% else %}
-    out = _kp_torch.empty_like(x)
-{% endif %}
-{% if layout == "row" %}
+""" + ROW_OUTPUT + r"""{% if layout == "row" %}
     n_iblk = 1
     grid = (outer,)
 {% else %}
@@ -675,17 +679,7 @@ def _kp_{{ rid }}(x{% if has_w %}, w{% endif %}{% if has_b %}, b{% endif %}):
 {% endif %}
     if inner != 1:
         raise RuntimeError("expert kernel _kp_{{ rid }} was written for split rows, got inner=%d" % inner)
-{% if op in ("sum", "mean", "max", "min", "logsumexp") %}
-{% if keepdim %}
-    out_shape = shape[:{{ dim }}] + (1,) * {{ ndims }} + shape[{{ dim }} + {{ ndims }}:]
-{% else %}
-    out_shape = shape[:{{ dim }}] + shape[{{ dim }} + {{ ndims }}:]
-{% endif %}
-    out = _kp_torch.empty(out_shape, dtype=x.dtype, device=x.device)
-{% else %}
-    out = _kp_torch.empty_like(x)
-{% endif %}
-    if out.numel() == 0 or R == 0:
+""" + ROW_OUTPUT + r"""    if out.numel() == 0 or R == 0:
         return out
     n_chunks = triton.cdiv(R, {{ CHUNK }})
     part = _kp_torch.empty(outer * n_chunks * {{ 3 if op == "layer_norm" else (2 if op in ("softmax", "log_softmax", "logsumexp") else 1) }}, dtype=_kp_torch.float32, device=x.device)
