@@ -232,24 +232,36 @@ def _fill_timed_inputs(timed: list[Any], src: list[Any], u: float) -> None:
 
 
 def _poison_free_memory(device: str) -> None:
-    """Fill the caching allocator's free blocks with NaN so stale reads see poison."""
+    """Fill the caching allocator's free blocks with NaN so stale reads see poison.
+
+    Only the free blocks the cache already holds are filled, each by a tensor of its exact
+    size, largest first: a request that no free block can hold would make the allocator
+    take new device memory, which stays in the cache afterwards and is no longer available
+    to anything that does not allocate from it (a CUDA graph's private pool)."""
     if not device.startswith("cuda"):
         return
     torch.cuda.synchronize()
+    reserved0 = torch.cuda.memory_reserved()
+    sizes = sorted((blk["size"] for seg in torch.cuda.memory_snapshot()
+                    for blk in seg.get("blocks", []) if blk.get("state") == "inactive" and blk["size"] >= 512),
+                   reverse=True)
     chunks = []
     try:
-        size = max(torch.cuda.memory_reserved() - torch.cuda.memory_allocated(), 0)
-        while size >= 512 and len(chunks) <= 64:
+        for size in sizes[:256]:
             try:
                 t = torch.empty(size // 4, dtype=torch.float32, device=device)
             except torch.cuda.OutOfMemoryError:
-                size //= 2
                 continue
+            if torch.cuda.memory_reserved() > reserved0:  # it did not fit a free block: give it back
+                del t
+                break
             t.fill_(float("nan"))
             chunks.append(t)
-            size = min(size, torch.cuda.memory_reserved() - torch.cuda.memory_allocated())
     finally:
         torch.cuda.synchronize()
+        if torch.cuda.memory_reserved() > reserved0:
+            # the segment just taken is the only wholly free one while the poison is held
+            torch.cuda.empty_cache()
         del chunks
 
 
@@ -338,6 +350,7 @@ def run(job: dict[str, Any]) -> EvalResult:
     trials = int(ev["trials"])
     input_sets: list[list[Any]] = []
     ref_outs: list[Any] = []
+    _status(job, "reference_outputs")
     with torch.no_grad():
         for t in range(trials):
             inputs = make_inputs(problem, seed + 1 + t, device)
@@ -356,19 +369,23 @@ def run(job: dict[str, Any]) -> EvalResult:
                 flags.append("other_distribution_skipped: reference not finite on N(0,1) inputs")
             _poison(out, params)
             del out
+    _status(job, "degenerate_check")
     flags += _degenerate(ref_outs, tols, trials, on=device if cuda else None)
     ref_flags = guard.backend_flags()
 
     spec = bounds.gpu_spec_for(gpu_name) if gpu_name else None
     bound = None
     if cuda and spec is not None:
+        _status(job, "bounds")
         with torch.no_grad():
             work = bounds.estimate(ref_model, _clone_inputs(input_sets[0]), ref_outs[0], spec.l2_bytes)
         bound = bounds.lower_bound(work, spec)
         evaluator_notes.update(flops=work.flops, bytes_min=work.bytes_min, lower_bound_ms=bound.lower_ms)
 
     compiled = None
-    if cuda and job.get("candidate") is not None and ev.get("time_compiled_reference", True):
+    baseline_job = job.get("candidate") is None
+    if cuda and ev.get("time_compiled_reference", True) and (
+            baseline_job or ev.get("compiled_reference_per_candidate", True)):
         _status(job, "compile_reference")
         try:
             compiled = torch.compile(ref_model)
@@ -379,7 +396,7 @@ def run(job: dict[str, Any]) -> EvalResult:
             flags.append("compiled_reference_failed: " + _one_line(exc))
         guard.restore_backend_flags(ref_flags)
 
-    if job.get("candidate") is None:  # baseline-only job: time the reference
+    if baseline_job:  # time the reference (and its compiled form), interleaved
         _status(job, "timing")
         timer = timing.Timer(device, ev["warmup_ms"], ev["rep_ms"], ev["min_reps"], ev["max_reps"])
         k = [0]
@@ -387,13 +404,18 @@ def run(job: dict[str, Any]) -> EvalResult:
         def ref_call() -> Any:
             return ref_model(*input_sets[k[0]])
 
+        base_fns: dict[str, Any] = {"reference": ref_call}
+        if compiled is not None:
+            base_fns["compiled"] = lambda: compiled(*input_sets[k[0]])
+
         with torch.no_grad():
-            res = timer.interleaved({"reference": ref_call}, ev["rounds"],
+            res = timer.interleaved(base_fns, ev["rounds"],
                                     before=lambda _n, i: k.__setitem__(0, max(i, 0) % len(input_sets)))
         evaluator_notes.update({f"stage_{name}_s": v
                                 for name, v in stage_seconds(STAGES, time.monotonic()).items()})
         return EvalResult(verdict=Verdict.CORRECT, reason="reference", baseline=res["reference"],
-                          timing=res["reference"], flags=tuple(flags), device=device, gpu_name=gpu_name,
+                          timing=res["reference"], baseline_compiled=res.get("compiled"),
+                          flags=tuple(flags), device=device, gpu_name=gpu_name,
                           measurements={"evaluator": evaluator_notes},
                           wall_s=time.monotonic() - t_start)
 
@@ -639,7 +661,7 @@ def run(job: dict[str, Any]) -> EvalResult:
         again = ref_model(*_clone_inputs(input_sets[0]))
         if cuda:
             torch.cuda.synchronize()
-    if not cmp.compare(cmp.to_cpu(again), ref_outs[0], tols).ok:
+    if not cmp.compare(again, ref_outs[0], tols, compute_device=device if cuda else None).ok:
         raise fail(Verdict.INTEGRITY, "the reference model no longer produces its own outputs: the candidate "
                    "altered it")
     _poison(again, params)
@@ -650,15 +672,15 @@ def run(job: dict[str, Any]) -> EvalResult:
             l2.reset(stream_handles)
         _fill_timed_inputs(timed_inputs, input_sets[j], u)
         with torch.no_grad():
-            ref_out = ref_model(*timed_inputs)
-            expected = cmp.to_cpu(ref_out)
-        _poison(ref_out, params + [x for x in timed_inputs if isinstance(x, torch.Tensor)])
-        del ref_out
+            # the reference's output stays where it was computed: the comparison runs there
+            expected = ref_model(*timed_inputs)
         host_out = cmp.to_cpu(out)
         c = cmp.compare(host_out, expected, tols, "cpu", compute_device=device if cuda else None)
         if not c.ok and not c.integrity:
             second = second_opinion(host_out, expected, timed_inputs, f"timed call {i}")
             c = second if second is not None and second.ok else c
+        _poison(expected, params + [x for x in timed_inputs if isinstance(x, torch.Tensor)])
+        del expected
         if not c.ok:
             raise fail(Verdict.INTEGRITY, f"timed call {i} returned a wrong output (results cached across calls "
                        f"or an input-dependent shortcut): {c.message}")
