@@ -166,6 +166,8 @@ def problem_row(problem: SuiteProblem, run_dir: Path, error: str | None = None) 
     if analysis_path.exists():
         bottleneck = json.loads(analysis_path.read_text()).get("bottleneck") or {}
         row["roofline_fraction"] = bottleneck.get("roofline_fraction")
+        # the analysis may postdate the record (profiling.when = expand profiles the winner last)
+        row["bottleneck"] = bottleneck.get("kind") or row["bottleneck"]
     return row
 
 

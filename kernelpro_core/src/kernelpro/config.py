@@ -64,6 +64,9 @@ class EvaluatorConfig:
     max_reps: int = 1000
     rounds: int = 5  # reference/compiled/candidate interleaved in this many rounds
     time_compiled_reference: bool = True  # torch.compile of the reference, timed too (GPU)
+    # False: the compiled reference is timed once, in the problem's baseline job, and every
+    # candidate's speedup over torch.compile uses that time (saves a torch.compile per candidate)
+    compiled_reference_per_candidate: bool = True
     call_policy: str = "any"  # any | no_torch_compute | own_kernel
     max_speedup: float = 100.0  # above this, stricter re-verification and a flag
     reverify_trials: int = 10  # extra trials (fresh seeds) when a speedup is suspicious
@@ -107,6 +110,14 @@ class ProfilingConfig:
     collectors: list[str] | None = None  # None: every registered collector that can run
     block_micro_profilers: list[str] = attrs.field(factory=list)
     timeout_s: float = 600.0
+    # each: every correct candidate is profiled right after its evaluation; expand: only when
+    # the search expands it (its findings are needed then) and the winner at the end
+    when: str = attrs.field(default="each")
+
+    @when.validator
+    def _check_when(self, _attr: Any, value: str) -> None:
+        if value not in ("each", "expand"):
+            raise ValueError(f"profiling.when: expected 'each' or 'expand', got {value!r}")
 
 
 @attrs.frozen

@@ -117,6 +117,7 @@ class Optimizer:
         self.records: list[dict[str, Any]] = []
         self.results: dict[str, EvalResult] = {}
         self.analyses: dict[str, Analysis] = {}
+        self._unprofilable: set[str] = set()  # profiling failed once: not tried again
         self.baseline: EvalResult | None = None
         self.stopped_because = "budget reached"
         self._pool: Any = None
@@ -273,6 +274,7 @@ class Optimizer:
     def _request(self, parent_id: str) -> GenerationRequest:
         parent = None
         if parent_id != ROOT:
+            self._profile_late(parent_id)
             node = self.tree[parent_id]
             parent = ParentInfo(
                 id=parent_id,
@@ -366,19 +368,17 @@ class Optimizer:
                               language=language, compiled=compiled)
         except ProblemError as exc:
             result = EvalResult(verdict=Verdict.INVALID, reason=str(exc), device=self.device)
-        if result.correct and self.baseline is not None:
-            # the speedup is against the reference timed in the same process as the candidate
-            pass
+        # the speedup is against the reference timed in the same process as the candidate; the
+        # compiled reference too, unless it is timed once per problem (in the baseline job)
+        compiled_ms, compiled_from = None, None
+        if result.baseline_compiled is not None:
+            compiled_ms, compiled_from = result.baseline_compiled.median_ms, "candidate worker"
+        elif result.correct and self.baseline is not None and self.baseline.baseline_compiled is not None:
+            compiled_ms, compiled_from = self.baseline.baseline_compiled.median_ms, "baseline job"
         t_profile = time.monotonic()
         analysis = None
-        if result.correct and self.profiler is not None:
-            try:
-                analysis, profiles = self.profiler.profile(self._target(cid), self._profile_context(cid, result))
-                save_profiles(profiles, self.run.profile_dir(cid))
-                self.run.write_json(f"analyses/{cid}.json", analysis.to_dict())
-                self.analyses[cid] = analysis
-            except Exception as exc:
-                self.progress.message(f"{cid}: profiling failed: {type(exc).__name__}: {exc}")
+        if self.config.profiling.when == "each":
+            analysis = self._profile(cid, result)
         t_done = time.monotonic()
         self.results[cid] = result
         reward = self.reward.score(result, self._reward_context())
@@ -395,7 +395,8 @@ class Optimizer:
             "reason": result.reason,
             "runtime_ms": result.runtime_ms,
             "baseline_ms": result.baseline_ms,
-            "compiled_baseline_ms": result.baseline_compiled.median_ms if result.baseline_compiled else None,
+            "compiled_baseline_ms": compiled_ms,
+            "compiled_baseline_from": compiled_from,
             "speedup": result.speedup,
             "reward": reward,
             "bottleneck": analysis.bottleneck.kind if analysis and analysis.bottleneck else None,
@@ -428,6 +429,41 @@ class Optimizer:
                 self.progress.message(f"search memory not updated: {exc}")
         self.plugins.hook.kernelpro_candidate_evaluated(run=self.info(), record=record)
         self.progress.candidate(record)
+
+    def _profile(self, cid: str, result: EvalResult) -> Analysis | None:
+        """Profile a correct candidate (once) and keep its analysis; None when it cannot be."""
+        if cid in self.analyses:
+            return self.analyses[cid]
+        if not result.correct or self.profiler is None or cid in self._unprofilable:
+            return None
+        try:
+            analysis, profiles = self.profiler.profile(self._target(cid), self._profile_context(cid, result))
+            save_profiles(profiles, self.run.profile_dir(cid))
+            self.run.write_json(f"analyses/{cid}.json", analysis.to_dict())
+        except Exception as exc:
+            self.progress.message(f"{cid}: profiling failed: {type(exc).__name__}: {exc}")
+            self._unprofilable.add(cid)
+            return None
+        self.analyses[cid] = analysis
+        return analysis
+
+    def _profile_late(self, cid: str) -> None:
+        """profiling.when = expand: profile a candidate evaluated earlier, now that its
+        findings are needed, and complete its record (the one in candidates.jsonl keeps what
+        was known when it was written; analyses/<id>.json holds the profile)."""
+        result = self.results.get(cid)
+        if result is None or cid in self.analyses:
+            return
+        t0 = time.monotonic()
+        analysis = self._profile(cid, result)
+        if analysis is None:
+            return
+        self.progress.message(f"{cid}: profiled ({time.monotonic() - t0:.0f} s)")
+        for rec in self.records:
+            if rec["id"] == cid:
+                rec["bottleneck"] = analysis.bottleneck.kind if analysis.bottleneck else None
+                rec["findings"] = [f.title for f in analysis.findings]
+                rec.setdefault("seconds", {})["profile"] = time.monotonic() - t0
 
     def _add_node(self, record: dict[str, Any]) -> None:
         parent = record["parent"] if record["parent"] in self.tree else ROOT
@@ -479,6 +515,7 @@ class Optimizer:
             if best_score is None or score > best_score:
                 best, best_score = rec, score
         if best is not None:
+            self._profile_late(best["id"])
             shutil.copyfile(self.run.source_path(best["id"]), self.run.path / "best.py")
         summary = {
             "best_id": best["id"] if best else None,

@@ -1,0 +1,128 @@
+"""profiling.when: every correct candidate profiled right away, or only the ones the search
+expands and the winner (the real loop on CPU, a collector that counts its calls)."""
+
+from __future__ import annotations
+
+import json
+import types
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("triton", reason="triton is not installed")
+
+from expert_problems import PROBLEMS  # noqa: E402
+from kernelpro import config as cfg  # noqa: E402
+from kernelpro.api import BottleneckClassifier, Collector  # noqa: E402
+from kernelpro.hookspecs import hookimpl  # noqa: E402
+from kernelpro.loop import optimize  # noqa: E402
+from kernelpro.plugins import Plugins  # noqa: E402
+from kernelpro.problem import parse_problem  # noqa: E402
+from kernelpro.records import Bottleneck, KernelProfile, ProfileData  # noqa: E402
+
+FAST = Path(__file__).resolve().parents[1] / "core" / "data" / "fast_config.yaml"
+PROFILED: list[str] = []
+
+
+class CountingCollector(Collector):
+    name = "counting"
+    level = "kernel"
+
+    def collect(self, target, stage, metrics=()):
+        if stage == 1:  # stage 2 collects the gated micro-profilers' metrics of the same candidate
+            PROFILED.append(Path(target.candidate_path).stem)
+        return ProfileData(level="kernel", collector=self.name,
+                           kernels=(KernelProfile(name="k", metrics={"dram_pct": 50.0}),))
+
+
+class LabelClassifier(BottleneckClassifier):
+    name = "label"
+
+    def classify(self, profiles, context):
+        return Bottleneck(kind="memory", summary="test label", classifier=self.name, roofline_fraction=0.5)
+
+
+def _plugins() -> Plugins:
+    plugin = types.SimpleNamespace(
+        kernelpro_register_collectors=hookimpl(lambda register: register(CountingCollector)),
+        kernelpro_register_classifiers=hookimpl(lambda register: register(LabelClassifier)),
+    )
+    return Plugins(extra=[("counting", plugin)])
+
+
+def _run(tmp_path: Path, when: str) -> tuple[dict, list[dict]]:
+    PROFILED.clear()
+    config = cfg.load_config(str(FAST), {
+        "device": "cpu", "budget": 4, "generator": {"name": "expert", "params": {}},
+        "profiling": {"enabled": True, "classifier": "label", "collectors": ["counting"], "when": when}})
+    run = tmp_path / when
+    summary = optimize(parse_problem(PROBLEMS["layernorm"], name="layernorm"), config, _plugins(), run, "cpu")
+    records = [json.loads(line) for line in (run / "candidates.jsonl").read_text().splitlines()]
+    return summary, records
+
+
+def test_each_profiles_every_correct_candidate(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    summary, records = _run(tmp_path, "each")
+    correct = [r["id"] for r in records if r["correct"]]
+    assert summary["correct"] == len(correct) == 4
+    assert PROFILED == correct
+    assert all(r["bottleneck"] == "memory" for r in records)
+
+
+def test_expand_profiles_the_expanded_parents_and_the_winner_only(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    summary, records = _run(tmp_path, "expand")
+    parents = {r["parent"] for r in records} - {"root"}
+    assert parents, "greedy refined no candidate: the test shows nothing"
+    assert set(PROFILED) == parents | {summary["best_id"]}
+    assert len(PROFILED) == len(set(PROFILED)) < len(records)  # each at most once, fewer than all
+    run = tmp_path / "expand"
+    assert sorted(p.stem for p in (run / "analyses").glob("*.json")) == sorted(PROFILED)
+    # a parent's profile was taken before its children were generated
+    first_child = min(i for i, r in enumerate(records) if r["parent"] != "root")
+    assert records[first_child]["parent"] in PROFILED
+    report = (run / "report.md").read_text()
+    assert "memory" in report
+
+
+def test_unknown_when_is_a_config_error():
+    with pytest.raises(Exception, match="profiling.when"):
+        cfg.load_config(str(FAST), {"profiling": {"when": "sometimes"}})
+
+
+def _stats(ms: float) -> "TimingStats":
+    from kernelpro.records import TimingStats
+
+    return TimingStats(median_ms=ms, iqr_ms=0.0, mean_ms=ms, min_ms=ms, max_ms=ms, cv=0.0, n=10,
+                       method="cuda_event+l2_flush")
+
+
+def test_compiled_reference_timed_once_in_the_baseline_job_is_used_for_every_candidate(tmp_path, monkeypatch):
+    """evaluator.compiled_reference_per_candidate = false: the workers do not time
+    torch.compile's reference; the records take the baseline job's time and say so."""
+    import kernelpro.loop as loop_mod
+    from kernelpro.records import EvalResult, Verdict
+
+    jobs = []
+
+    def fake_evaluate(problem_path, candidate_path, **kw):
+        jobs.append((candidate_path, kw["config"].compiled_reference_per_candidate))
+        if candidate_path is None:
+            return EvalResult(verdict=Verdict.CORRECT, reason="reference", timing=_stats(2.0),
+                              baseline=_stats(2.0), baseline_compiled=_stats(1.5), device="cuda")
+        return EvalResult(verdict=Verdict.CORRECT, timing=_stats(1.0), baseline=_stats(2.0), device="cuda")
+
+    monkeypatch.setattr(loop_mod, "evaluate", fake_evaluate)
+    config = cfg.load_config(str(FAST), {"device": "cpu", "budget": 2, "generator": {"name": "expert", "params": {}},
+                                         "evaluator": {"compiled_reference_per_candidate": False}})
+    run = tmp_path / "run"
+    optimize(parse_problem(PROBLEMS["layernorm"], name="layernorm"), config, Plugins(), run, "cpu")
+    records = [json.loads(line) for line in (run / "candidates.jsonl").read_text().splitlines()]
+    assert len(records) == 2 and jobs[0][0] is None and all(flag is False for _, flag in jobs)
+    assert all(r["compiled_baseline_ms"] == 1.5 and r["compiled_baseline_from"] == "baseline job" for r in records)
+    from kernelpro.bench import problem_row
+    from kernelpro.bench import SuiteProblem
+
+    row = problem_row(SuiteProblem(level=1, problem_id=1, name="layernorm", source=""), run)
+    assert row["speedup_compiled"] == pytest.approx(1.5)
