@@ -1,4 +1,4 @@
-"""H200 benchmark of the offline ``expert`` generator through ``kernelpro bench`` (not run on a GPU yet).
+"""H200 benchmark of the offline ``expert`` generator through ``kernelpro bench``.
 
 Two steps:
 
@@ -23,7 +23,8 @@ Two steps:
    back (their run directories, carried back to the machine, continue a bench in a later
    call); the table counts problems not yet run as failures, so only a pass that ran every
    problem gives the numbers to record. The speedup over torch.compile comes from the
-   compiled reference the evaluator times in the same process as each candidate.
+   compiled reference timed once per problem, in its baseline job (the config's
+   ``evaluator.compiled_reference_per_candidate: false``).
 
 The expert generator and the bench module are
 found through core's entry points.
