@@ -119,3 +119,17 @@ def test_bench_command_on_cpu(tmp_path):
 def test_bench_rejects_bad_levels(tmp_path):
     res = run_cli(["bench", str(write_suite(tmp_path / "s")), "--levels", "one"])
     assert res.exit_code == 2 and "--levels" in res.output
+
+
+def test_a_problem_without_a_correct_candidate_scores_the_reference_against_torch_compile(tmp_path):
+    """The reference is kept: over torch.compile it scores eager / compiled from its baseline job."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "summary.json").write_text(json.dumps({"best_id": None, "evaluated": 0}))
+    (run / "baseline.json").write_text(json.dumps({"baseline": {"median_ms": 2.0},
+                                                   "baseline_compiled": {"median_ms": 1.0}}))
+    row = bench.problem_row(bench.SuiteProblem(level=1, problem_id=7, name="conv", source=""), run)
+    assert not row["correct"] and row["speedup_compiled"] == pytest.approx(0.5)
+    (run / "baseline.json").write_text(json.dumps({"baseline": {"median_ms": 2.0}, "baseline_compiled": None}))
+    assert bench.problem_row(bench.SuiteProblem(level=1, problem_id=7, name="conv", source=""),
+                             run)["speedup_compiled"] is None

@@ -148,6 +148,16 @@ def problem_row(problem: SuiteProblem, run_dir: Path, error: str | None = None) 
     row["stopped_because"] = summary.get("stopped_because")
     best = summary.get("best_id")
     if not best:
+        # no correct candidate: the reference is kept, so over torch.compile the problem
+        # scores the eager reference against the compiled one (both from the baseline job)
+        try:
+            base = json.loads((run_dir / "baseline.json").read_text())
+            eager, comp = (base.get("baseline") or {}).get("median_ms"), \
+                (base.get("baseline_compiled") or {}).get("median_ms")
+        except (OSError, ValueError):
+            eager = comp = None
+        if eager and comp:
+            row["speedup_compiled"] = comp / eager
         return row
     record = None
     for line in (run_dir / "candidates.jsonl").read_text().splitlines():
