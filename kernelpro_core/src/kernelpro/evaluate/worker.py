@@ -272,21 +272,29 @@ def _candidate_threads() -> list[str]:
     out = []
     me = threading.get_ident()
     frames = sys._current_frames()
-    names = {t.ident: t.name for t in threading.enumerate()}
-    for t in threading.enumerate():
-        target = getattr(t, "_target", None)
-        mod = getattr(target, "__module__", None) if target is not None else type(t).__module__
-        if mod == "kernelpro_candidate" and t.is_alive() and t.ident != me:
-            out.append(t.name)
-    for ident, frame in frames.items():
-        if ident == me or names.get(ident) in out:
-            continue
-        f = frame
-        while f is not None:
-            if f.f_globals.get("__name__") == "kernelpro_candidate":
-                out.append(names.get(ident, str(ident)))
-                break
-            f = f.f_back
+    # this thread's own entry is this very frame: held in a local, it makes a reference
+    # cycle that keeps the callers' frames, and the outputs in their locals, alive until
+    # the cyclic garbage collector happens to run (during timing: dozens of outputs)
+    frames.pop(me, None)
+    try:
+        names = {t.ident: t.name for t in threading.enumerate()}
+        for t in threading.enumerate():
+            target = getattr(t, "_target", None)
+            mod = getattr(target, "__module__", None) if target is not None else type(t).__module__
+            if mod == "kernelpro_candidate" and t.is_alive() and t.ident != me:
+                out.append(t.name)
+        for ident, frame in frames.items():
+            if names.get(ident) in out:
+                continue
+            f = frame
+            while f is not None:
+                if f.f_globals.get("__name__") == "kernelpro_candidate":
+                    out.append(names.get(ident, str(ident)))
+                    break
+                f = f.f_back
+    finally:
+        frames.clear()
+        frame = f = None
     return out
 
 
