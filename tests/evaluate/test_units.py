@@ -144,6 +144,17 @@ def test_lower_bound_h200():
     assert b.lower_ms == max(b.compute_ms, b.memory_ms)
 
 
+def test_lower_bound_takes_flops_counted_by_the_baseline_job():
+    class NoCall(torch.nn.Module):
+        def forward(self, x):
+            raise AssertionError("the FLOPs were given: the model must not run again")
+
+    x = torch.rand(64, 64)
+    work = bounds.estimate(NoCall(), [x], x, 1 << 20, flops=1234.0)
+    assert work.flops == 1234.0 and work.bytes_min == 64 * 64 * 4  # the input; the output fits in the L2
+    assert work.dtype == "float32"
+
+
 def test_arch_for_sm90a_sources(monkeypatch):
     monkeypatch.setattr(toolchain, "gpu_capability", lambda: "9.0")
     assert toolchain.arch_for("__global__ void k() {}") == "9.0"

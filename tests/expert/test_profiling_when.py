@@ -109,8 +109,11 @@ def test_compiled_reference_timed_once_in_the_baseline_job_is_used_for_every_can
     def fake_evaluate(problem_path, candidate_path, **kw):
         jobs.append((candidate_path, kw["config"].compiled_reference_per_candidate))
         if candidate_path is None:
+            assert kw.get("reference_flops") is None
             return EvalResult(verdict=Verdict.CORRECT, reason="reference", timing=_stats(2.0),
-                              baseline=_stats(2.0), baseline_compiled=_stats(1.5), device="cuda")
+                              baseline=_stats(2.0), baseline_compiled=_stats(1.5), device="cuda",
+                              measurements={"evaluator": {"flops": 777.0}})
+        assert kw["reference_flops"] == 777.0  # counted once, by the baseline job
         return EvalResult(verdict=Verdict.CORRECT, timing=_stats(1.0), baseline=_stats(2.0), device="cuda")
 
     monkeypatch.setattr(loop_mod, "evaluate", fake_evaluate)

@@ -365,7 +365,7 @@ class Optimizer:
             result = evaluate(self._problem_path(), path, device=self.device, config=self.config.evaluator,
                               workdir=self.run.eval_dir(cid), seed=self.config.seed,
                               measurements=self.measurements, build_dir=self.run.build_dir(cid),
-                              language=language, compiled=compiled)
+                              language=language, compiled=compiled, reference_flops=self._reference_flops())
         except ProblemError as exc:
             result = EvalResult(verdict=Verdict.INVALID, reason=str(exc), device=self.device)
         # the speedup is against the reference timed in the same process as the candidate; the
@@ -429,6 +429,13 @@ class Optimizer:
                 self.progress.message(f"search memory not updated: {exc}")
         self.plugins.hook.kernelpro_candidate_evaluated(run=self.info(), record=record)
         self.progress.candidate(record)
+
+    def _reference_flops(self) -> float | None:
+        """The reference's FLOPs as the baseline job counted them (None: not counted there)."""
+        if self.baseline is None:
+            return None
+        value = (self.baseline.measurements or {}).get("evaluator", {}).get("flops")
+        return float(value) if value is not None else None
 
     def _profile(self, cid: str, result: EvalResult) -> Analysis | None:
         """Profile a correct candidate (once) and keep its analysis; None when it cannot be."""

@@ -86,13 +86,16 @@ def evaluate(
     build_dir: Path | None = None,
     language: str = "pytorch",
     compiled: build.CompileOutcome | None = None,
+    reference_flops: float | None = None,
 ) -> EvalResult:
     """Evaluate ``candidate_path`` against ``problem_path`` in a fresh worker process.
 
     With ``candidate_path=None`` only the reference is timed (the baseline). ``compiled``:
     the outcome of :func:`kernelpro.evaluate.compile.compile_candidate` when the caller
     compiled ahead (``compile_many``); otherwise the compile stage runs here (a cache hit
-    when the same source was built before)."""
+    when the same source was built before). ``reference_flops``: the reference's FLOP
+    count from the baseline job (its ``measurements["evaluator"]["flops"]``), so that the
+    worker need not count them again (a counted forward takes seconds on a GPU)."""
     workdir = Path(workdir).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
@@ -132,6 +135,7 @@ def evaluate(
             for cls, settings in measurements
         ],
         "status": str(workdir / "status.txt"),
+        "reference_flops": reference_flops,
     }
     for stale in ("result.json", "status.txt", "worker_rc"):
         (workdir / stale).unlink(missing_ok=True)

@@ -386,7 +386,9 @@ def run(job: dict[str, Any]) -> EvalResult:
     if cuda and spec is not None:
         _status(job, "bounds")
         with torch.no_grad():
-            work = bounds.estimate(ref_model, _clone_inputs(input_sets[0]), ref_outs[0], spec.l2_bytes)
+            known = job.get("reference_flops")
+            work = bounds.estimate(ref_model, _clone_inputs(input_sets[0]), ref_outs[0], spec.l2_bytes,
+                                   flops=float(known) if known is not None else None)
         bound = bounds.lower_bound(work, spec)
         evaluator_notes.update(flops=work.flops, bytes_min=work.bytes_min, lower_bound_ms=bound.lower_ms)
 
