@@ -152,7 +152,8 @@ def _pack(tar_path: Path, out_dir: Path, generator: str, keys: list[str], with_t
                     tar.add(out_dir / name, arcname=f"{generator}_bench/{name}")
         for key in keys:
             run_dir = out_dir / "runs" / key
-            for name in ("summary.json", "candidates.jsonl", "best.py", "report.md", "baseline.json", "bench.json"):
+            for name in ("summary.json", "candidates.jsonl", "profiles.jsonl", "best.py", "report.md", "baseline.json",
+                         "bench.json"):
                 if (run_dir / name).exists():
                     tar.add(run_dir / name, arcname=f"{generator}_bench/runs/{key}/{name}")
             for analysis in sorted((run_dir / "analyses").glob("*.json")):

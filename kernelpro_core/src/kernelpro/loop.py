@@ -8,6 +8,7 @@ tree is rebuilt from ``tree.json`` plus any records it had not caught up with.
 
 from __future__ import annotations
 
+import json
 import random
 import shutil
 import time
@@ -274,7 +275,7 @@ class Optimizer:
     def _request(self, parent_id: str) -> GenerationRequest:
         parent = None
         if parent_id != ROOT:
-            self._profile_late(parent_id)
+            self._profile_late(parent_id, "expanded")
             node = self.tree[parent_id]
             parent = ParentInfo(
                 id=parent_id,
@@ -405,7 +406,9 @@ class Optimizer:
             "measurements": result.measurements,
             "usage": pending.get("usage", {}),
             # wall time of this candidate's evaluation (worker included) and profiling
-            "seconds": {"evaluate": t_profile - t_eval, "profile": t_done - t_profile},
+            # (profile: None when profiling.when = expand; profiles.jsonl has the later ones)
+            "seconds": {"evaluate": t_profile - t_eval,
+                        "profile": t_done - t_profile if self.config.profiling.when == "each" else None},
             "result": to_json(result),
         }
         self.run.append_record(record)
@@ -454,7 +457,7 @@ class Optimizer:
         self.analyses[cid] = analysis
         return analysis
 
-    def _profile_late(self, cid: str) -> None:
+    def _profile_late(self, cid: str, why: str) -> None:
         """profiling.when = expand: profile a candidate evaluated earlier, now that its
         findings are needed, and complete its record (the one in candidates.jsonl keeps what
         was known when it was written; analyses/<id>.json holds the profile)."""
@@ -465,12 +468,16 @@ class Optimizer:
         analysis = self._profile(cid, result)
         if analysis is None:
             return
-        self.progress.message(f"{cid}: profiled ({time.monotonic() - t0:.0f} s)")
+        seconds = time.monotonic() - t0
+        self.progress.message(f"{cid}: profiled ({seconds:.0f} s, {why})")
+        bottleneck = analysis.bottleneck.kind if analysis.bottleneck else None
+        findings = [f.title for f in analysis.findings]
+        with open(self.run.path / "profiles.jsonl", "a") as fh:
+            fh.write(json.dumps({"id": cid, "why": why, "seconds": seconds, "bottleneck": bottleneck}) + "\n")
         for rec in self.records:
             if rec["id"] == cid:
-                rec["bottleneck"] = analysis.bottleneck.kind if analysis.bottleneck else None
-                rec["findings"] = [f.title for f in analysis.findings]
-                rec.setdefault("seconds", {})["profile"] = time.monotonic() - t0
+                rec["bottleneck"], rec["findings"] = bottleneck, findings
+                rec.setdefault("seconds", {})["profile"] = seconds
 
     def _add_node(self, record: dict[str, Any]) -> None:
         parent = record["parent"] if record["parent"] in self.tree else ROOT
@@ -522,7 +529,7 @@ class Optimizer:
             if best_score is None or score > best_score:
                 best, best_score = rec, score
         if best is not None:
-            self._profile_late(best["id"])
+            self._profile_late(best["id"], "winner")
             shutil.copyfile(self.run.source_path(best["id"]), self.run.path / "best.py")
         summary = {
             "best_id": best["id"] if best else None,
