@@ -134,6 +134,22 @@ PROBLEMS = {
     "param_add_max_pool1d": problem(  # a prologue input that varies over the window: read per tap
         "        self.w = nn.Parameter(torch.randn(9))\n",
         "        return F.max_pool1d(torch.relu(x + self.w), 2, 2)\n", "[torch.randn(2, 3, 9)]"),
+    # losses reduced to one value
+    "kl_div_log": HEAD + (
+        "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "    def forward(self, p, q):\n        return F.kl_div(torch.log(p), q, reduction='batchmean')\n"
+        "def get_inputs():\n    return [torch.rand(37, 300).softmax(dim=-1), torch.rand(37, 300).softmax(dim=-1)]\n"
+        "def get_init_inputs():\n    return []\n"),
+    "kl_div_log_target_sum": HEAD + (
+        "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "    def forward(self, x, t):\n        return F.kl_div(x, t, reduction='sum', log_target=True)\n"
+        "def get_inputs():\n    return [torch.randn(5, 7, 11).log_softmax(-1), torch.randn(5, 7, 11).log_softmax(-1)]\n"
+        "def get_init_inputs():\n    return []\n"),
+    "kl_div_none": HEAD + (
+        "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "    def forward(self, x, t):\n        return F.kl_div(x, t, reduction='none')\n"
+        "def get_inputs():\n    return [torch.randn(4, 9), torch.rand(4, 9)]\n"
+        "def get_init_inputs():\n    return []\n"),
     "data_dependent": problem("", "        if x.sum() > 0:\n            return x\n        return -x\n",
                               "[torch.randn(4)]"),
 }

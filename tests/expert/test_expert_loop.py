@@ -56,3 +56,16 @@ def test_triton_gemm_and_pool_candidates_pass_the_evaluator(tmp_path, monkeypatc
             assert "pointwise(relu)" in kinds[0] and "gemm(linear+add+relu)" in kinds[1], kinds
         else:
             assert "pool(tanh+mul+add+max_pool)" in kinds[0], kinds
+
+
+def test_kl_div_candidates_pass_the_evaluator(tmp_path, monkeypatch):
+    """The whole loss as one Triton full reduction (partials per program, then their sum)."""
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    plugins = Plugins()
+    config = cfg.load_config(str(FAST), {"device": "cpu", "budget": 2,
+                                         "generator": {"name": "expert", "params": {}}})
+    for name in ("kl_div_log", "kl_div_log_target_sum"):
+        summary = optimize(parse_problem(PROBLEMS[name], name=name), config, plugins, tmp_path / name, "cpu")
+        assert summary["evaluated"] == 2 and summary["correct"] == 2, (name, summary)
+        records = [json.loads(line) for line in (tmp_path / name / "candidates.jsonl").read_text().splitlines()]
+        assert all("reduce_all(kl_div)" in r["description"] for r in records), [r["description"] for r in records]

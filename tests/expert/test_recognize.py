@@ -234,3 +234,20 @@ def test_no_rewrite_when_the_sum_does_not_commute_with_the_gemm(forward):
 
     rec = recognize(problem("        self.w = nn.Parameter(torch.randn(24, 10))\n", forward, "[torch.randn(6, 10)]"))
     assert rec.ok and not rec.rewrites(), rec.summary()
+
+
+def test_kl_div_is_one_full_reduction_with_its_log_folded_in():
+    rec = recognize(PROBLEMS["kl_div_log"])
+    assert rec.ok, rec.reason
+    (region,) = rec.regions
+    assert region.kind == "reduce_all" and region.op == "kl_div" and len(region.inputs) == 2
+    assert region.attrs["reduction"] == "batchmean" and region.shape == (37, 300)
+    assert [step[0] for step in region.program] == ["log", "xlogy", "mul", "sub"]
+    assert len(region.nodes) == 2  # the log and the loss: one pass over both inputs
+
+
+def test_kl_div_with_log_target_and_without_reduction():
+    rec = recognize(PROBLEMS["kl_div_log_target_sum"])
+    (region,) = rec.regions
+    assert region.attrs["reduction"] == "sum" and [s[0] for s in region.program] == ["exp", "sub", "mul"]
+    assert not [r for r in recognize(PROBLEMS["kl_div_none"]).regions if r.kind == "reduce_all"]

@@ -30,6 +30,8 @@ POINTWISE: dict[str, tuple[int, str]] = {
     "div": (2, "({0} / {1})"),
     "rdiv": (2, "({1} / {0})"),
     "maximum": (2, "tl.maximum({0}, {1})"),
+    # xlogy(x, y) = x * log(y), and 0 where x == 0 (torch.xlogy)
+    "xlogy": (2, "tl.where({0} == 0.0, 0.0, {0} * tl.log({1}))"),
     "minimum": (2, "tl.minimum({0}, {1})"),
     "neg": (1, "(-{0})"),
     "relu": (1, "tl.maximum({0}, 0.0)"),
@@ -63,7 +65,8 @@ POINTWISE: dict[str, tuple[int, str]] = {
 _BINARY_FUNCS = {
     operator.add: "add", torch.add: "add", operator.sub: "sub", torch.sub: "sub",
     operator.mul: "mul", torch.mul: "mul", operator.truediv: "div", torch.div: "div",
-    torch.true_divide: "div", torch.maximum: "maximum", torch.minimum: "minimum",
+    torch.true_divide: "div", torch.maximum: "maximum", torch.minimum: "minimum", torch.xlogy: "xlogy",
+    torch.special.xlogy: "xlogy",
 }
 _BINARY_METHODS = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "true_divide": "div",
                    "__add__": "add", "__sub__": "sub", "__mul__": "mul", "__truediv__": "div",

@@ -20,6 +20,8 @@ formed:
   pointwise kernel after the library's GEMM (:func:`alternatives`).
 * ``pool``: max/avg pooling 1d/2d/3d with a pointwise prologue (applied to each loaded
   element) and epilogue, each with any number of broadcast tensor inputs.
+* ``reduce_all``: a loss that reduces every element to one value (``F.kl_div`` with
+  reduction sum, mean or batchmean), with the pointwise region that only feeds it folded in.
 * ``conv`` nodes and adaptive pools are recognized and left to the vendor library.
 
 Anything that fails (trace, shape propagation, a data-dependent forward) yields a
@@ -209,6 +211,7 @@ def _recognize_graph(gm: Any, input_count: int) -> Recognition:
             claimed.update(r.nodes)
     regions.extend(_pointwise_regions(order, info, claimed))
     regions = _fuse_into_reductions(regions, by_name)
+    regions = _full_reduction_regions(order, regions, by_name)
     regions = _pool_regions(order, info, regions, by_name)
     regions += _gemm_regions(gm, order, info, regions, by_name)
     regions += _gemm_reduce_regions(gm, info, regions, by_name)
@@ -439,6 +442,74 @@ def _fuse_into_reductions(regions: list[Region], by_name: dict[str, Any]) -> lis
             merged = attrs.evolve(current, nodes=current.nodes + epi.nodes, output=epi.output, epilogue=epi.program)
             fused = [merged if x is current else x for x in fused if x is not epi]
     return fused
+
+
+#: F.kl_div's term per element, over ("in", 0) = input (log-probabilities) and ("in", 1) =
+#: target: target * (log(target) - input), as xlogy so a zero target adds 0; with
+#: log_target, exp(target) * (target - input) (the formulas of torch.nn.KLDivLoss's docs)
+_KL_TERMS = {
+    False: (("xlogy", (("in", 1), ("in", 1)), {}), ("mul", (("in", 1), ("in", 0)), {}),
+            ("sub", (("v", 0), ("v", 1)), {})),
+    True: (("exp", (("in", 1),), {}), ("sub", (("in", 1), ("in", 0)), {}), ("mul", (("v", 0), ("v", 1)), {})),
+}
+
+
+def _call_arg(node: Any, index: int, name: str, default: Any) -> Any:
+    if len(node.args) > index:
+        return node.args[index]
+    return node.kwargs.get(name, default)
+
+
+def _full_reduction_regions(order: list[Any], regions: list[Region], by_name: dict[str, Any]) -> list[Region]:
+    """Losses that reduce every element to one value: ``F.kl_div`` (reduction sum, mean or
+    batchmean) becomes a ``reduce_all`` region, and a pointwise region that only feeds it
+    and reads tensors of its full shape (the ``log`` of ``kl_div(log(p), q)``) is folded
+    in, so the whole loss is one pass over its inputs."""
+    import torch.nn.functional as F
+
+    out = list(regions)
+    for n in order:
+        if n.op != "call_function" or n.target is not F.kl_div:
+            continue
+        inp, tgt = _call_arg(n, 0, "input", None), _call_arg(n, 1, "target", None)
+        reduction = _call_arg(n, 4, "reduction", "mean")
+        log_target = _call_arg(n, 5, "log_target", False)
+        if _call_arg(n, 2, "size_average", None) is not None or _call_arg(n, 3, "reduce", None) is not None:
+            continue  # the legacy arguments override reduction
+        if reduction not in ("sum", "mean", "batchmean") or not isinstance(log_target, bool):
+            continue
+        if not all(hasattr(v, "meta") for v in (inp, tgt)):
+            continue
+        (shape, dtype), (tshape, tdtype) = _meta(inp), _meta(tgt)
+        if shape is None or shape != tshape or dtype != tdtype or \
+                dtype not in ("float32", "float16", "bfloat16") or not shape:
+            continue
+        inputs: list[Any] = []
+        steps: list[Any] = []
+        operand_of: dict[Any, tuple[str, int]] = {}
+        nodes: list[str] = []
+
+        def slot(value: Any) -> tuple[str, int]:
+            if value not in inputs:
+                inputs.append(value)
+            return ("in", inputs.index(value))
+
+        for value in dict.fromkeys((inp.name, tgt.name)):
+            pro = next((r for r in out if r.kind == "pointwise" and r.output == value and not r.epilogue_of and
+                        len(by_name[value].users) == 1 and
+                        all(not isinstance(i, Param) and _meta(by_name[i])[0] == shape for i in r.inputs)), None)
+            if pro is None:
+                operand_of[value] = slot(value)
+                continue
+            steps.extend(_remap(pro.program, pro.inputs, {i: slot(i) for i in pro.inputs}, shift=len(steps)))
+            operand_of[value] = ("v", len(steps) - 1)
+            nodes.extend(pro.nodes)
+            out.remove(pro)
+        steps.extend(_remap(_KL_TERMS[log_target], (inp.name, tgt.name), operand_of, shift=len(steps)))
+        out.append(Region(kind="reduce_all", op="kl_div", nodes=tuple(nodes) + (n.name,), output=n.name,
+                          inputs=tuple(inputs), shape=shape, attrs={"reduction": reduction, "dtype": dtype},
+                          program=tuple(steps)))
+    return out
 
 
 def _remap(program: Any, inputs: tuple[Any, ...], operand_of: dict[Any, tuple[str, int]],

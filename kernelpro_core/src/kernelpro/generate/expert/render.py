@@ -21,8 +21,8 @@ from typing import Any
 
 from kernelpro.generate.expert.ops import POINTWISE, literal
 from kernelpro.generate.expert.recognize import Recognition, Region
-from kernelpro.generate.expert.templates import (CANDIDATE, GEMM, GEMM_REDUCE, POOL, POINTWISE as POINTWISE_T, ROWCOL,
-                                                 SPLIT, render)
+from kernelpro.generate.expert.templates import (CANDIDATE, GEMM, GEMM_REDUCE, POOL, POINTWISE as POINTWISE_T,
+                                                 REDUCE_ALL, ROWCOL, SPLIT, render)
 
 # Bounds of each tile parameter: powers of two that Triton accepts for tl.arange, and warp
 # counts a CUDA block allows (32..1024 threads).
@@ -58,7 +58,7 @@ def region_ids(recognition: Recognition) -> list[str]:
 
 def layout(region: Region) -> str:
     """``row`` when the reduced elements are contiguous (inner == 1), else ``col``."""
-    if region.kind in ("pointwise", "pool"):
+    if region.kind in ("pointwise", "pool", "reduce_all"):
         return "flat"
     if region.kind == "gemm":
         return "gemm"
@@ -82,6 +82,9 @@ def default_tile(region: Region) -> dict[str, int]:
     16-byte accesses); a row kernel covers up to 4096 elements per step; a column kernel
     reads 64 contiguous inner positions by 16 rows."""
     kind = layout(region)
+    if region.kind == "reduce_all":
+        # a persistent grid (4 programs per SM), each walking the elements with a grid stride
+        return {"BLOCK": 1024, "num_warps": 4, "PER_SM": 4}
     if kind == "flat" and region.kind == "pointwise":
         # PER_SM: 0 = one program per block; k = a persistent grid of k programs per SM
         return {"BLOCK": 1024, "num_warps": 4, "PER_SM": 0}
@@ -235,6 +238,11 @@ def render_kernel(rid: str, region: Region, tile: dict[str, Any]) -> str:
                       epilogue=epi + ([f"y = {epi_result}"] if epi else []))
     if region.kind == "pool":
         return render_pool(rid, region, tile)
+    if region.kind == "reduce_all":
+        body, result = pointwise_body(region)
+        return render(REDUCE_ALL, rid=rid, n_in=len(region.inputs), body=body, result=result,
+                      reduction=region.attrs["reduction"], BLOCK=tile["BLOCK"], num_warps=tile["num_warps"],
+                      PER_SM=max(1, int(tile.get("PER_SM", 4))))
     if region.kind == "pointwise":
         body, result = pointwise_body(region)
         return render(POINTWISE_T, rid=rid, n_in=len(region.inputs), rank=max(1, len(region.shape)),

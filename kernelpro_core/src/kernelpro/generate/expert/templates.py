@@ -794,6 +794,53 @@ def _kp_{{ rid }}(a, b{% for i in range(n_extra) %}, x{{ i }}{% endfor %}):
 # every call (B may be a parameter that changes between calls); the constant scalings
 # between the GEMM and the sum (prologue) and the arithmetic after it (epilogue) act on
 # the reduced value.
+# A reduction of a pointwise program over every element of k same-shape inputs to one
+# value (e.g. a loss): a persistent grid of programs, each accumulating its grid-stride
+# share in BLOCK fp32 lanes and storing one partial; the partials are summed once more and
+# scaled (sum: 1; mean: 1/numel; batchmean: 1/size(0)). Masked lanes load 1.0 (finite under
+# log/div) and are dropped before they are added.
+REDUCE_ALL = r"""
+@triton.jit
+def _kp_{{ rid }}_kernel({% for i in range(n_in) %}in{{ i }}_ptr, {% endfor %}part_ptr, n_elements,
+        ITERS: tl.constexpr, BLOCK: tl.constexpr):
+    # ITERS (blocks per program) is a compile-time constant: one build per problem size
+    pid = tl.program_id(0).to(tl.int64)
+    stride = tl.num_programs(0).to(tl.int64) * BLOCK
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for it in range(0, ITERS):
+        offs = pid * BLOCK + it * stride + tl.arange(0, BLOCK)
+        mask = offs < n_elements
+{% for i in range(n_in) %}
+        a{{ i }} = tl.load(in{{ i }}_ptr + offs, mask=mask, other=1.0).to(tl.float32)
+{% endfor %}
+{% for line in body %}
+        {{ line }}
+{% endfor %}
+        acc += tl.where(mask, {{ result }}, 0.0)
+    tl.store(part_ptr + pid, tl.sum(acc, axis=0))
+
+
+def _kp_{{ rid }}(*xs):
+    shape = xs[0].shape
+    for x in xs[1:]:
+        if x.shape != shape:
+            raise RuntimeError("expert kernel: the inputs of a full reduction differ in shape")
+    xs = [x.contiguous() for x in xs]
+    n = xs[0].numel()
+    dtype = xs[0].dtype
+    programs = max(1, min(triton.cdiv(n, {{ BLOCK }}), {{ PER_SM }} * _kp_sm_count(xs[0].device)))
+    iters = triton.cdiv(n, programs * {{ BLOCK }})
+    part = _kp_torch.empty(programs, dtype=_kp_torch.float32, device=xs[0].device)
+    _kp_{{ rid }}_kernel[(programs,)](*xs, part, n, ITERS=iters, BLOCK={{ BLOCK }}, num_warps={{ num_warps }})
+    total = part.sum()
+{% if reduction == "mean" %}
+    total = total / n
+{% elif reduction == "batchmean" %}
+    total = total / shape[0]
+{% endif %}
+    return total.to(dtype)
+"""
+
 GEMM_REDUCE = r"""
 def _kp_{{ rid }}(a, b{% if has_bias %}, bias{% endif %}):
     w = b.sum({{ 0 if trans_b else -1 }})  # B summed over N: (K,)
