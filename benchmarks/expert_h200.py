@@ -8,7 +8,7 @@ Two steps:
 
        python benchmarks/expert_h200.py prepare          # -> build/kernelbench_sample/sample.jsonl
 
-2. On the H200 machine, from the repo root (device tool: carry ["build/kernelbench_sample"]).
+2. On the H200 machine, from the repo root (with build/kernelbench_sample copied there).
    On the two-GPU machine one shard per GPU, then the tables::
 
        CUDA_VISIBLE_DEVICES=0 python benchmarks/expert_h200.py run --config benchmarks/expert_h200.yaml --shard 0/2 --deadline-s 420 &

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run steps on the GPU machine (the device tool), from the repository root:
+# Run steps on the GPU machine, from the repository root:
 #   bash scripts/device_run.sh STEPFILE
 # STEPFILE has one step a line: "NAME TIMEOUT_S COMMAND...". Each step's output goes to
 # /tmp/kp-logs/NAME.log; the last lines are printed; all logs end up in $OUT/logs.tar.gz.
