@@ -134,6 +134,16 @@ PROBLEMS = {
     "param_add_max_pool1d": problem(  # a prologue input that varies over the window: read per tap
         "        self.w = nn.Parameter(torch.randn(9))\n",
         "        return F.max_pool1d(torch.relu(x + self.w), 2, 2)\n", "[torch.randn(2, 3, 9)]"),
+    # depthwise convolutions (one filter per channel) as windowed kernels
+    "dwconv2d_bias_relu": problem(
+        "        self.conv = nn.Conv2d(6, 6, 3, stride=2, padding=1, dilation=2, groups=6)\n",
+        "        return torch.relu(self.conv(x))\n", "[torch.randn(2, 6, 13, 11)]"),
+    "dwconv1d_nobias": problem("        self.conv = nn.Conv1d(5, 5, 4, padding=2, groups=5, bias=False)\n",
+                               "        return self.conv(x)\n", "[torch.randn(3, 5, 17)]"),
+    "dwconv3d": problem("        self.conv = nn.Conv3d(3, 3, (2, 3, 3), stride=(1, 2, 1), groups=3)\n",
+                        "        return self.conv(x)\n", "[torch.randn(2, 3, 5, 9, 8)]"),
+    "grouped_conv_multiplier2": problem("        self.conv = nn.Conv2d(4, 8, 3, groups=4)\n",
+                                        "        return self.conv(x)\n", "[torch.randn(2, 4, 9, 9)]"),
     # losses reduced to one value
     "kl_div_log": HEAD + (
         "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"

@@ -251,3 +251,13 @@ def test_kl_div_with_log_target_and_without_reduction():
     (region,) = rec.regions
     assert region.attrs["reduction"] == "sum" and [s[0] for s in region.program] == ["exp", "sub", "mul"]
     assert not [r for r in recognize(PROBLEMS["kl_div_none"]).regions if r.kind == "reduce_all"]
+
+
+def test_depthwise_convolutions_are_windowed_kernels_and_other_convolutions_stay_in_the_library():
+    region = next(r for r in recognize(PROBLEMS["dwconv2d_bias_relu"]).regions if r.kind == "pool")
+    assert region.op == "depthwise_conv" and region.attrs["has_bias"] and region.attrs["n_par"] == 2
+    assert region.attrs["stride"] == (2, 2) and region.attrs["dilation"] == (2, 2)
+    assert [step[0] for step in region.epilogue] == ["relu"]  # fused after the window sum
+    assert [str(i) for i in region.inputs[1:3]] == ["Param(path='conv.weight')", "Param(path='conv.bias')"]
+    rec = recognize(PROBLEMS["grouped_conv_multiplier2"])
+    assert not any(r.kind == "pool" for r in rec.regions) and "conv" in rec.kinds

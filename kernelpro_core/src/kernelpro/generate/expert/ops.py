@@ -189,7 +189,8 @@ def _classify_module(node: Any, mod: nn.Module) -> OpInfo:
         return OpInfo("gemm", "linear", (x, Param(f"{t}.weight"), Param(f"{t}.bias") if mod.bias is not None else None),
                       {"trans_b": True})
     if isinstance(mod, _CONV_MODULES):
-        return OpInfo("conv", type(mod).__name__.lower(), (x,))
+        depthwise = _depthwise(mod, x, t)
+        return depthwise if depthwise is not None else OpInfo("conv", type(mod).__name__.lower(), (x,))
     if type(mod) in _POOL_TEMPLATE_MODULES:
         op, rank = _POOL_TEMPLATE_MODULES[type(mod)]
         return _pool(op, rank, x, mod.kernel_size, mod.stride, mod.padding, getattr(mod, "dilation", 1),
@@ -328,6 +329,26 @@ def _ints(value: Any, rank: int) -> tuple[int, ...] | None:
         if len(value) == rank:
             return tuple(int(v) for v in value)
     return None
+
+
+_DEPTHWISE_RANK = {nn.Conv1d: 1, nn.Conv2d: 2, nn.Conv3d: 3}
+
+
+def _depthwise(mod: Any, x: Any, path: str) -> OpInfo | None:
+    """A depthwise convolution (one filter per channel: groups = in = out channels, zero
+    padding given as ints) as a windowed kernel like pooling: ``pool`` kind, op
+    ``depthwise_conv``, inputs (x, weight, bias or None); other convolutions: None."""
+    rank = _DEPTHWISE_RANK.get(type(mod))
+    if rank is None or not (mod.groups == mod.in_channels == mod.out_channels) or mod.padding_mode != "zeros":
+        return None
+    padding = (0,) * rank if mod.padding == "valid" else _ints(mod.padding, rank)
+    k, s, d = _ints(mod.kernel_size, rank), _ints(mod.stride, rank), _ints(mod.dilation, rank)
+    if None in (k, s, d, padding):
+        return None
+    return OpInfo("pool", "depthwise_conv", (x, Param(f"{path}.weight"),
+                                             Param(f"{path}.bias") if mod.bias is not None else None),
+                  {"rank": rank, "kernel": k, "stride": s, "padding": padding, "dilation": d, "ceil_mode": False,
+                   "count_include_pad": True, "divisor_override": None, "has_bias": mod.bias is not None})
 
 
 def _pool(op: str, rank: int, x: Any, kernel: Any, stride: Any, padding: Any, dilation: Any, ceil_mode: Any,

@@ -18,8 +18,9 @@ formed:
   any, as its epilogue (``epilogue``; inputs ``acc`` then the region's other tensors).
   It overlaps that pointwise region: a candidate lowers either the Triton GEMM or the
   pointwise kernel after the library's GEMM (:func:`alternatives`).
-* ``pool``: max/avg pooling 1d/2d/3d with a pointwise prologue (applied to each loaded
-  element) and epilogue, each with any number of broadcast tensor inputs.
+* ``pool``: max/avg pooling 1d/2d/3d, and depthwise convolution 1d/2d/3d (op
+  ``depthwise_conv``: one filter per channel), with a pointwise prologue (applied to each
+  loaded element) and epilogue, each with any number of broadcast tensor inputs.
 * ``reduce_all``: a loss that reduces every element to one value (``F.kl_div`` with
   reduction sum, mean or batchmean), with the pointwise region that only feeds it folded in.
 * ``conv`` nodes and adaptive pools are recognized and left to the vendor library.
@@ -545,6 +546,8 @@ def _pool_regions(order: list[Any], info: dict[str, OpInfo], regions: list[Regio
         oi = info[n.name]
         if oi.kind != "pool" or "kernel" not in oi.attrs or not hasattr(oi.inputs[0], "meta"):
             continue
+        if oi.op == "depthwise_conv" and len(_meta(oi.inputs[0])[0] or ()) != oi.attrs["rank"] + 2:
+            continue  # an unbatched input (C, *spatial): left to the library
         x = oi.inputs[0]
         in_shape, in_dtype = _meta(x)
         out_shape, _ = _meta(n)
@@ -572,9 +575,11 @@ def _pool_regions(order: list[Any], info: dict[str, OpInfo], regions: list[Regio
             nodes, output = nodes + epi.nodes, epi.output
             out.remove(epi)
         attrs_ = {k: v for k, v in oi.attrs.items()}
-        attrs_.update(n_pro=len(pro_extra), n_epi=len(epi_extra), out_shape=out_shape)
+        # a depthwise convolution's weight (and bias) come right after the input
+        params = tuple(i for i in oi.inputs[1:] if i is not None)
+        attrs_.update(n_pro=len(pro_extra), n_epi=len(epi_extra), out_shape=out_shape, n_par=len(params))
         out.append(Region(kind="pool", op=oi.op, nodes=nodes, output=output,
-                          inputs=(main, *pro_extra, *epi_extra), shape=in_shape, attrs=attrs_,
+                          inputs=(main, *params, *pro_extra, *epi_extra), shape=in_shape, attrs=attrs_,
                           prologue=prologue, epilogue=epilogue))
     return out
 

@@ -217,6 +217,7 @@ def render_pool(rid: str, region: Region, tile: dict[str, Any]) -> str:
         return repr((fill,) * pad + tuple(int(v) for v in values))
 
     return render(POOL, rid=rid, op=region.op, rank=a["rank"], n_pro=n_pro, n_epi=n_epi, prologue=pro,
+                  conv=region.op == "depthwise_conv", has_bias=bool(a.get("has_bias")),
                   prologue_result=pro_result, epilogue=epi, epilogue_result=epi_result,
                   kernel3=three(a["kernel"], 1), stride3=three(a["stride"], 1), padding3=three(a["padding"], 0),
                   dilation3=three(a["dilation"], 1), ceil_mode=bool(a["ceil_mode"]),

@@ -875,7 +875,7 @@ def _kp_{{ rid }}(a, b{% if has_bias %}, bias{% endif %}):
 # to each result (its tensors read at the output position).
 POOL = r"""
 @triton.jit
-def _kp_{{ rid }}_kernel(x_ptr, out_ptr, {% for i in range(n_pro) %}p{{ i }}_ptr, {% endfor %}{% for i in range(n_epi) %}e{{ i }}_ptr, {% endfor %}n_out,
+def _kp_{{ rid }}_kernel(x_ptr, out_ptr, {% if conv %}w_ptr, {% if has_bias %}b_ptr, {% endif %}{% endif %}{% for i in range(n_pro) %}p{{ i }}_ptr, {% endfor %}{% for i in range(n_epi) %}e{{ i }}_ptr, {% endfor %}n_out,
         L1, ID, IH, IW, OD, OH, OW,
         {% for i in range(n_pro) %}{% for d in range(5) %}sp{{ i }}_{{ d }}, {% endfor %}{% endfor %}
 
@@ -934,6 +934,10 @@ def _kp_{{ rid }}_kernel(x_ptr, out_ptr, {% for i in range(n_pro) %}p{{ i }}_ptr
 {% endif %}
 {% if op == "max_pool" %}
                 acc = tl.maximum(acc, tl.where(ok, x, float('-inf')))
+{% elif conv %}
+                # channel l1's tap (kd, kh, kw) of its (KD, KH, KW) filter
+                wv = tl.load(w_ptr + l1 * (KD * KH * KW) + (kd * KH + kh) * KW + kw, mask=mask, other=0.0)
+                acc += tl.where(ok, x, 0.0) * wv.to(tl.float32)
 {% else %}
                 acc += tl.where(ok, x, 0.0)
 {% endif %}
@@ -955,6 +959,8 @@ def _kp_{{ rid }}_kernel(x_ptr, out_ptr, {% for i in range(n_pro) %}p{{ i }}_ptr
 {% endif %}
     y = acc / count.to(tl.float32)
 {% endif %}
+{% elif conv and has_bias %}
+    y = acc + tl.load(b_ptr + l1, mask=mask, other=0.0).to(tl.float32)
 {% else %}
     y = acc
 {% endif %}
@@ -968,8 +974,14 @@ def _kp_{{ rid }}_kernel(x_ptr, out_ptr, {% for i in range(n_pro) %}p{{ i }}_ptr
     tl.store(out_ptr + offs, {{ epilogue_result }}.to(out_ptr.dtype.element_ty), mask=mask)
 
 
-def _kp_{{ rid }}(x{% for i in range(n_pro) %}, p{{ i }}{% endfor %}{% for i in range(n_epi) %}, e{{ i }}{% endfor %}):
+def _kp_{{ rid }}(x{% if conv %}, w{% if has_bias %}, b{% endif %}{% endif %}{% for i in range(n_pro) %}, p{{ i }}{% endfor %}{% for i in range(n_epi) %}, e{{ i }}{% endfor %}):
     x = x.contiguous()
+{% if conv %}
+    w = w.contiguous()
+{% if has_bias %}
+    b = b.contiguous()
+{% endif %}
+{% endif %}
     shape = tuple(x.shape)
     r = {{ rank }}
     lead, spatial = shape[:-r], shape[-r:]
@@ -981,6 +993,9 @@ def _kp_{{ rid }}(x{% for i in range(n_pro) %}, p{{ i }}{% endfor %}{% for i in 
     osp = tuple(_kp_pool_len(n, k, s, p, d, {{ ceil_mode }}) for n, k, s, p, d in zip(sp, ks, ss, ps, ds))
     out_shape = lead + osp[3 - r:]
     dtype = x.dtype
+{% if conv %}
+    dtype = _kp_torch.promote_types(dtype, w.dtype)
+{% endif %}
     for t in [{% for i in range(n_pro) %}p{{ i }}, {% endfor %}]:
         dtype = _kp_torch.promote_types(dtype, t.dtype)
     for t in [{% for i in range(n_epi) %}e{{ i }}, {% endfor %}]:
@@ -1000,7 +1015,7 @@ def _kp_{{ rid }}(x{% for i in range(n_pro) %}, p{{ i }}{% endfor %}{% for i in 
     flat = [s for st in pro_strides for s in st]
     flat += [s for t in [{% for i in range(n_epi) %}e{{ i }}, {% endfor %}] for s in strides(t, out_shape)]
     L1 = lead[-1]
-    extras = [{% for i in range(n_pro) %}p{{ i }}, {% endfor %}{% for i in range(n_epi) %}e{{ i }}, {% endfor %}]
+    extras = [{% if conv %}w, {% if has_bias %}b, {% endif %}{% endif %}{% for i in range(n_pro) %}p{{ i }}, {% endfor %}{% for i in range(n_epi) %}e{{ i }}, {% endfor %}]
     grid = (triton.cdiv(n, {{ BLOCK }}),)
     _kp_{{ rid }}_kernel[grid](x, out, *extras, n, L1, *sp, *osp, *flat,
                              KD=ks[0], KH=ks[1], KW=ks[2], SD=ss[0], SH=ss[1], SW=ss[2], PD=ps[0], PH=ps[1],
