@@ -174,7 +174,7 @@ def test_never_repeats_tried_params():
 
 
 def test_tile_moves_stay_in_the_space():
-    assert moves.apply_tile_move("wider", {"BLOCK": 16384, "num_warps": 4}) is None
+    assert moves.apply_tile_move("wider", {"BLOCK": 16384, "num_warps": 4, "PER_SM": 0}) is None
     assert moves.apply_tile_move("fewer_warps", {"BLOCK_R": 64, "num_warps": 1}) is None
     assert moves.apply_tile_move("more_programs", {"BLOCK_R": 64, "num_warps": 4}) == \
         {"BLOCK_R": 64, "CHUNK": 256, "num_warps": 4}
@@ -264,3 +264,21 @@ def test_refining_a_rewrite_node_moves_nothing_but_graph_capture(kind):
                                   tried=[d.params for d in root], n=3))
     for d in drafts:
         assert d.params["lower"] != parent.params["lower"] or d.params["graph"], d.description
+
+
+def test_uncoalesced_windowed_kernels_move_to_fewer_outputs_per_thread():
+    """A pool/depthwise tile (no PER_SM): 'wider' halves BLOCK down to one output per thread;
+    a pointwise tile widens as before."""
+    assert moves.apply_tile_move("wider", {"BLOCK": 512, "num_warps": 4}) == {"BLOCK": 256, "num_warps": 4}
+    assert moves.apply_tile_move("wider", {"BLOCK": 128, "num_warps": 4}) is None
+    assert moves.apply_tile_move("wider", {"BLOCK": 1024, "num_warps": 4, "PER_SM": 0})["BLOCK"] == 2048
+
+
+def test_windowed_regions_start_with_one_output_per_thread():
+    from kernelpro.generate.expert.recognize import recognize
+    from kernelpro.generate.expert.render import default_params
+
+    for name in ("pooling", "dwconv2d_bias_relu"):
+        params = default_params(recognize(PROBLEMS[name]))
+        tiles = [params["tiles"][r] for r in params["lower"]]
+        assert {"BLOCK": 128, "num_warps": 4} in tiles, (name, tiles)

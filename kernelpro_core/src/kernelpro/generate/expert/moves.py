@@ -5,7 +5,8 @@ Move table (finding tool or bottleneck kind -> moves, tried in this order):
 =====================================================  ==================================
 uncoalesced_global, sass_narrow_global_access           wider (more contiguous elements per
                                                         thread; column kernels: wider inner tile;
-                                                        GEMM: deeper_k)
+                                                        GEMM: deeper_k; windowed kernels: fewer
+                                                        outputs per thread, down to one)
 occupancy_limiter, occupancy_gap, local_memory,         smaller (halve the tile), fewer_warps,
 sass_local_memory                                       fewer_stages
 tail_effect, small_grid                                 more_programs (smaller blocks: more,
@@ -131,7 +132,14 @@ def apply_tile_move(move: str, tile: dict[str, int]) -> dict[str, int] | None:
     t = dict(tile)
     col = "BLOCK_I" in t
     key = "BLOCK" if "BLOCK" in t else ("BLOCK_I" if col else "BLOCK_R")
-    if move == "wider":
+    windowed = "BLOCK" in t and "PER_SM" not in t  # pooling / depthwise conv: gathers per tap
+    if move == "wider" and windowed:
+        # a tap's load is coalesced when a warp's lanes hold neighbouring outputs: fewer
+        # outputs per thread, down to one
+        if t["BLOCK"] <= 32 * t["num_warps"]:
+            return None
+        t["BLOCK"] //= 2
+    elif move == "wider":
         t[key] = t[key] * 2
     elif move == "smaller":
         k = "BLOCK_R" if col else key

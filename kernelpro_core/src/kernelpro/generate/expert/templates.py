@@ -890,12 +890,14 @@ def _kp_{{ rid }}_kernel(x_ptr, out_ptr, {% if conv %}w_ptr, {% if has_bias %}b_
         pid = pid.to(tl.int64)
     offs = pid * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n_out
-    ow = offs % OW
-    t = offs // OW
+    # one (64-bit, when INDEX64) division finds the (L0, L1) plane; positions inside a
+    # plane fit 32 bits (the wrapper checks), so the rest of the index math is 32-bit
+    lc = offs // (OD * OH * OW)
+    r = (offs - lc * (OD * OH * OW)).to(tl.int32)
+    ow = r % OW
+    t = r // OW
     oh = t % OH
-    t = t // OH
-    od = t % OD
-    lc = t // OD
+    od = t // OH
     l0 = lc // L1
     l1 = lc % L1
     base = lc * (ID * IH * IW)
@@ -1004,6 +1006,8 @@ def _kp_{{ rid }}(x{% if conv %}, w{% if has_bias %}, b{% endif %}{% endif %}{% 
     n = out.numel()
     if n == 0:
         return out
+    if _kp_prod(sp) >= 2**31 or _kp_prod(osp) >= 2**31:
+        raise RuntimeError("expert kernel _kp_{{ rid }}: one (N, C) plane of %s elements is past 32-bit indices" % (sp,))
 
     def strides(t, full):
         st = tuple(t.expand(full).stride())
