@@ -95,9 +95,14 @@ def run(args: argparse.Namespace) -> int:
     if args.shard:
         i, n = (int(x) for x in args.shard.split("/"))
         shard = (i, n)
-        problems = problems[i::n]
+        if args.claims is None:
+            problems = problems[i::n]
+    claims = Path(args.claims) if args.claims else None
+    if claims is not None:
+        claims.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     rows = []
+    ran: list[str] = []
     for p in problems:
         run_dir = out_dir / "runs" / p.key
         done = (run_dir / "summary.json").exists()
@@ -106,15 +111,17 @@ def run(args: argparse.Namespace) -> int:
                 print(f"not run: {p.key}", flush=True)
             rows.append(bench.problem_row(p, run_dir, error=None if done else "not run"))
             continue
+        if not done and claims is not None and not claim(claims, p.key):
+            continue  # another shard of this call has it
+        ran.append(p.key)
         rows += bench.run_bench([p], config, plugins, out_dir, device,
                                 say=lambda s: print(f"[{time.monotonic() - t0:6.0f} s] {s}", flush=True))
         if shard is not None:  # after every problem, so that a shard stopped at a step limit keeps its records
-            _pack(_shard_tar(out_dir, args.generator, shard), out_dir, args.generator,
-                  [q.key for q in problems], with_tables=False)
+            _pack(_shard_tar(out_dir, args.generator, shard), out_dir, args.generator, ran, with_tables=False)
     if shard is not None:
         # shards share out_dir/runs; the table comes from a later `run --report-only`
         tar_path = _shard_tar(out_dir, args.generator, shard)
-        _pack(tar_path, out_dir, args.generator, [p.key for p in problems], with_tables=False)
+        _pack(tar_path, out_dir, args.generator, ran, with_tables=False)
         print(f"shard {shard[0]}/{shard[1]}: {sum(r['error'] is None for r in rows)} of {len(rows)} problems run; "
               f"packed {tar_path}")
         return 0
@@ -136,6 +143,19 @@ def run(args: argparse.Namespace) -> int:
     print(bench.summary_table(summary))
     print(f"packed {tar_path} ({tar_path.stat().st_size} bytes)")
     return 0
+
+
+def claim(claims: Path, key: str) -> bool:
+    """Take problem ``key`` for this process: True for the one process of the call that
+    creates its claim file first (shards share a work list instead of fixed halves, so
+    neither GPU idles while the other still has problems)."""
+    try:
+        fd = os.open(claims / key, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        return False
+    os.write(fd, str(os.getpid()).encode())
+    os.close(fd)
+    return True
 
 
 def _shard_tar(out_dir: Path, generator: str, shard: tuple[int, int]) -> Path:
@@ -174,6 +194,9 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--deadline-s", type=float, default=540.0, help="start no problem after this many seconds")
     r.add_argument("--shard", default=None, metavar="I/N",
                    help="run only problems I, I+N, ... (one shard per GPU: CUDA_VISIBLE_DEVICES=I); no tables")
+    r.add_argument("--claims", default=None, metavar="DIR",
+                   help="with --shard: every shard walks the whole sample and runs the problems it claims first "
+                        "in DIR (one fresh DIR per call), instead of a fixed share")
     r.add_argument("--report-only", action="store_true",
                    help="run nothing: read every problem's run directory and write the tables")
     args = ap.parse_args(argv)

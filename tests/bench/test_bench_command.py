@@ -133,3 +133,17 @@ def test_a_problem_without_a_correct_candidate_scores_the_reference_against_torc
     (run / "baseline.json").write_text(json.dumps({"baseline": {"median_ms": 2.0}, "baseline_compiled": None}))
     assert bench.problem_row(bench.SuiteProblem(level=1, problem_id=7, name="conv", source=""),
                              run)["speedup_compiled"] is None
+
+
+def test_shards_claim_each_problem_once(tmp_path):
+    """benchmarks/expert_h200.py --claims: of two shards walking the same list, exactly one
+    takes each problem."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "expert_h200.py"
+    spec = importlib.util.spec_from_file_location("expert_h200_bench", path)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    assert script.claim(tmp_path, "L1_8_x") is True
+    assert script.claim(tmp_path, "L1_8_x") is False
+    assert script.claim(tmp_path, "L1_12_y") is True
