@@ -231,6 +231,22 @@ def _fill_timed_inputs(timed: list[Any], src: list[Any], u: float) -> None:
                 dst.mul_(1.0 + u * max(1e-3, 4 * torch.finfo(dst.dtype).eps))
 
 
+#: copies the worker keeps (the reference's outputs, the re-check sample of timed outputs)
+#: stay on the GPU when all of them take at most this share of its available memory
+DEVICE_COPY_SHARE = 0.25
+
+
+def _copies_fit_on_device(out: Any, count: int) -> bool:
+    """Whether ``count`` copies of ``out`` fit in DEVICE_COPY_SHARE of the GPU memory still
+    available (the driver's free memory plus the allocator cache's free blocks). Copies
+    on the GPU save a host round trip per copy (seconds for outputs of gigabytes); larger
+    ones go to the host."""
+    nbytes = sum(t.numel() * t.element_size() for t in cmp.tensors(out))
+    free, _total = torch.cuda.mem_get_info()
+    available = free + torch.cuda.memory_reserved() - torch.cuda.memory_allocated()
+    return nbytes * count <= DEVICE_COPY_SHARE * available
+
+
 def _poison_free_memory(device: str) -> None:
     """Fill the caching allocator's free blocks with NaN so stale reads see poison.
 
@@ -359,12 +375,21 @@ def run(job: dict[str, Any]) -> EvalResult:
     input_sets: list[list[Any]] = []
     ref_outs: list[Any] = []
     _status(job, "reference_outputs")
+    # the reference's outputs are kept on the GPU when they fit (decided on the first one),
+    # else on the host; the outputs themselves are poisoned before they are freed
+    on_device: list[bool] = []
+
+    def keep_ref(out: Any) -> Any:
+        if not on_device:
+            on_device.append(cuda and _copies_fit_on_device(out, trials + 1))
+        return cmp.snapshot(out) if on_device[0] else cmp.to_cpu(out)
+
     with torch.no_grad():
         for t in range(trials):
             inputs = make_inputs(problem, seed + 1 + t, device)
             out = ref_model(*_clone_inputs(inputs))
             input_sets.append(inputs)
-            ref_outs.append(cmp.to_cpu(out))
+            ref_outs.append(keep_ref(out))
             _poison(out, params)
             del out
         if ev.get("other_distribution", True):
@@ -372,7 +397,7 @@ def run(job: dict[str, Any]) -> EvalResult:
             out = ref_model(*_clone_inputs(inputs))
             if all(torch.isfinite(x).all() for x in cmp.tensors(out) if x.is_floating_point()):
                 input_sets.append(inputs)
-                ref_outs.append(cmp.to_cpu(out))
+                ref_outs.append(keep_ref(out))
             else:
                 flags.append("other_distribution_skipped: reference not finite on N(0,1) inputs")
             _poison(out, params)
@@ -612,6 +637,9 @@ def run(job: dict[str, Any]) -> EvalResult:
     current = {"j": 0, "u": 0.0}
     kept: list[tuple[int, int, float, Any]] = []
     recheck_n = max(1, int(ev.get("recheck_calls", 8)))
+    # the re-check sample stays on the GPU when it fits there, else it is copied to the host
+    keep_copy = cmp.snapshot if cuda and _copies_fit_on_device(ref_outs[0], recheck_n + 1) else cmp.to_cpu
+    evaluator_notes["recheck_copies_on_device"] = float(keep_copy is cmp.snapshot)
     seen = {"n": 0}
     stream_handles = [torch.cuda.current_stream().cuda_stream, 0] if cuda else []
 
@@ -643,12 +671,12 @@ def run(job: dict[str, Any]) -> EvalResult:
         seen["n"] += 1
         item = (i, current["j"], current["u"])
         if len(kept) < recheck_n:
-            kept.append((*item, cmp.to_cpu(out)))
+            kept.append((*item, keep_copy(out)))
             return
         r = rng.randrange(seen["n"])
         if r < recheck_n - 1:
             *prev, prev_out = kept[-1]
-            kept[r] = (*prev, cmp.to_cpu(prev_out))
+            kept[r] = (*prev, keep_copy(prev_out) if keep_copy is cmp.to_cpu else prev_out)
         kept[-1] = (*item, cmp.snapshot(out))
 
     def ref_call() -> Any:
@@ -694,10 +722,10 @@ def run(job: dict[str, Any]) -> EvalResult:
         with torch.no_grad():
             # the reference's output stays where it was computed: the comparison runs there
             expected = ref_model(*timed_inputs)
-        host_out = cmp.to_cpu(out)
-        c = cmp.compare(host_out, expected, tols, "cpu", compute_device=device if cuda else None)
+        # ``out``: the timed call's output as kept (a GPU copy, or a host copy)
+        c = cmp.compare(out, expected, tols, compute_device=device if cuda else None)
         if not c.ok and not c.integrity:
-            second = second_opinion(host_out, expected, timed_inputs, f"timed call {i}")
+            second = second_opinion(out, expected, timed_inputs, f"timed call {i}")
             c = second if second is not None and second.ok else c
         _poison(expected, params + [x for x in timed_inputs if isinstance(x, torch.Tensor)])
         del expected
