@@ -118,3 +118,40 @@ def test_no_gpu_memory_or_process_left_after_a_timeout(run_eval, gpu_problem):
             break
         time.sleep(0.1)
     assert free_after > free_before - (512 << 20), (free_before, free_after)
+
+
+def test_baseline_job_times_the_compiled_reference_and_workers_may_skip_it(session_dir, fast_config, run_eval,
+                                                                           gpu_problem):
+    import attrs
+
+    from kernelpro.evaluate.runner import evaluate
+
+    base = evaluate(gpu_problem, None, device="cuda", config=attrs.evolve(fast_config, time_compiled_reference=True),
+                    workdir=session_dir / "baseline_compiled", seed=0)
+    assert base.verdict is Verdict.CORRECT and base.baseline_compiled is not None, base.reason
+    result = run_eval(honest("same_ops"), gpu_problem, device="cuda", time_compiled_reference=True,
+                      compiled_reference_per_candidate=False)
+    assert result.verdict is Verdict.CORRECT and result.baseline_compiled is None, result.reason
+
+
+def test_small_copies_stay_on_the_gpu(run_eval, gpu_problem):
+    result = run_eval(honest("same_ops"), gpu_problem, device="cuda")
+    assert result.verdict is Verdict.CORRECT, result.reason
+    assert result.measurements["evaluator"]["recheck_copies_on_device"] == 1.0
+
+
+def test_free_memory_poison_does_not_grow_the_cache():
+    """The poison fills the cache's free blocks only; it must not take new device memory
+    (a CUDA graph's private pool could not use it: L1 #8's graph candidate ran out of memory)."""
+    import torch
+
+    from kernelpro.evaluate import worker
+
+    held = [torch.empty(n, device="cuda") for n in (3 << 20, 5 << 20, 7 << 20, 11 << 20)]
+    del held[1], held[2]  # frees the 5 << 20 and 11 << 20 blocks (indices shift after the first)
+    torch.cuda.synchronize()
+    before = torch.cuda.memory_reserved()
+    worker._poison_free_memory("cuda")
+    assert torch.cuda.memory_reserved() <= before
+    probe = torch.empty(5 << 20, device="cuda")  # reuses a poisoned block
+    assert torch.isnan(probe).all()
