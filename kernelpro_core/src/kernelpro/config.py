@@ -117,7 +117,7 @@ class ProfilingConfig:
     @when.validator
     def _check_when(self, _attr: Any, value: str) -> None:
         if value not in ("each", "expand"):
-            raise ValueError(f"profiling.when: expected 'each' or 'expand', got {value!r}")
+            raise ValueError(f"when: expected 'each' or 'expand', got {value!r}")
 
 
 @attrs.frozen
