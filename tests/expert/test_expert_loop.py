@@ -42,30 +42,24 @@ def test_unrecognized_problem_ends_the_search(tmp_path):
     assert summary["evaluated"] == 0 and summary["stopped_because"] == "search exhausted"
 
 
-def test_triton_gemm_and_pool_candidates_pass_the_evaluator(tmp_path, monkeypatch):
-    monkeypatch.setenv("TRITON_INTERPRET", "1")
-    plugins = Plugins()
-    config = cfg.load_config(str(FAST), {"device": "cpu", "budget": 2,
-                                         "generator": {"name": "expert", "params": {}}})
-    for name in ("linear_relu_odd", "tanh_bias_max_pool"):
-        summary = optimize(parse_problem(PROBLEMS[name], name=name), config, plugins, tmp_path / name, "cpu")
-        assert summary["evaluated"] == 2 and summary["correct"] == 2, (name, summary)
-        records = [json.loads(line) for line in (tmp_path / name / "candidates.jsonl").read_text().splitlines()]
-        kinds = [r["description"] for r in records]
-        if name == "linear_relu_odd":  # the library GEMM + epilogue kernel, then the Triton GEMM
-            assert "pointwise(relu)" in kinds[0] and "gemm(linear+add+relu)" in kinds[1], kinds
-        else:
-            assert "pool(tanh+mul+add+max_pool)" in kinds[0], kinds
+# problem -> what the descriptions of its two candidates must show
+TWO_CANDIDATES = {
+    # the library GEMM + epilogue kernel, then the Triton GEMM
+    "linear_relu_odd": lambda kinds: "pointwise(relu)" in kinds[0] and "gemm(linear+add+relu)" in kinds[1],
+    "tanh_bias_max_pool": lambda kinds: "pool(tanh+mul+add+max_pool)" in kinds[0],
+    # the whole loss as one Triton full reduction (partials per program, then their sum)
+    "kl_div_log": lambda kinds: all("reduce_all(kl_div)" in k for k in kinds),
+    "kl_div_log_target_sum": lambda kinds: all("reduce_all(kl_div)" in k for k in kinds),
+}
 
 
-def test_kl_div_candidates_pass_the_evaluator(tmp_path, monkeypatch):
-    """The whole loss as one Triton full reduction (partials per program, then their sum)."""
+@pytest.mark.parametrize("name", sorted(TWO_CANDIDATES))
+def test_triton_gemm_pool_and_loss_candidates_pass_the_evaluator(name, tmp_path, monkeypatch):
     monkeypatch.setenv("TRITON_INTERPRET", "1")
-    plugins = Plugins()
     config = cfg.load_config(str(FAST), {"device": "cpu", "budget": 2,
                                          "generator": {"name": "expert", "params": {}}})
-    for name in ("kl_div_log", "kl_div_log_target_sum"):
-        summary = optimize(parse_problem(PROBLEMS[name], name=name), config, plugins, tmp_path / name, "cpu")
-        assert summary["evaluated"] == 2 and summary["correct"] == 2, (name, summary)
-        records = [json.loads(line) for line in (tmp_path / name / "candidates.jsonl").read_text().splitlines()]
-        assert all("reduce_all(kl_div)" in r["description"] for r in records), [r["description"] for r in records]
+    summary = optimize(parse_problem(PROBLEMS[name], name=name), config, Plugins(), tmp_path / name, "cpu")
+    assert summary["evaluated"] == 2 and summary["correct"] == 2, (name, summary)
+    records = [json.loads(line) for line in (tmp_path / name / "candidates.jsonl").read_text().splitlines()]
+    kinds = [r["description"] for r in records]
+    assert TWO_CANDIDATES[name](kinds), kinds
