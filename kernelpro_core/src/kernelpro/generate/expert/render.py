@@ -248,7 +248,7 @@ def render_kernel(rid: str, region: Region, tile: dict[str, Any]) -> str:
         body, result = pointwise_body(region)
         return render(REDUCE_ALL, rid=rid, n_in=len(region.inputs), body=body, result=result,
                       reduction=region.attrs["reduction"], BLOCK=tile["BLOCK"], num_warps=tile["num_warps"],
-                      PER_SM=max(1, int(tile.get("PER_SM", 4))))
+                      PER_SM=tile["PER_SM"])
     if region.kind == "pointwise":
         body, result = pointwise_body(region)
         return render(POINTWISE_T, rid=rid, n_in=len(region.inputs), rank=max(1, len(region.shape)),
