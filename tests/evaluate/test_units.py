@@ -379,3 +379,16 @@ def test_compare_computes_where_asked():
     tol = {"float32": (1e-4, 1e-4)}
     assert compare.compare(ref.clone(), ref, tol, "cpu", compute_device="cpu").ok
     assert not compare.compare(ref + 1.0, ref, tol, "cpu", compute_device="cpu").ok
+
+
+def test_timed_calls_get_distinct_fp32_scale_factors():
+    """Every warm-up and timed call's inputs are scaled by a factor no other call shares
+    in fp32 (uniform draws could land within an ulp of each other: a content memo hit)."""
+    import random
+
+    from kernelpro.evaluate import worker
+
+    warm, timed = worker.scale_draws(random.Random(7))
+    factors = torch.tensor([1.0 + u * 1e-3 for u in warm + timed], dtype=torch.float32)
+    assert len(warm) == len(timed) == 4096
+    assert torch.unique(factors).numel() == len(factors)

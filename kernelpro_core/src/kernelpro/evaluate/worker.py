@@ -231,6 +231,14 @@ def _fill_timed_inputs(timed: list[Any], src: list[Any], u: float) -> None:
                 dst.mul_(1.0 + u * max(1e-3, 4 * torch.finfo(dst.dtype).eps))
 
 
+def scale_draws(rng: random.Random, n: int = 4096) -> tuple[list[float], list[float]]:
+    """The ``u`` of :func:`_fill_timed_inputs` for warm-up and for timed calls: the grid
+    ``+-(1 + k / n)``, ``k < n``, shuffled and split in two, so no value is drawn twice."""
+    grid = [sign * (1.0 + k / n) for sign in (-1.0, 1.0) for k in range(n)]
+    rng.shuffle(grid)
+    return grid[:n], grid[n:]
+
+
 #: copies the worker keeps (the reference's outputs, the re-check sample of timed outputs)
 #: stay on the GPU when all of them take at most this share of its available memory
 DEVICE_COPY_SHARE = 0.25
@@ -629,11 +637,12 @@ def run(job: dict[str, Any]) -> EvalResult:
     for i in range(1, len(order)):  # consecutive calls always see different values
         if k_sets > 1 and order[i] == order[i - 1]:
             order[i] = (order[i] + 1) % k_sets
-    # every call's floating inputs are also scaled by (1 + eps), |eps| a few ulps of the dtype
-    # or 1e-3 (whichever is larger), different for every call: no two timed calls see the
-    # same values, so neither address- nor content-keyed caches can hit
-    eps_u = [rng.choice((-1.0, 1.0)) * rng.uniform(1.0, 2.0) for _ in range(len(order))]
-    warm_u = [rng.choice((-1.0, 1.0)) * rng.uniform(1.0, 2.0) for _ in range(len(order))]
+    # every call's floating inputs are also scaled by 1 + u * max(1e-3, 4 eps(dtype)), u drawn
+    # without replacement from the grid +-(1 + k / 4096), k < 4096 (half for warm-up calls,
+    # half for timed ones): in fp32 any two calls' factors are at least 2 ulps apart, so no
+    # two calls see the same values and neither address- nor content-keyed caches can hit
+    # (u drawn at random could land within an ulp of an earlier call's: a rare repeat)
+    warm_u, eps_u = scale_draws(rng)
     current = {"j": 0, "u": 0.0}
     kept: list[tuple[int, int, float, Any]] = []
     recheck_n = max(1, int(ev.get("recheck_calls", 8)))
