@@ -127,3 +127,20 @@ def test_less_accurate_candidate_still_fails_against_the_fp64_reference(run_eval
     result = run_eval(cheater("half_precision_sum"), problem("sequential_sum"))
     assert result.verdict is Verdict.INCORRECT, result.reason
     assert "against fp64" in result.reason and "farther from the fp64 reference" in result.reason
+
+
+@pytest.mark.parametrize("name", ["caches_by_address", "caches_by_count"])
+def test_sampled_rechecks_catch_cached_outputs(run_eval, gelu_problem, name):
+    # the re-checked calls' outputs kept as 4 positions each (of 512): a cached output is
+    # wrong at every position, so any sample shows it
+    result = run_eval(cheater(name), gelu_problem, recheck_copies="sampled", recheck_sample_elements=4)
+    assert result.verdict is INTEGRITY, (result.verdict, result.reason)
+    assert "timed call" in result.reason
+
+
+def test_sampled_rechecks_pass_an_honest_candidate(run_eval, gelu_problem):
+    result = run_eval(honest("same_ops"), gelu_problem, recheck_copies="sampled", recheck_sample_elements=4)
+    assert result.verdict is Verdict.CORRECT, result.reason
+    notes = result.measurements["evaluator"]
+    assert notes["recheck_sampled_elements"] == 4 and notes["rechecked_calls"] >= 1
+    assert notes["recheck_copies_on_device"] == 0

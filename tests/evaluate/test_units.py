@@ -392,3 +392,45 @@ def test_timed_calls_get_distinct_fp32_scale_factors():
     factors = torch.tensor([1.0 + u * 1e-3 for u in warm + timed], dtype=torch.float32)
     assert len(warm) == len(timed) == 4096
     assert torch.unique(factors).numel() == len(factors)
+
+
+def test_sample_keeps_values_at_drawn_positions_of_any_layout():
+    from kernelpro.evaluate import compare as cmp
+
+    gen = torch.Generator().manual_seed(3)
+    base = torch.arange(60, dtype=torch.float32).reshape(3, 4, 5)
+    t = base.transpose(0, 2)  # not contiguous: sampled without a contiguous copy
+    (s, label) = cmp.sample((t, "label"), 7, gen)
+    assert label == "label" and s.shape == (5, 4, 3) and s.values.shape == (7,)
+    assert torch.equal(s.values, t[s.coords])
+    picked, why = cmp.values_at((t.clone(), "label"), (s, "label"))
+    assert why is None and torch.equal(picked[0], s.values) and picked[1] == "label"
+    small = cmp.sample(torch.tensor([1.0, 2.0]), 7, gen)  # at most k elements: kept whole
+    assert torch.equal(small.values, torch.tensor([1.0, 2.0]))
+    scalar = cmp.sample(torch.tensor(5.0), 7, gen)
+    assert scalar.shape == () and cmp.values_at(torch.tensor(5.0), scalar)[0][0].item() == 5.0
+
+
+def test_sample_mismatches_are_named():
+    from kernelpro.evaluate import compare as cmp
+
+    gen = torch.Generator().manual_seed(0)
+    s = cmp.sample(torch.zeros(4, 6), 5, gen)
+    assert "shape (4, 6) != reference (6, 4)" in cmp.values_at(torch.zeros(6, 4), s)[1]
+    assert "dtype" in cmp.values_at(torch.zeros(4, 6, dtype=torch.float64), s)[1]
+    assert "output(s)" in cmp.values_at((torch.zeros(4, 6), torch.zeros(1)), s)[1]
+
+    class Sub(torch.Tensor):
+        pass
+
+    odd = cmp.sample(torch.zeros(4, 6).as_subclass(Sub), 5, gen)
+    assert "plain dense torch.Tensor" in cmp.values_at(torch.zeros(4, 6), odd)[1]
+
+
+def test_recheck_copies_setting_is_checked():
+    from kernelpro.config import EvaluatorConfig
+
+    with pytest.raises(ValueError, match="recheck_copies"):
+        EvaluatorConfig(recheck_copies="some")
+    with pytest.raises(ValueError, match="recheck_sample_elements"):
+        EvaluatorConfig(recheck_sample_elements=0)

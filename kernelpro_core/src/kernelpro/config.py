@@ -71,6 +71,11 @@ class EvaluatorConfig:
     max_speedup: float = 100.0  # above this, stricter re-verification and a flag
     reverify_trials: int = 10  # extra trials (fresh seeds) when a speedup is suspicious
     recheck_calls: int = 8  # timed candidate calls whose outputs are re-checked (at least 1 per round)
+    # how a re-checked call's output is kept: auto (whole on the GPU when the copies fit in a
+    # quarter of its available memory, else a sample of positions on the GPU; whole on a
+    # CPU), full (whole: on the GPU when they fit, else on the host), sampled (always sampled)
+    recheck_copies: str = "auto"
+    recheck_sample_elements: int = 1 << 20  # positions per output tensor in a sample
     # an fp32 output that fails the check is judged again against the reference run in
     # fp64: it passes when its error there is within the tolerance plus
     # reference_error_factor x the fp32 reference's own largest error
@@ -92,6 +97,11 @@ class EvaluatorConfig:
             )
         if not self.reference_error_factor >= 0:
             raise ValueError(f"reference_error_factor: expected a number >= 0, got {self.reference_error_factor}")
+        if self.recheck_copies not in ("auto", "full", "sampled"):
+            raise ValueError(f"recheck_copies: expected one of auto, full, sampled, got {self.recheck_copies!r}")
+        if self.recheck_sample_elements < 1:
+            raise ValueError(f"recheck_sample_elements: expected a positive integer, got "
+                             f"{self.recheck_sample_elements}")
         if self.trials < 1:
             raise ValueError(f"trials: expected a positive integer, got {self.trials}")
         if self.timeout_s <= 0 or self.compile_timeout_s <= 0:

@@ -251,3 +251,67 @@ def shares_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
         return False
     a0, b0 = sa.data_ptr(), sb.data_ptr()
     return a0 < b0 + sb.nbytes() and b0 < a0 + sa.nbytes()
+
+
+@attrs.frozen
+class Sample:
+    """One output tensor of a timed call kept as the values at a few positions drawn after
+    the call returned (for outputs too large to copy whole): its shape and dtype, the
+    positions (``coords``, one index tensor per dim) and the values there. ``problem``: why
+    the output could not be sampled (not a plain dense tensor): it then fails the check."""
+
+    shape: tuple[int, ...]
+    dtype: Any
+    coords: tuple[Any, ...] = ()
+    values: Any = None
+    problem: str | None = None
+
+
+def sample(out: Any, k: int, generator: Any) -> Any:
+    """``out`` with every tensor replaced by a :class:`Sample` of at most ``k`` positions,
+    drawn uniformly (with replacement) by ``generator`` on the tensor's device; a tensor of
+    at most ``k`` elements is kept whole."""
+
+    def one(t: torch.Tensor) -> Sample:
+        if type(t) is not _tensor_type or t.layout != torch.strided or t.is_meta:
+            return Sample(tuple(t.shape), t.dtype, problem=f"expected a plain dense torch.Tensor, got "
+                          f"{type(t).__module__}.{type(t).__name__} ({t.layout})")
+        n = t.numel()
+        if n <= k:
+            flat = torch.arange(n, device=t.device)
+        else:
+            flat = torch.randint(n, (k,), device=t.device, generator=generator)
+        coords = tuple(torch.unravel_index(flat, tuple(t.shape))) if t.dim() else ()
+        values = (t[coords] if t.dim() else t.reshape(1)).detach().clone()
+        return Sample(tuple(t.shape), t.dtype, coords, values)
+
+    return map_tensors(out, one)
+
+
+def values_at(out: Any, sampled: Any) -> tuple[list[Any], str | None]:
+    """``out``'s values at the positions of ``sampled`` (same nesting, flattened), or a
+    message when the two differ in structure, shape or dtype."""
+    outs, samples = flatten(out), flatten(sampled)
+    if len(outs) != len(samples):
+        return [], f"expected {len(outs)} output(s), got {len(samples)}"
+    picked: list[Any] = []
+    for i, (o, s) in enumerate(zip(outs, samples)):
+        where = f"output {i}" if len(outs) > 1 else "output"
+        if not isinstance(s, Sample):
+            picked.append(o)
+            continue
+        if s.problem:
+            return [], f"{where}: {s.problem}"
+        if not isinstance(o, _tensor_type):
+            return [], f"{where}: expected a {type(o).__name__}, got a tensor"
+        if tuple(o.shape) != s.shape:
+            return [], f"{where}: shape {s.shape} != reference {tuple(o.shape)}"
+        if o.dtype != s.dtype:
+            return [], f"{where}: dtype {s.dtype} != reference {o.dtype}"
+        picked.append(o[tuple(c.to(o.device) for c in s.coords)] if o.dim() else o.reshape(1))
+    return picked, None
+
+
+def sampled_values(sampled: Any) -> list[Any]:
+    """The kept values of ``sampled`` (flattened; non-tensor outputs as they were)."""
+    return [s.values if isinstance(s, Sample) else s for s in flatten(sampled)]
