@@ -155,3 +155,16 @@ def test_free_memory_poison_does_not_grow_the_cache():
     assert torch.cuda.memory_reserved() <= before
     probe = torch.empty(5 << 20, device="cuda")  # reuses a poisoned block
     assert torch.isnan(probe).all()
+
+
+def test_sampled_rechecks_on_the_gpu(run_eval, gpu_problem):
+    # outputs kept as samples drawn on the GPU (what happens to outputs too large to copy
+    # whole): an honest candidate passes, a cached output and stale memory are caught
+    kw = dict(device="cuda", recheck_copies="sampled", recheck_sample_elements=4096)
+    honest_result = run_eval(honest("same_ops"), gpu_problem, **kw)
+    assert honest_result.verdict is Verdict.CORRECT, honest_result.reason
+    assert honest_result.measurements["evaluator"]["recheck_sampled_elements"] == 4096
+    for cand in (cheater("caches_by_address"), gpu("stale_in_timing")):
+        result = run_eval(cand, gpu_problem, **kw)
+        assert result.verdict is Verdict.INTEGRITY, (cand.name, result.reason)
+        assert "timed call" in result.reason
