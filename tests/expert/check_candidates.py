@@ -37,10 +37,23 @@ def check(name: str, workdir: Path) -> list[dict]:
     if gemm is not None:  # the Triton-GEMM alternative, its other precision, a smaller and a deeper tile
         variants += [gemm] + [gemm_params(rec, "tf32x3")] * ("precision" in str(gemm["tiles"])) + \
             moves.apply("smaller", None, gemm)[:1] + moves.apply("deeper_k", None, gemm)[:1]
+    force64 = set()
+    windowed = [r for r in base["lower"] if "BLOCK" in base["tiles"][r] and "PER_SM" not in base["tiles"][r]]
+    if windowed:
+        # pooling / depthwise: a tile of many short rows (BLOCK 1024), and the 64-bit index
+        # path, which the wrapper takes only past 2**31 elements, forced at these sizes
+        variants.append({**base, "tiles": {**base["tiles"], **{r: {**base["tiles"][r], "BLOCK": 1024}
+                                                               for r in windowed}}})
+        force64.add(len(variants))
+        variants.append(base)
     out = []
     for k, params in enumerate(variants):
         path = workdir / f"{name}_{k}.py"
-        path.write_text(render_candidate(source, rec, params))
+        text = render_candidate(source, rec, params)
+        if k in force64:
+            assert "INDEX64=max(x.numel(), n) >= 2**31" in text
+            text = text.replace("INDEX64=max(x.numel(), n) >= 2**31", "INDEX64=True")
+        path.write_text(text)
         mod = load_module(path, f"cand_{name}_{k}")
         torch.manual_seed(0)
         ref = mod.Model(*mod.get_init_inputs())

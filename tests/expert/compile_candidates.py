@@ -73,9 +73,16 @@ def check(name: str, workdir: Path) -> None:
     if gemm is not None:
         variants += [gemm] + ([gemm_params(rec, "tf32x3")] if "precision" in str(gemm["tiles"]) else []) + \
             moves.apply("more_stages", None, gemm)[:1]
+    force64 = set()
+    if any("BLOCK" in t and "PER_SM" not in t for t in base.get("tiles", {}).values()) and base["lower"]:
+        force64.add(len(variants))  # pooling / depthwise: the 64-bit index path, forced here
+        variants.append(base)
     for k, params in enumerate(variants):
         path = workdir / f"{name}_{k}.py"
-        path.write_text(render_candidate(source, rec, params))
+        text = render_candidate(source, rec, params)
+        if k in force64:
+            text = text.replace("INDEX64=max(x.numel(), n) >= 2**31", "INDEX64=True")
+        path.write_text(text)
         mod = load_module(path, f"cc_{name}_{k}")
         for attr in [a for a, v in vars(mod).items() if isinstance(v, triton.runtime.jit.JITFunction)]:
             setattr(mod, attr, Recorder(f"{name}/{k}/{attr}", getattr(mod, attr)))

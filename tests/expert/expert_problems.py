@@ -142,6 +142,13 @@ PROBLEMS = {
                                "        return self.conv(x)\n", "[torch.randn(3, 5, 17)]"),
     "dwconv3d": problem("        self.conv = nn.Conv3d(3, 3, (2, 3, 3), stride=(1, 2, 1), groups=3)\n",
                         "        return self.conv(x)\n", "[torch.randn(2, 3, 5, 9, 8)]"),
+    # rows longer than a tile (BLOCK 128): several column blocks per row, the last partial,
+    # with an epilogue tensor that varies along the row
+    "avg_pool1d_long_rows": problem(
+        "        self.pool = nn.AvgPool1d(8, stride=1, padding=4)\n        self.b = nn.Parameter(torch.randn(301))\n",
+        "        return self.pool(x) + self.b\n", "[torch.randn(2, 3, 300)]"),
+    "dwconv2d_wide_rows": problem("        self.conv = nn.Conv2d(3, 3, 3, stride=(1, 2), padding=1, groups=3)\n",
+                                  "        return torch.tanh(self.conv(x))\n", "[torch.randn(2, 3, 5, 530)]"),
     "grouped_conv_multiplier2": problem("        self.conv = nn.Conv2d(4, 8, 3, groups=4)\n",
                                         "        return self.conv(x)\n", "[torch.randn(2, 4, 9, 9)]"),
     # losses reduced to one value

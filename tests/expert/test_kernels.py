@@ -28,6 +28,7 @@ CASES = ["elementwise_chain", "bias_gelu", "softmax", "softmax_dim0", "log_softm
          "avg_pool2d_nopad_count", "avg_pool2d_divisor", "avg_pool3d", "tanh_bias_max_pool", "scale_avg_pool3d_bias",
          "param_add_max_pool1d",
          "dwconv2d_bias_relu", "dwconv1d_nobias", "dwconv3d",
+         "avg_pool1d_long_rows", "dwconv2d_wide_rows",
          # full reductions (losses)
          "kl_div_log", "kl_div_log_target_sum"]
 # the evaluator's tolerances per output dtype (relative to the output's magnitude here)

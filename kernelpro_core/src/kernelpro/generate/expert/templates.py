@@ -867,66 +867,86 @@ def _kp_{{ rid }}(a, b{% if has_bias %}, bias{% endif %}):
 """
 
 # Max/avg pooling over the last 1, 2 or 3 dims, seen as (L0, L1, D, H, W) with size-1
-# dims padded in. One program per BLOCK output elements (flat index, decomposed); the
-# window's taps are a static loop over constexpr sizes. Max ignores padding (-inf); avg
-# sums the in-bounds taps and divides as PyTorch does: the window clipped to the padded
-# input (count_include_pad), or to the input, or divisor_override. A prologue is applied
-# to each in-bounds loaded element (its tensors read at the input position), an epilogue
-# to each result (its tensors read at the output position).
+# dims padded in. The output is a grid of rows (one per (L0, L1, od, oh)) of OW outputs;
+# one program computes a tile of ROWS consecutive rows by BLOCK_W neighbouring outputs of
+# a row (ROWS x BLOCK_W = BLOCK). The sizes are constexpr (a kernel per shape, as the
+# problems' shapes are fixed), so every index division is by a constant (a multiply and a
+# shift, not a division routine: with runtime sizes and a flat index per output, index
+# arithmetic kept the integer pipe busiest and DRAM at 25-31 % of its bandwidth on the
+# H200); each row is decomposed once, a column needs only adds, and a warp's load of one
+# tap reads neighbouring input elements. The window's taps are a static loop over constexpr
+# sizes. Max ignores padding (-inf); avg sums the in-bounds taps and divides as PyTorch
+# does: the window clipped to the padded input (count_include_pad), or to the input, or
+# divisor_override. A prologue is applied to each in-bounds loaded element (its tensors
+# read at the input position), an epilogue to each result (its tensors read at the output
+# position).
 POOL = r"""
 @triton.jit
-def _kp_{{ rid }}_kernel(x_ptr, out_ptr, {% if conv %}w_ptr, {% if has_bias %}b_ptr, {% endif %}{% endif %}{% for i in range(n_pro) %}p{{ i }}_ptr, {% endfor %}{% for i in range(n_epi) %}e{{ i }}_ptr, {% endfor %}n_out,
-        L1, ID, IH, IW, OD, OH, OW,
+def _kp_{{ rid }}_kernel(x_ptr, out_ptr, {% if conv %}w_ptr, {% if has_bias %}b_ptr, {% endif %}{% endif %}{% for i in range(n_pro) %}p{{ i }}_ptr, {% endfor %}{% for i in range(n_epi) %}e{{ i }}_ptr, {% endfor %}n_rows,
         {% for i in range(n_pro) %}{% for d in range(5) %}sp{{ i }}_{{ d }}, {% endfor %}{% endfor %}
 
         {% for i in range(n_epi) %}{% for d in range(5) %}se{{ i }}_{{ d }}, {% endfor %}{% endfor %}
 
+        L1: tl.constexpr, ID: tl.constexpr, IH: tl.constexpr, IW: tl.constexpr, OD: tl.constexpr,
+        OH: tl.constexpr, OW: tl.constexpr,
         KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, SD: tl.constexpr, SH: tl.constexpr,
         SW: tl.constexpr, PD: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr, DD: tl.constexpr,
         DH: tl.constexpr, DW: tl.constexpr, {% for i in range(n_pro) %}FLAT{{ i }}: tl.constexpr, {% endfor %}INDEX64: tl.constexpr,
-        BLOCK: tl.constexpr):
+        ROWS: tl.constexpr, BLOCK_W: tl.constexpr):
     pid = tl.program_id(0)
+    n_cb = tl.cdiv(OW, BLOCK_W)
+    rb = pid // n_cb
+    cb = pid - rb * n_cb
+    rows = rb * ROWS + tl.arange(0, ROWS)
     if INDEX64:
-        pid = pid.to(tl.int64)
-    offs = pid * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n_out
-    # one (64-bit, when INDEX64) division finds the (L0, L1) plane; positions inside a
-    # plane fit 32 bits (the wrapper checks), so the rest of the index math is 32-bit
-    lc = offs // (OD * OH * OW)
-    r = (offs - lc * (OD * OH * OW)).to(tl.int32)
-    ow = r % OW
-    t = r // OW
-    oh = t % OH
-    od = t // OH
+        # planes and flat offsets need 64 bits; positions inside a plane fit 32 (the
+        # wrapper checks)
+        rows = rows.to(tl.int64)
+    row_ok = rows < n_rows
+    lc = rows // (OD * OH)
+    rr = (rows - lc * (OD * OH)).to(tl.int32)
+    od1 = rr // OH
+    oh1 = rr - od1 * OH
     l0 = lc // L1
-    l1 = lc % L1
-    base = lc * (ID * IH * IW)
+    l1 = lc - l0 * L1
+    ow1 = cb * BLOCK_W + tl.arange(0, BLOCK_W)
+    # [ROWS, 1] per row, [1, BLOCK_W] per column
+    od = od1[:, None]
+    oh = oh1[:, None]
+    ow = ow1[None, :]
+    mask = row_ok[:, None] & (ow < OW)
+    base = (lc * (ID * IH * IW))[:, None]
 {% if op == "max_pool" %}
-    acc = tl.full([BLOCK], float('-inf'), tl.float32)
+    acc = tl.full([ROWS, BLOCK_W], float('-inf'), tl.float32)
 {% else %}
-    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    acc = tl.zeros([ROWS, BLOCK_W], dtype=tl.float32)
 {% endif %}
 {% for i in range(n_pro) %}
+    p{{ i }}_row = (l0 * sp{{ i }}_0 + l1 * sp{{ i }}_1)[:, None]
     if FLAT{{ i }}:
-        # constant over the window (per-channel or scalar): read once per output
-        p{{ i }}_c = tl.load(p{{ i }}_ptr + l0 * sp{{ i }}_0 + l1 * sp{{ i }}_1, mask=mask, other=0.0).to(tl.float32)
+        # constant over the window (per-channel or scalar): read once per row
+        p{{ i }}_c = tl.load(p{{ i }}_ptr + p{{ i }}_row, mask=row_ok[:, None], other=0.0).to(tl.float32)
 {% endfor %}
+{% if conv %}
+    w_row = (l1 * (KD * KH * KW))[:, None]
+{% endif %}
     for kd in tl.static_range(KD):
         i_d = od * SD - PD + kd * DD
         ok_d = mask & (i_d >= 0) & (i_d < ID)
         for kh in tl.static_range(KH):
             i_h = oh * SH - PH + kh * DH
             ok_h = ok_d & (i_h >= 0) & (i_h < IH)
+            row_off = base + (i_d * IH + i_h) * IW
             for kw in tl.static_range(KW):
                 i_w = ow * SW - PW + kw * DW
                 ok = ok_h & (i_w >= 0) & (i_w < IW)
-                x = tl.load(x_ptr + base + (i_d * IH + i_h) * IW + i_w, mask=ok, other=0.0).to(tl.float32)
+                x = tl.load(x_ptr + row_off + i_w, mask=ok, other=0.0).to(tl.float32)
 {% for i in range(n_pro) %}
                 if FLAT{{ i }}:
                     p{{ i }} = p{{ i }}_c
                 else:
-                    p{{ i }} = tl.load(p{{ i }}_ptr + l0 * sp{{ i }}_0 + l1 * sp{{ i }}_1 + i_d * sp{{ i }}_2 + i_h * sp{{ i }}_3
-                                     + i_w * sp{{ i }}_4, mask=ok, other=0.0).to(tl.float32)
+                    p{{ i }} = tl.load(p{{ i }}_ptr + p{{ i }}_row + i_d * sp{{ i }}_2 + i_h * sp{{ i }}_3 + i_w * sp{{ i }}_4,
+                                     mask=ok, other=0.0).to(tl.float32)
 {% endfor %}
 {% for line in prologue %}
                 {{ line }}
@@ -938,7 +958,7 @@ def _kp_{{ rid }}_kernel(x_ptr, out_ptr, {% if conv %}w_ptr, {% if has_bias %}b_
                 acc = tl.maximum(acc, tl.where(ok, x, float('-inf')))
 {% elif conv %}
                 # channel l1's tap (kd, kh, kw) of its (KD, KH, KW) filter
-                wv = tl.load(w_ptr + l1 * (KD * KH * KW) + (kd * KH + kh) * KW + kw, mask=mask, other=0.0)
+                wv = tl.load(w_ptr + w_row + ((kd * KH + kh) * KW + kw), mask=row_ok[:, None], other=0.0)
                 acc += tl.where(ok, x, 0.0) * wv.to(tl.float32)
 {% else %}
                 acc += tl.where(ok, x, 0.0)
@@ -962,18 +982,18 @@ def _kp_{{ rid }}_kernel(x_ptr, out_ptr, {% if conv %}w_ptr, {% if has_bias %}b_
     y = acc / count.to(tl.float32)
 {% endif %}
 {% elif conv and has_bias %}
-    y = acc + tl.load(b_ptr + l1, mask=mask, other=0.0).to(tl.float32)
+    y = acc + tl.load(b_ptr + l1[:, None], mask=row_ok[:, None], other=0.0).to(tl.float32)
 {% else %}
     y = acc
 {% endif %}
 {% for i in range(n_epi) %}
-    e{{ i }} = tl.load(e{{ i }}_ptr + l0 * se{{ i }}_0 + l1 * se{{ i }}_1 + od * se{{ i }}_2 + oh * se{{ i }}_3 + ow * se{{ i }}_4,
+    e{{ i }} = tl.load(e{{ i }}_ptr + (l0 * se{{ i }}_0 + l1 * se{{ i }}_1)[:, None] + od * se{{ i }}_2 + oh * se{{ i }}_3 + ow * se{{ i }}_4,
                      mask=mask, other=0.0).to(tl.float32)
 {% endfor %}
 {% for line in epilogue %}
     {{ line }}
 {% endfor %}
-    tl.store(out_ptr + offs, {{ epilogue_result }}.to(out_ptr.dtype.element_ty), mask=mask)
+    tl.store(out_ptr + rows[:, None] * OW + ow, {{ epilogue_result }}.to(out_ptr.dtype.element_ty), mask=mask)
 
 
 def _kp_{{ rid }}(x{% if conv %}, w{% if has_bias %}, b{% endif %}{% endif %}{% for i in range(n_pro) %}, p{{ i }}{% endfor %}{% for i in range(n_epi) %}, e{{ i }}{% endfor %}):
@@ -1020,10 +1040,13 @@ def _kp_{{ rid }}(x{% if conv %}, w{% if has_bias %}, b{% endif %}{% endif %}{% 
     flat += [s for t in [{% for i in range(n_epi) %}e{{ i }}, {% endfor %}] for s in strides(t, out_shape)]
     L1 = lead[-1]
     extras = [{% if conv %}w, {% if has_bias %}b, {% endif %}{% endif %}{% for i in range(n_pro) %}p{{ i }}, {% endfor %}{% for i in range(n_epi) %}e{{ i }}, {% endfor %}]
-    grid = (triton.cdiv(n, {{ BLOCK }}),)
-    _kp_{{ rid }}_kernel[grid](x, out, *extras, n, L1, *sp, *osp, *flat,
-                             KD=ks[0], KH=ks[1], KW=ks[2], SD=ss[0], SH=ss[1], SW=ss[2], PD=ps[0], PH=ps[1],
+    # a tile of ROWS output rows by BLOCK_W outputs of a row, BLOCK in all
+    block_w = min(triton.next_power_of_2(osp[2]), {{ BLOCK }})
+    n_rows = n // osp[2]
+    grid = (triton.cdiv(n_rows, {{ BLOCK }} // block_w) * triton.cdiv(osp[2], block_w),)
+    _kp_{{ rid }}_kernel[grid](x, out, *extras, n_rows, *flat,
+                             L1=L1, ID=sp[0], IH=sp[1], IW=sp[2], OD=osp[0], OH=osp[1], OW=osp[2], KD=ks[0], KH=ks[1], KW=ks[2], SD=ss[0], SH=ss[1], SW=ss[2], PD=ps[0], PH=ps[1],
                              PW=ps[2], DD=ds[0], DH=ds[1], DW=ds[2], **flat_window, INDEX64=max(x.numel(), n) >= 2**31,
-                             BLOCK={{ BLOCK }}, num_warps={{ num_warps }})
+                             ROWS={{ BLOCK }} // block_w, BLOCK_W=block_w, num_warps={{ num_warps }})
     return out
 """

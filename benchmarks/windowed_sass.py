@@ -1,0 +1,141 @@
+"""Static instruction counts of the expert's windowed kernels (pooling, depthwise conv).
+
+    python benchmarks/windowed_sass.py [SUITE.jsonl] [--block N ...] [--json]
+
+For every problem of the suite (default: the bench sample, ``build/kernelbench_sample/
+sample.jsonl``) whose recognition has a pool region, renders the root candidate, runs its
+forward on meta tensors (no memory, no GPU) with each Triton launch replaced by a compile
+for sm_90 at the launch's real argument types, disassembles the cubin (nvdisasm or
+cuobjdump) and prints per kernel: SASS instructions, integer and memory shares, integer
+division sites (32-bit reciprocal set-ups and 64-bit division calls) and instructions per
+output (the kernel has no loops: every thread runs its straight-line body once for
+BLOCK / threads outputs). These are static counts, not timings: they say where a kernel's
+issue slots go, which the GPU run then confirms or not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLE = REPO / "build" / "kernelbench_sample" / "sample.jsonl"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("suite", nargs="?", default=str(SAMPLE))
+    ap.add_argument("--json", action="store_true", help="one JSON line per kernel")
+    ap.add_argument("--block", type=int, action="append", default=[],
+                    help="also compile with this BLOCK (outputs per program; repeatable)")
+    args = ap.parse_args(argv)
+    try:
+        import torch
+        import triton
+        from triton.backends.compiler import GPUTarget
+        from triton.compiler import ASTSource
+    except ImportError as exc:
+        print(f"error: {exc}: torch and triton are needed", file=sys.stderr)
+        return 2
+    from kernelpro.evaluate.loader import load_module
+    from kernelpro.generate.expert.recognize import recognize
+    from kernelpro.generate.expert.render import default_params, render_candidate
+    from kernelpro_plugins_sass.binaries import disassemble
+    from kernelpro_plugins_sass.toolchain import find_tool
+    from kernelpro_plugins_sass.features import kernel_features
+
+    path = Path(args.suite)
+    if not path.is_file():
+        print(f"error: {path} is absent (benchmarks/expert_h200.py prepare writes the sample)", file=sys.stderr)
+        return 2
+    if find_tool("nvdisasm") is None and find_tool("cuobjdump") is None:
+        print("error: neither nvdisasm nor cuobjdump was found (pip install nvidia-cuda-nvdisasm)", file=sys.stderr)
+        return 2
+    dtypes = {torch.float32: "*fp32", torch.float16: "*fp16", torch.bfloat16: "*bf16", torch.float64: "*fp64"}
+    target = GPUTarget("cuda", 90, 32)
+    rows: list[dict] = []
+    work = Path(tempfile.mkdtemp(prefix="kernelpro_windowed_sass_"))
+
+    def recorder(problem: str, tile: dict, fn):
+        class Launch:
+            def __getitem__(self, grid):
+                def launch(*a, num_warps=4, num_stages=3, **constexprs):
+                    signature, values = {}, dict(constexprs)
+                    for p, v in zip(fn.params, a):
+                        if p.is_constexpr:
+                            values[p.name] = v
+                        elif isinstance(v, torch.Tensor):
+                            signature[p.name] = dtypes[v.dtype]
+                        elif isinstance(v, bool):
+                            signature[p.name] = "i1"
+                        elif isinstance(v, int):
+                            signature[p.name] = "i64" if abs(v) >= 2**31 else "i32"
+                        else:
+                            signature[p.name] = "fp32"
+                    for p in fn.params:
+                        if p.is_constexpr:
+                            signature[p.name] = "constexpr"
+                    compiled = triton.compile(ASTSource(fn=fn, signature=signature, constexprs=values),
+                                              target=target, options={"num_warps": num_warps,
+                                                                      "num_stages": num_stages})
+                    cubin = work / f"{problem}_{len(rows)}.cubin"
+                    cubin.write_bytes(compiled.asm["cubin"])
+                    for k in disassemble(cubin).kernels:
+                        f = kernel_features(k)
+                        n = max(1, f.instructions)
+                        per_thread = tile["BLOCK"] / (32 * num_warps)
+                        rows.append({
+                            "problem": problem, "tile": tile, "index64": bool(values.get("INDEX64")),
+                            "instructions": f.instructions,
+                            "integer_share": round(f.class_counts.get("integer", 0) / n, 3),
+                            "memory_share": round((f.class_counts.get("global_memory", 0)) / n, 3),
+                            "division_setups": f.division_setups,
+                            "division_calls": sum(1 for i in k.instructions if i.opcode == "CALL"),
+                            "instructions_per_output": round(f.instructions / per_thread, 1)})
+                return launch
+        return Launch()
+
+    for line in path.read_text().splitlines():
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        source = row["code"]
+        rec = recognize(source)
+        if not rec.ok or not any(r.kind == "pool" for r in rec.regions):
+            continue
+        base = default_params(rec)
+        name = f"L{row['level']}_{row['problem_id']}"
+        rid = next(r for r in base["lower"] if "BLOCK" in base["tiles"][r])
+        for block in [base["tiles"][rid]["BLOCK"]] + args.block:
+            params = {**base, "tiles": {**base["tiles"], rid: {**base["tiles"][rid], "BLOCK": block}}}
+            cand = work / f"{name}_{block}.py"
+            cand.write_text(render_candidate(source, rec, params))
+            mod = load_module(cand, f"ws_{name}_{block}")
+            for attr, value in list(vars(mod).items()):
+                if isinstance(value, triton.runtime.jit.JITFunction):
+                    setattr(mod, attr, recorder(name, params["tiles"][rid], value))
+            with torch.device("meta"):
+                torch.manual_seed(0)
+                model = mod.ModelNew(*mod.get_init_inputs())
+                inputs = mod.get_inputs()
+            with torch.no_grad():
+                model(*inputs)
+    for r in rows:
+        if args.json:
+            print(json.dumps(r))
+        else:
+            print(f"{r['problem']:8s} BLOCK={r['tile']['BLOCK']:<5d} warps={r['tile']['num_warps']} "
+                  f"index64={r['index64']!s:5s} instructions={r['instructions']:5d} "
+                  f"integer={r['integer_share']:.0%} global_mem={r['memory_share']:.0%} "
+                  f"div_setups={r['division_setups']} calls={r['division_calls']} "
+                  f"per_output={r['instructions_per_output']}")
+    if not rows:
+        print("no windowed kernels in the suite")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
