@@ -76,7 +76,8 @@ def test_honest_candidates_pass(run_eval, gelu_problem, name):
     assert notes["rechecked_calls"] >= 1
     # where the worker's time went: every stage it passed through, none longer than the job
     stages = {k[len("stage_"):-2]: v for k, v in notes.items() if k.startswith("stage_")}
-    assert {"reference", "compile", "build", "correctness", "timing", "verify"} <= set(stages), stages
+    assert {"reference", "poison", "guards", "compile", "build", "correctness", "timing", "verify"} <= set(stages), \
+        stages
     assert all(v >= 0 for v in stages.values()) and sum(stages.values()) <= result.wall_s + 1e-6
     assert stages["timing"] > 0
     # (no "suspicious" check: on this CPU build F.gelu costs ~20 ms for 512 values, so an erf

@@ -479,6 +479,7 @@ def run(job: dict[str, Any]) -> EvalResult:
         raise Fail(Verdict.INTEGRITY, why)
     _status(job, "poison")
     _poison_free_memory(device)
+    _status(job, "guards")
     l2 = None
     if cuda:
         from kernelpro.evaluate.gpu_state import L2State
