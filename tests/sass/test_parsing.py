@@ -67,6 +67,7 @@ def test_nvdisasm_matches_cuobjdump(compiled, stem):
     a = parse_sass(subprocess.run([str(cuobjdump), "-sass", cubin], capture_output=True, text=True).stdout)
     b = parse_sass(subprocess.run([str(nvdisasm), "-c", cubin], capture_output=True, text=True).stdout)
     assert [k.mangled for k in a] == [k.mangled for k in b]
+    assert [k.arch for k in a] == [k.arch for k in b] and a[0].arch.startswith("sm_")
     for ka, kb in zip(a, b):
         assert [i.mnemonic for i in ka.instructions] == [i.mnemonic for i in kb.instructions]
         assert ka.loops == kb.loops
@@ -108,3 +109,16 @@ ptxas /tmp/x.ptx, line 12; warning : Double is not supported. Demoting to float
     assert (u.stack_bytes, u.spill_store_bytes, u.spill_load_bytes) == (8, 4, 12)
     assert [m.code for m in messages] == ["C7510", None]
     assert messages[0].kernel == "kern" and messages[1].severity == "warning"
+
+
+def test_nvdisasm_header_names_the_architecture():
+    # nvdisasm -c prints no "code for" / ".target" line for a cubin: the ELF flags say it
+    text = ('\t.headerflags\t@"EF_CUDA_TEXMODE_UNIFIED EF_CUDA_64BIT_ADDRESS EF_CUDA_ACCELERATORS EF_CUDA_SM90 '
+            'EF_CUDA_VIRTUAL_SM(EF_CUDA_SM90)"\n\t.elftype\t@"ET_EXEC"\n\n'
+            '\t.section\t.text.k,"ax",@progbits\nk:\n'
+            '        /*0000*/                   LDC R1, c[0x0][0x28] ;\n'
+            '        /*0010*/                   EXIT ;\n')
+    (k,) = parse_sass(text)
+    assert k.mangled == "k" and k.arch == "sm_90a" and [i.mnemonic for i in k.instructions] == ["LDC", "EXIT"]
+    (k,) = parse_sass(text.replace("EF_CUDA_ACCELERATORS ", ""))
+    assert k.arch == "sm_90"

@@ -21,6 +21,9 @@ _INSN = re.compile(r"^\s*/\*([0-9a-fA-F]{4,})\*/\s+(.*?)\s*;?\s*(?:/\*\s*0x[0-9a
 _FUNCTION = re.compile(r"^\s*Function\s*:\s*(\S+)")
 _CODE_FOR = re.compile(r"code for (sm_\w+)")
 _TARGET = re.compile(r"^\s*\.target\s+(sm_\w+)")
+# nvdisasm's cubin header names the architecture only in its ELF flags ("a": the
+# architecture-specific features, EF_CUDA_ACCELERATORS)
+_HEADERFLAGS = re.compile(r'^\s*\.headerflags\s+@"([^"]*)"')
 _SECTION_TEXT = re.compile(r"^\s*\.section\s+\.text\.([^,\s]+)")
 _LABEL = re.compile(r"^\s*(\.L_\w+):\s*$")
 _HEX = re.compile(r"0x([0-9a-fA-F]+)")
@@ -216,6 +219,13 @@ def parse_sass(text: str) -> list[_RawKernel]:
             flush()
             name = None
             arch = m.group(1)
+            continue
+        m = _HEADERFLAGS.match(line)
+        if m and name is None:  # a file header (in cuobjdump's listing it follows "Function")
+            sm = re.search(r"\bEF_CUDA_SM(\d+)\b", m.group(1))
+            if sm:
+                flush()
+                arch = f"sm_{sm.group(1)}" + ("a" if "EF_CUDA_ACCELERATORS" in m.group(1) else "")
             continue
         if re.match(r"\s*\.section\s", line) and name is not None:  # not .sectioninfo
             flush()
