@@ -57,10 +57,16 @@ def tensor_bytes(value) -> int:
 
 
 def prepare(problem_path: Path, candidate_path: Path | None, device: str, seed: int):
-    """Build the model (candidate's ModelNew, or the reference Model) and its inputs."""
+    """Build the model (candidate's ModelNew, or the reference Model) and its inputs.
+
+    The numeric settings are the evaluator worker's: fp32 matmuls and convolutions in full
+    fp32 (no TF32) unless the candidate itself changes them when it loads, so a profile sees
+    the kernels that were timed (torch's default lets cuDNN convolutions use TF32)."""
+    from kernelpro.evaluate import guard
     from kernelpro.evaluate.compile import install_build_hooks
     from kernelpro.evaluate.loader import build_model, load_module, make_inputs
 
+    guard.set_reference_precision()
     problem = load_module(problem_path, "kernelpro_problem")
     if candidate_path is not None:
         install_build_hooks()  # the evaluator's include paths and flags: the cached build is reused
