@@ -168,3 +168,16 @@ def test_sampled_rechecks_on_the_gpu(run_eval, gpu_problem):
         result = run_eval(cand, gpu_problem, **kw)
         assert result.verdict is Verdict.INTEGRITY, (cand.name, result.reason)
         assert "timed call" in result.reason
+
+
+def test_copies_split_between_gpu_and_host(run_eval, gpu_problem):
+    # a share of about 10 MB: two of the reference's 4-MB outputs stay on the GPU, the
+    # others go to the host, and the re-checked calls are sampled
+    import torch
+
+    free, _ = torch.cuda.mem_get_info()
+    result = run_eval(honest("same_ops"), gpu_problem, device="cuda", device_copy_share=10e6 / free)
+    assert result.verdict is Verdict.CORRECT, result.reason
+    notes = result.measurements["evaluator"]
+    assert 1 <= notes["reference_outputs_on_device"] < 3, notes  # 2 trials + the N(0, 1) one
+    assert notes["recheck_copies_on_device"] == 0 and notes["recheck_sampled_elements"] > 0

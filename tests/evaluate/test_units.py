@@ -434,3 +434,21 @@ def test_recheck_copies_setting_is_checked():
         EvaluatorConfig(recheck_copies="some")
     with pytest.raises(ValueError, match="recheck_sample_elements"):
         EvaluatorConfig(recheck_sample_elements=0)
+    for bad in (0, 1.5):
+        with pytest.raises(ValueError, match="device_copy_share"):
+            EvaluatorConfig(device_copy_share=bad)
+
+
+def test_same_values_compares_pieces_and_prefixes():
+    from kernelpro.evaluate import compare as cmp
+
+    n = 5 * (1 << 20)  # past the prefix check
+    a = torch.arange(n, dtype=torch.float32)
+    b = a.clone()
+    assert cmp.same_values(a, b)
+    b[-1] += 1  # differs only at the end: the whole is compared
+    assert not cmp.same_values(a, b)
+    c = a.clone()
+    c[0] = -1  # differs in the prefix
+    assert not cmp.same_values(a, c)
+    assert not cmp.same_values(a, a[:-1]) and not cmp.same_values(a, a.double())

@@ -76,6 +76,10 @@ class EvaluatorConfig:
     # CPU), full (whole: on the GPU when they fit, else on the host), sampled (always sampled)
     recheck_copies: str = "auto"
     recheck_sample_elements: int = 1 << 20  # positions per output tensor in a sample
+    # share of the GPU's available memory the evaluator's own copies may take (the
+    # reference's outputs, whole re-check copies); what does not fit goes to the host or is
+    # sampled
+    device_copy_share: float = 0.25
     # an fp32 output that fails the check is judged again against the reference run in
     # fp64: it passes when its error there is within the tolerance plus
     # reference_error_factor x the fp32 reference's own largest error
@@ -102,6 +106,8 @@ class EvaluatorConfig:
         if self.recheck_sample_elements < 1:
             raise ValueError(f"recheck_sample_elements: expected a positive integer, got "
                              f"{self.recheck_sample_elements}")
+        if not 0 < self.device_copy_share <= 1:
+            raise ValueError(f"device_copy_share: expected a fraction in (0, 1], got {self.device_copy_share}")
         if self.trials < 1:
             raise ValueError(f"trials: expected a positive integer, got {self.trials}")
         if self.timeout_s <= 0 or self.compile_timeout_s <= 0:

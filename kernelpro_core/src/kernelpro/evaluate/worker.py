@@ -239,20 +239,24 @@ def scale_draws(rng: random.Random, n: int = 4096) -> tuple[list[float], list[fl
     return grid[:n], grid[n:]
 
 
-#: copies the worker keeps (the reference's outputs, the re-check sample of timed outputs)
-#: stay on the GPU when all of them take at most this share of its available memory
+#: default of ``evaluator.device_copy_share``: the share of the GPU's available memory the
+#: worker's own copies (the reference's outputs, whole re-check copies) may take
 DEVICE_COPY_SHARE = 0.25
 
 
-def _copies_fit_on_device(out: Any, count: int) -> bool:
-    """Whether ``count`` copies of ``out`` fit in DEVICE_COPY_SHARE of the GPU memory still
+def _copies_fit_on_device(out: Any, count: int, share: float = DEVICE_COPY_SHARE) -> bool:
+    """Whether ``count`` copies of ``out`` fit in ``share`` of the GPU memory still
     available (the driver's free memory plus the allocator cache's free blocks). Copies
     on the GPU save a host round trip per copy (seconds for outputs of gigabytes); larger
     ones go to the host."""
     nbytes = sum(t.numel() * t.element_size() for t in cmp.tensors(out))
+    return nbytes * count <= share * _available_device_bytes()
+
+
+def _available_device_bytes() -> int:
+    """The driver's free memory plus the allocator cache's free blocks."""
     free, _total = torch.cuda.mem_get_info()
-    available = free + torch.cuda.memory_reserved() - torch.cuda.memory_allocated()
-    return nbytes * count <= DEVICE_COPY_SHARE * available
+    return free + torch.cuda.memory_reserved() - torch.cuda.memory_allocated()
 
 
 def _poison_free_memory(device: str) -> None:
@@ -383,14 +387,23 @@ def run(job: dict[str, Any]) -> EvalResult:
     input_sets: list[list[Any]] = []
     ref_outs: list[Any] = []
     _status(job, "reference_outputs")
-    # the reference's outputs are kept on the GPU when they fit (decided on the first one),
-    # else on the host; the outputs themselves are poisoned before they are freed
+    # the reference's outputs are kept on the GPU while they fit in device_copy_share of its
+    # available memory (taken when the first is kept), the rest on the host (a host copy of
+    # a multi-gigabyte output takes seconds); the outputs themselves are poisoned before
+    # they are freed
     on_device: list[bool] = []
+    budget: list[float] = []
+    share = float(ev.get("device_copy_share", DEVICE_COPY_SHARE))
 
     def keep_ref(out: Any) -> Any:
-        if not on_device:
-            on_device.append(cuda and _copies_fit_on_device(out, trials + 1))
-        return cmp.snapshot(out) if on_device[0] else cmp.to_cpu(out)
+        if cuda and not budget:
+            budget.append(share * _available_device_bytes())
+        nbytes = sum(t.numel() * t.element_size() for t in cmp.tensors(out))
+        here = cuda and nbytes <= budget[0]
+        if here:
+            budget[0] -= nbytes
+        on_device.append(here)
+        return cmp.snapshot(out) if here else cmp.to_cpu(out)
 
     with torch.no_grad():
         for t in range(trials):
@@ -410,6 +423,7 @@ def run(job: dict[str, Any]) -> EvalResult:
                 flags.append("other_distribution_skipped: reference not finite on N(0,1) inputs")
             _poison(out, params)
             del out
+    evaluator_notes["reference_outputs_on_device"] = float(sum(on_device))
     _status(job, "degenerate_check")
     flags += _degenerate(ref_outs, tols, trials, on=device if cuda else None)
     ref_flags = guard.backend_flags()
@@ -655,7 +669,7 @@ def run(job: dict[str, Any]) -> EvalResult:
     # host copy of a multi-gigabyte output per kept call cost more than the timing itself:
     # docs/validation/expert_h200.md, pass 4); on a CPU whole, as host copies
     mode = ev.get("recheck_copies", "auto")
-    fits = cuda and mode != "sampled" and _copies_fit_on_device(ref_outs[0], recheck_n + 1)
+    fits = cuda and mode != "sampled" and _copies_fit_on_device(ref_outs[0], recheck_n + 1, share)
     sampler = None
     if mode == "sampled" or (mode == "auto" and cuda and not fits):
         gen = torch.Generator(device=device)
