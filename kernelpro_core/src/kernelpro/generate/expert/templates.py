@@ -802,10 +802,16 @@ def _kp_{{ rid }}(a, b{% for i in range(n_extra) %}, x{{ i }}{% endfor %}):
 REDUCE_ALL = r"""
 @triton.jit
 def _kp_{{ rid }}_kernel({% for i in range(n_in) %}in{{ i }}_ptr, {% endfor %}part_ptr, n_elements,
-        ITERS: tl.constexpr, BLOCK: tl.constexpr):
-    # ITERS (blocks per program) is a compile-time constant: one build per problem size
-    pid = tl.program_id(0).to(tl.int64)
-    stride = tl.num_programs(0).to(tl.int64) * BLOCK
+        ITERS: tl.constexpr, INDEX64: tl.constexpr, BLOCK: tl.constexpr):
+    # ITERS (blocks per program) is a compile-time constant: one build per problem size;
+    # offsets are 32-bit unless the walk passes 2**31 elements (64-bit index math kept the
+    # integer pipe the busiest unit of L1 #98's loss on the H200)
+    pid = tl.program_id(0)
+    progs = tl.num_programs(0)
+    if INDEX64:
+        pid = pid.to(tl.int64)
+        progs = progs.to(tl.int64)
+    stride = progs * BLOCK
     acc = tl.zeros([BLOCK], dtype=tl.float32)
     for it in range(0, ITERS):
         offs = pid * BLOCK + it * stride + tl.arange(0, BLOCK)
@@ -831,7 +837,8 @@ def _kp_{{ rid }}(*xs):
     programs = max(1, min(triton.cdiv(n, {{ BLOCK }}), {{ PER_SM }} * _kp_sm_count(xs[0].device)))
     iters = triton.cdiv(n, programs * {{ BLOCK }})
     part = _kp_torch.empty(programs, dtype=_kp_torch.float32, device=xs[0].device)
-    _kp_{{ rid }}_kernel[(programs,)](*xs, part, n, ITERS=iters, BLOCK={{ BLOCK }}, num_warps={{ num_warps }})
+    _kp_{{ rid }}_kernel[(programs,)](*xs, part, n, ITERS=iters, INDEX64=programs * iters * {{ BLOCK }} >= 2**31,
+                                     BLOCK={{ BLOCK }}, num_warps={{ num_warps }})
     total = part.sum()
 {% if reduction == "mean" %}
     total = total / n

@@ -1,16 +1,18 @@
-"""Static instruction counts of the expert's windowed kernels (pooling, depthwise conv).
+"""Static instruction counts of the expert's windowed and full-reduction kernels.
 
-    python benchmarks/windowed_sass.py [SUITE.jsonl] [--block N ...] [--json]
+    python benchmarks/kernel_sass.py [SUITE.jsonl] [--kinds pool,reduce_all] [--block N ...] [--json]
 
 For every problem of the suite (default: the bench sample, ``build/kernelbench_sample/
-sample.jsonl``) whose recognition has a pool region, renders the root candidate, runs its
-forward on meta tensors (no memory, no GPU) with each Triton launch replaced by a compile
-for sm_90 at the launch's real argument types, disassembles the cubin (nvdisasm or
-cuobjdump) and prints per kernel: SASS instructions, integer and memory shares, integer
-division sites (32-bit reciprocal set-ups and 64-bit division calls) and instructions per
-output (the kernel has no loops: every thread runs its straight-line body once for
-BLOCK / threads outputs). These are static counts, not timings: they say where a kernel's
-issue slots go, which the GPU run then confirms or not.
+sample.jsonl``) whose recognition has a region of those kinds (pooling and depthwise
+convolution: ``pool``; a loss reduced to one value: ``reduce_all``), renders the root
+candidate, runs its forward on meta tensors (no memory, no GPU) with each Triton launch
+replaced by a compile for sm_90 at the launch's real argument types, disassembles the
+cubin (nvdisasm or cuobjdump) and prints per kernel: SASS instructions (in its loops when
+it has any), integer and memory shares, integer division sites (32-bit reciprocal set-ups
+and 64-bit division calls) and instructions per element: a windowed kernel runs its
+straight-line body once for BLOCK / threads outputs per thread; a full reduction runs its
+loop body once per BLOCK / threads elements per thread. These are static counts, not
+timings: they say where a kernel's issue slots go, which a GPU run then confirms or not.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("suite", nargs="?", default=str(SAMPLE))
     ap.add_argument("--json", action="store_true", help="one JSON line per kernel")
+    ap.add_argument("--kinds", default="pool,reduce_all", help="region kinds, comma-separated")
     ap.add_argument("--block", type=int, action="append", default=[],
                     help="also compile with this BLOCK (outputs per program; repeatable)")
     args = ap.parse_args(argv)
@@ -57,7 +60,8 @@ def main(argv: list[str] | None = None) -> int:
     dtypes = {torch.float32: "*fp32", torch.float16: "*fp16", torch.bfloat16: "*bf16", torch.float64: "*fp64"}
     target = GPUTarget("cuda", 90, 32)
     rows: list[dict] = []
-    work = Path(tempfile.mkdtemp(prefix="kernelpro_windowed_sass_"))
+    work = Path(tempfile.mkdtemp(prefix="kernelpro_kernel_sass_"))
+    kinds = {k.strip() for k in args.kinds.split(",") if k.strip()}
 
     def recorder(problem: str, tile: dict, fn):
         class Launch:
@@ -85,16 +89,19 @@ def main(argv: list[str] | None = None) -> int:
                     cubin.write_bytes(compiled.asm["cubin"])
                     for k in disassemble(cubin).kernels:
                         f = kernel_features(k)
-                        n = max(1, f.instructions)
+                        looped = f.instructions_in_loops > 0
+                        counted = f.instructions_in_loops if looped else f.instructions
+                        classes = f.class_counts_in_loops if looped else f.class_counts
+                        n = max(1, counted)
                         per_thread = tile["BLOCK"] / (32 * num_warps)
                         rows.append({
                             "problem": problem, "tile": tile, "index64": bool(values.get("INDEX64")),
-                            "instructions": f.instructions,
-                            "integer_share": round(f.class_counts.get("integer", 0) / n, 3),
-                            "memory_share": round((f.class_counts.get("global_memory", 0)) / n, 3),
+                            "in_loops": looped, "instructions": counted,
+                            "integer_share": round(classes.get("integer", 0) / n, 3),
+                            "memory_share": round(classes.get("global_memory", 0) / n, 3),
                             "division_setups": f.division_setups,
                             "division_calls": sum(1 for i in k.instructions if i.opcode == "CALL"),
-                            "instructions_per_output": round(f.instructions / per_thread, 1)})
+                            "instructions_per_element": round(counted / per_thread, 1)})
                 return launch
         return Launch()
 
@@ -104,11 +111,14 @@ def main(argv: list[str] | None = None) -> int:
         row = json.loads(line)
         source = row["code"]
         rec = recognize(source)
-        if not rec.ok or not any(r.kind == "pool" for r in rec.regions):
+        if not rec.ok or not any(r.kind in kinds for r in rec.regions):
             continue
         base = default_params(rec)
         name = f"L{row['level']}_{row['problem_id']}"
-        rid = next(r for r in base["lower"] if "BLOCK" in base["tiles"][r])
+        ids = [r for r in base["lower"] if "BLOCK" in base["tiles"][r]]
+        if not ids:
+            continue
+        rid = ids[0]
         for block in [base["tiles"][rid]["BLOCK"]] + args.block:
             params = {**base, "tiles": {**base["tiles"], rid: {**base["tiles"][rid], "BLOCK": block}}}
             cand = work / f"{name}_{block}.py"
@@ -128,12 +138,12 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(r))
         else:
             print(f"{r['problem']:8s} BLOCK={r['tile']['BLOCK']:<5d} warps={r['tile']['num_warps']} "
-                  f"index64={r['index64']!s:5s} instructions={r['instructions']:5d} "
-                  f"integer={r['integer_share']:.0%} global_mem={r['memory_share']:.0%} "
+                  f"index64={r['index64']!s:5s} instructions{' in loops' if r['in_loops'] else ''}="
+                  f"{r['instructions']} integer={r['integer_share']:.0%} global_mem={r['memory_share']:.0%} "
                   f"div_setups={r['division_setups']} calls={r['division_calls']} "
-                  f"per_output={r['instructions_per_output']}")
+                  f"per_element={r['instructions_per_element']}")
     if not rows:
-        print("no windowed kernels in the suite")
+        print(f"no kernels of kinds {sorted(kinds)} in the suite")
     return 0
 
 
