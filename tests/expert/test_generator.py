@@ -282,3 +282,30 @@ def test_windowed_regions_start_with_one_output_per_thread():
         params = default_params(recognize(PROBLEMS[name]))
         tiles = [params["tiles"][r] for r in params["lower"]]
         assert {"BLOCK": 128, "num_warps": 4} in tiles, (name, tiles)
+
+
+def test_windowed_tiles_keep_an_output_per_thread_and_grow_when_compute_bound():
+    # pass 4 on the H200: 8 warps on 128 outputs (half the threads without one) ran 2x slower
+    assert moves.apply_tile_move("more_warps", {"BLOCK": 128, "num_warps": 4}) is None
+    assert moves.apply_tile_move("more_warps", {"BLOCK": 512, "num_warps": 4}) == {"BLOCK": 512, "num_warps": 8}
+    # compute bound (index arithmetic): twice the outputs per program
+    assert moves.apply_tile_move("larger_tile", {"BLOCK": 128, "num_warps": 4}) == {"BLOCK": 256, "num_warps": 4}
+    assert moves.apply_tile_move("larger_tile", {"BLOCK": 16384, "num_warps": 4}) is None
+    assert moves.apply_tile_move("larger_tile", {"BLOCK": 1024, "num_warps": 4, "PER_SM": 0}) is None
+
+
+def test_large_forwards_get_no_graph_when_refined():
+    from kernelpro.problem import parse_problem as parse
+    from expert_problems import problem
+
+    big = problem("        self.pool = nn.AvgPool1d(8, stride=1, padding=4)\n", "        return self.pool(x)\n",
+                  "[torch.randn(64, 128, 1024)]")  # 32 MiB in: over the 16 MiB limit
+    gen = ExpertGenerator()
+    req = GenerationRequest(problem=parse(big, name="bigpool"), n=4, device="cuda", parent=None, tried=())
+    root = gen.generate(req)[0]
+    launch = Analysis(bottleneck=Bottleneck(kind="compute", summary="s"), findings=(finding("launch_bound"),))
+    parent = ParentInfo(id="c0001", source=root.source, result=None, analysis=launch, params=root.params)
+    kids = gen.generate(GenerationRequest(problem=parse(big, name="bigpool"), n=8, device="cuda", parent=parent,
+                                          tried=(root.params,)))
+    assert kids and not any(d.params["graph"] for d in kids)
+    assert kids[0].params["tiles"]["r0"]["BLOCK"] == 256  # compute bound: larger_tile first

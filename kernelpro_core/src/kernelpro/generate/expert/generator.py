@@ -7,7 +7,7 @@ fp16/bf16 GEMMs the Triton-GEMM alternative (each GEMM with its epilogue as one 
 kernel); CUDA-graph capture of the first and of the unchanged reference forward (CUDA
 only, and only for forwards that move at most ``graph_root_max_bytes`` or hold an fp32
 GEMM: the capture copies inputs and clones the output, a loss for large memory-bound
-forwards); for fp32 GEMMs the Triton-GEMM alternative last, tf32x3 products before ieee
+forwards; the same limit holds for the ``graph`` move when refining); for fp32 GEMMs the Triton-GEMM alternative last, tf32x3 products before ieee
 (the library's fp32 GEMM is hard to beat on FMA pipes). Refining a node whose GEMMs are
 in the library, the ``precision`` move (compute bound) proposes the Triton GEMM with
 tf32x3 products. Refining a node, it plans moves from the node's
@@ -85,8 +85,13 @@ class ExpertGenerator(Generator):
         pool = []
         ids = region_ids(rec)
         gemm_lowered = any(rec.regions[ids.index(r)].kind == "gemm" for r in parent.params["lower"] if r in ids)
+        fp32_gemm = any(r.kind == "gemm" and r.attrs["dtype"] == "float32" for r in rec.regions)
+        big = rec.io_bytes > self.settings.graph_root_max_bytes and not fp32_gemm
         for move, rid in moves.plan(parent.analysis, list(parent.params["lower"])):
-            if move == "graph" and not cuda:
+            if move == "graph" and (not cuda or big):
+                # a capture copies the inputs and clones the output on every call: for a large
+                # memory-bound forward that costs more than the launches it saves (pass 4:
+                # L1 #44 3.40 -> 5.44 ms, #46 3.74 -> 8.26 ms under a graph)
                 continue
             if move == "precision" and not gemm_lowered:
                 # the library's fp32 GEMM runs on FMA pipes: move it onto tensor cores

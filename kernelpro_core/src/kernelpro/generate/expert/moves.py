@@ -22,7 +22,9 @@ issue_slots                                             more_warps
 bottleneck too_little_work / latency                    graph, more_programs, more_stages
 bottleneck memory                                       deeper_k, more_stages, wider, more_warps,
                                                         persistent
-bottleneck compute                                      precision, larger_tile, smaller, fewer_warps
+bottleneck compute                                      precision, larger_tile (windowed kernels:
+                                                        twice the outputs per program), smaller,
+                                                        fewer_warps
 no analysis (profiling off, CPU)                        wider, smaller, more_warps, fewer_warps, graph,
                                                         precision, deeper_k, more_stages, larger_tile,
                                                         fewer_stages, persistent
@@ -127,12 +129,19 @@ def apply_tile_move(move: str, tile: dict[str, int]) -> dict[str, int] | None:
         return None
     if "BLOCK_M" in tile:
         return apply_gemm_move(move, tile)
-    if move in GEMM_ONLY:
-        return None
     t = dict(tile)
     col = "BLOCK_I" in t
     key = "BLOCK" if "BLOCK" in t else ("BLOCK_I" if col else "BLOCK_R")
     windowed = "BLOCK" in t and "PER_SM" not in t  # pooling / depthwise conv: gathers per tap
+    if move == "larger_tile" and windowed:
+        # compute bound (the index math and masks of each tap): more outputs per thread
+        # share a row's decomposition
+        t["BLOCK"] *= 2
+        return t if _clamp("BLOCK", t["BLOCK"]) is not None else None
+    if move in GEMM_ONLY:
+        return None
+    if move == "more_warps" and windowed and t["BLOCK"] < 64 * t["num_warps"]:
+        return None  # threads without an output of their own (pass 4: 8 warps on 128 outputs, 2x slower)
     if move == "wider" and windowed:
         # a tap's load is coalesced when a warp's lanes hold neighbouring outputs: fewer
         # outputs per thread, down to one
