@@ -149,6 +149,13 @@ PROBLEMS = {
         "        return self.pool(x) + self.b\n", "[torch.randn(2, 3, 300)]"),
     "dwconv2d_wide_rows": problem("        self.conv = nn.Conv2d(3, 3, 3, stride=(1, 2), padding=1, groups=3)\n",
                                   "        return torch.tanh(self.conv(x))\n", "[torch.randn(2, 3, 5, 530)]"),
+    # dense convolutions as implicit GEMMs (padding, stride, dilation; K not a multiple of
+    # BLOCK_K; a 1-D one)
+    "conv1d_dilated_strided": problem("        self.conv = nn.Conv1d(5, 7, 3, stride=3, dilation=4, padding=2)\n",
+                                      "        return self.conv(x)\n", "[torch.randn(2, 5, 61)]"),
+    "conv2d_stride_pad_min": problem(
+        "        self.conv = nn.Conv2d(3, 20, (3, 2), stride=(2, 1), padding=(1, 2), bias=False)\n",
+        "        return torch.min(self.conv(x) * 2.0, dim=1, keepdim=True)[0]\n", "[torch.randn(2, 3, 11, 9)]"),
     "grouped_conv_multiplier2": problem("        self.conv = nn.Conv2d(4, 8, 3, groups=4)\n",
                                         "        return self.conv(x)\n", "[torch.randn(2, 4, 9, 9)]"),
     # losses reduced to one value

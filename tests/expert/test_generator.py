@@ -48,16 +48,30 @@ def test_not_recognized_gives_nothing():
     assert ExpertGenerator().generate(request("data_dependent")) == []
 
 
-def test_conv_only_has_nothing_on_cpu_but_graph_on_cuda():
+def test_library_only_conv_has_nothing_on_cpu_but_graph_on_cuda():
     from kernelpro.problem import parse_problem as parse
     from expert_problems import problem
 
-    source = problem("        self.conv = nn.Conv2d(3, 4, 3)\n", "        return self.conv(x)\n",
+    # a transposed convolution has no kernel of ours: only a graph of the reference
+    source = problem("        self.conv = nn.ConvTranspose2d(3, 4, 3)\n", "        return self.conv(x)\n",
                      "[torch.randn(1, 3, 8, 8)]")
     req = GenerationRequest(problem=parse(source, name="conv"), n=3, device="cpu", parent=None, tried=())
     assert ExpertGenerator().generate(req) == []
     (draft,) = ExpertGenerator().generate(attrs.evolve(req, device="cuda"))
     assert draft.params == {"graph": True, "lower": [], "tiles": {}}
+
+
+def test_dense_conv_is_an_implicit_gemm_tf32x3_first():
+    from kernelpro.problem import parse_problem as parse
+    from expert_problems import problem
+
+    source = problem("        self.conv = nn.Conv2d(3, 4, 3)\n", "        return self.conv(x)\n",
+                     "[torch.randn(1, 3, 8, 8)]")
+    req = GenerationRequest(problem=parse(source, name="conv"), n=2, device="cpu", parent=None, tried=())
+    first, second = ExpertGenerator().generate(req)
+    assert first.params["lower"] == ["r0"] and first.params["tiles"]["r0"]["precision"] == "tf32x3"
+    assert second.params["tiles"]["r0"]["precision"] == "ieee"
+    assert "input_precision=\"tf32x3\"" in first.source and first.description.startswith("Triton conv(conv2d)")
 
 
 def test_fp32_gemm_root_offers_library_then_graphs_then_triton_gemm_in_both_precisions():

@@ -68,8 +68,22 @@ def test_gemm_and_conv_epilogues():
     rec = recognize(PROBLEMS["gemm_bias_relu"])
     assert [(r.op, r.epilogue_of) for r in rec.regions] == [("add+relu", "matmul"), ("matmul", None)]
     rec = recognize(PROBLEMS["conv_relu"])
-    assert [(r.op, r.epilogue_of) for r in rec.regions] == [("relu", "conv")]
+    # the dense convolution is also an implicit-GEMM region (its own, the relu stays apart)
+    assert [(r.kind, r.op, r.epilogue_of) for r in rec.regions] == [("conv", "conv2d", None),
+                                                                    ("pointwise", "relu", "conv")]
     assert "conv" in rec.kinds
+    conv = rec.regions[0]
+    assert conv.attrs["has_bias"] and conv.attrs["k"] == 3 * 3 * 3 and conv.inputs[1:] == (
+        Param("conv.weight"), Param("conv.bias"))
+    assert rec.alternatives() == ([1], [0, 1])
+
+
+def test_only_dense_1d_2d_convolutions_become_regions():
+    for name in ("grouped_conv_multiplier2", "dwconv3d"):
+        assert not any(r.kind == "conv" for r in recognize(PROBLEMS[name]).regions), name
+    region = next(r for r in recognize(PROBLEMS["conv1d_dilated_strided"]).regions if r.kind == "conv")
+    assert (region.attrs["rank"], region.attrs["stride"], region.attrs["dilation"], region.attrs["padding"]) == \
+        (1, (3,), (4,), (2,))
 
 
 def test_pooling_regions_carry_the_window():

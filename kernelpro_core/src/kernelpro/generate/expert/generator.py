@@ -84,7 +84,8 @@ class ExpertGenerator(Generator):
             return []
         pool = []
         ids = region_ids(rec)
-        gemm_lowered = any(rec.regions[ids.index(r)].kind == "gemm" for r in parent.params["lower"] if r in ids)
+        gemm_lowered = any(rec.regions[ids.index(r)].kind in ("gemm", "conv")
+                           for r in parent.params["lower"] if r in ids)
         fp32_gemm = any(r.kind == "gemm" and r.attrs["dtype"] == "float32" for r in rec.regions)
         big = rec.io_bytes > self.settings.graph_root_max_bytes and not fp32_gemm
         for move, rid in moves.plan(parent.analysis, list(parent.params["lower"])):
@@ -115,8 +116,10 @@ class ExpertGenerator(Generator):
         if base["lower"]:
             pool.append(base)
         fp32_gemm = any(r.kind == "gemm" and r.attrs["dtype"] == "float32" for r in rec.regions)
+        # fp32 products (GEMMs or convolutions as implicit GEMMs): the Triton kernels come last
+        fp32_mm = any(r.kind in ("gemm", "conv") and r.attrs["dtype"] == "float32" for r in rec.regions)
         gemm = gemm_params(rec)
-        if gemm is not None and not fp32_gemm:
+        if gemm is not None and not fp32_mm:
             pool.append(gemm)  # fp16/bf16: the Triton GEMM with its epilogue fused is a contender
         # a captured graph replays the forward without its launches, but copies the inputs
         # into the captured buffers and clones the output: worth it for small forwards, and
@@ -125,7 +128,7 @@ class ExpertGenerator(Generator):
             if base["lower"]:
                 pool.append({**base, "graph": True})
             pool.append({"lower": [], "graph": True, "tiles": base["tiles"]})
-        if gemm is not None and fp32_gemm:
+        if gemm is not None and fp32_mm:
             # fp32 products: tf32x3 (three tf32 tensor-core products) first, then ieee
             # (FMA pipes), which rarely beat the library
             pool += [gemm_params(rec, "tf32x3"), gemm]

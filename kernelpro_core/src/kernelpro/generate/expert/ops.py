@@ -190,7 +190,10 @@ def _classify_module(node: Any, mod: nn.Module) -> OpInfo:
                       {"trans_b": True})
     if isinstance(mod, _CONV_MODULES):
         depthwise = _depthwise(mod, x, t)
-        return depthwise if depthwise is not None else OpInfo("conv", type(mod).__name__.lower(), (x,))
+        if depthwise is not None:
+            return depthwise
+        dense = _dense_conv(mod, x, t)
+        return dense if dense is not None else OpInfo("conv", type(mod).__name__.lower(), (x,))
     if type(mod) in _POOL_TEMPLATE_MODULES:
         op, rank = _POOL_TEMPLATE_MODULES[type(mod)]
         return _pool(op, rank, x, mod.kernel_size, mod.stride, mod.padding, getattr(mod, "dilation", 1),
@@ -349,6 +352,23 @@ def _depthwise(mod: Any, x: Any, path: str) -> OpInfo | None:
                                              Param(f"{path}.bias") if mod.bias is not None else None),
                   {"rank": rank, "kernel": k, "stride": s, "padding": padding, "dilation": d, "ceil_mode": False,
                    "count_include_pad": True, "divisor_override": None, "has_bias": mod.bias is not None})
+
+
+def _dense_conv(mod: Any, x: Any, path: str) -> OpInfo | None:
+    """A dense 1-D or 2-D convolution (groups 1, zero padding given as ints): ``conv`` kind
+    with inputs (x, weight, bias or None) and its geometry, for the implicit-GEMM kernel;
+    other convolutions (grouped, transposed, 3-D, other padding): None."""
+    rank = {nn.Conv1d: 1, nn.Conv2d: 2}.get(type(mod))
+    if rank is None or mod.groups != 1 or mod.padding_mode != "zeros":
+        return None
+    padding = (0,) * rank if mod.padding == "valid" else _ints(mod.padding, rank)
+    k, s, d = _ints(mod.kernel_size, rank), _ints(mod.stride, rank), _ints(mod.dilation, rank)
+    if None in (k, s, d, padding):
+        return None
+    return OpInfo("conv", f"conv{rank}d", (x, Param(f"{path}.weight"),
+                                           Param(f"{path}.bias") if mod.bias is not None else None),
+                  {"dense": True, "rank": rank, "kernel": k, "stride": s, "padding": padding, "dilation": d,
+                   "has_bias": mod.bias is not None})
 
 
 def _pool(op: str, rank: int, x: Any, kernel: Any, stride: Any, padding: Any, dilation: Any, ceil_mode: Any,

@@ -23,7 +23,10 @@ formed:
   loaded element) and epilogue, each with any number of broadcast tensor inputs.
 * ``reduce_all``: a loss that reduces every element to one value (``F.kl_div`` with
   reduction sum, mean or batchmean), with the pointwise region that only feeds it folded in.
-* ``conv`` nodes and adaptive pools are recognized and left to the vendor library.
+* ``conv``: a dense 1-D or 2-D convolution (``nn.Conv1d``/``nn.Conv2d``, groups 1, zero
+  padding) with its bias, as an implicit GEMM; like a GEMM region it is lowered only in
+  the Triton alternative. Other convolutions (grouped, transposed, 3-D, functional) and
+  adaptive pools are recognized and left to the vendor library.
 
 Anything that fails (trace, shape propagation, a data-dependent forward) yields a
 :class:`Recognition` with ``ok=False`` and a one-line ``reason``.
@@ -103,11 +106,11 @@ class Recognition:
         return tuple(n.kind for n in self.nodes)
 
     def alternatives(self) -> tuple[list[int], list[int]]:
-        """Indices of the regions lowered with the library's GEMMs (every region but the
-        Triton GEMMs) and with Triton GEMMs (each GEMM region instead of the regions it
-        overlaps)."""
-        gemms = [i for i, r in enumerate(self.regions) if r.kind == "gemm"]
-        library = [i for i, r in enumerate(self.regions) if r.kind not in ("gemm", "gemm_reduce")]
+        """Indices of the regions lowered with the library's GEMMs and convolutions (every
+        region but the Triton GEMMs and convolutions) and with Triton ones (each GEMM or
+        convolution region instead of the regions it overlaps)."""
+        gemms = [i for i, r in enumerate(self.regions) if r.kind in ("gemm", "conv")]
+        library = [i for i, r in enumerate(self.regions) if r.kind not in ("gemm", "gemm_reduce", "conv")]
         taken = {n for i in gemms for n in self.regions[i].nodes}
         triton = sorted(gemms + [i for i in library if not taken & set(self.regions[i].nodes)])
         return library, triton
@@ -216,6 +219,7 @@ def _recognize_graph(gm: Any, input_count: int) -> Recognition:
     regions = _pool_regions(order, info, regions, by_name)
     regions += _gemm_regions(gm, order, info, regions, by_name)
     regions += _gemm_reduce_regions(gm, info, regions, by_name)
+    regions += _conv_regions(gm, order, info)
     position = {n.name: i for i, n in enumerate(order)}
     # graph order of outputs; a Triton GEMM after the pointwise region it replaces
     regions.sort(key=lambda r: (position[r.output], r.kind == "gemm"))
@@ -718,4 +722,33 @@ def _gemm_regions(gm: Any, order: list[Any], info: dict[str, OpInfo], regions: l
                                    else a_shape[-2], "n": b_shape[-1], "k": a_shape[-1],
                                    "batch": 1 if len(b_shape) == 2 else math.prod(a_shape[:-2])},
                             epilogue=program))
+    return found
+
+
+def _conv_regions(gm: Any, order: list[Any], info: dict[str, OpInfo]) -> list[Region]:
+    """Dense 1-D/2-D convolutions as implicit GEMMs (rows: the output positions of every
+    image, columns: the output channels, K: in-channels x kernel taps); batched float input
+    and weight of one dtype. Only the convolution and its bias: the pointwise regions after
+    it keep their own kernels."""
+    found = []
+    for n in order:
+        oi = info[n.name]
+        if oi.kind != "conv" or not oi.attrs.get("dense") or not hasattr(oi.inputs[0], "meta"):
+            continue
+        x, w, bias = oi.inputs
+        rank = oi.attrs["rank"]
+        x_shape, x_dtype = _meta(x)
+        w_shape, w_dtype = _operand_meta(gm, w)
+        out_shape, out_dtype = _meta(n)
+        if None in (x_shape, w_shape, out_shape) or len(x_shape) != rank + 2 or len(out_shape) != rank + 2 or \
+                x_dtype not in ("float32", "float16", "bfloat16") or w_dtype != x_dtype or out_dtype != x_dtype:
+            continue
+        if bias is not None and _operand_meta(gm, bias)[1] != x_dtype:
+            continue
+        attrs = {k: v for k, v in oi.attrs.items() if k != "dense"}
+        attrs.update(dtype=x_dtype, m=out_shape[0] * math.prod(out_shape[2:]), n=out_shape[1],
+                     k=x_shape[1] * math.prod(oi.attrs["kernel"]))
+        found.append(Region(kind="conv", op=oi.op, nodes=(n.name,), output=n.name,
+                            inputs=(_input_ref(x), _input_ref(w), *([_input_ref(bias)] if bias is not None else [])),
+                            shape=out_shape, attrs=attrs))
     return found

@@ -21,8 +21,8 @@ from typing import Any
 
 from kernelpro.generate.expert.ops import POINTWISE, literal
 from kernelpro.generate.expert.recognize import Recognition, Region
-from kernelpro.generate.expert.templates import (CANDIDATE, GEMM, GEMM_REDUCE, POOL, POINTWISE as POINTWISE_T,
-                                                 REDUCE_ALL, ROWCOL, SPLIT, render)
+from kernelpro.generate.expert.templates import (CANDIDATE, CONV, GEMM, GEMM_REDUCE, POOL,
+                                                 POINTWISE as POINTWISE_T, REDUCE_ALL, ROWCOL, SPLIT, render)
 
 # Bounds of each tile parameter: powers of two that Triton accepts for tl.arange, and warp
 # counts a CUDA block allows (32..1024 threads).
@@ -60,7 +60,7 @@ def layout(region: Region) -> str:
     """``row`` when the reduced elements are contiguous (inner == 1), else ``col``."""
     if region.kind in ("pointwise", "pool", "reduce_all"):
         return "flat"
-    if region.kind == "gemm":
+    if region.kind in ("gemm", "conv"):
         return "gemm"
     if region.kind == "gemm_reduce":
         return "rewrite"
@@ -147,15 +147,16 @@ def default_params(recognition: Recognition, graph: bool = False) -> dict[str, A
 
 def gemm_params(recognition: Recognition, precision: str = "ieee") -> dict[str, Any] | None:
     """The Triton-GEMM alternative: each GEMM region (with its epilogue) instead of the
-    regions it overlaps; None without GEMM regions."""
+    regions it overlaps, and each dense convolution as an implicit GEMM; None without
+    either."""
     ids = region_ids(recognition)
     _, triton_ = recognition.alternatives()
-    if not any(recognition.regions[i].kind == "gemm" for i in triton_):
+    if not any(recognition.regions[i].kind in ("gemm", "conv") for i in triton_):
         return None
     params = default_params(recognition)
     params["lower"] = [ids[i] for i in triton_]
     for rid, region in zip(ids, recognition.regions):
-        if region.kind == "gemm":
+        if region.kind in ("gemm", "conv"):
             params["tiles"][rid] = gemm_tile(region, precision)
     return params
 
@@ -209,6 +210,23 @@ def render_gemm(rid: str, region: Region, tile: dict[str, Any]) -> str:
                   **{k: tile[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages")})
 
 
+def render_conv(rid: str, region: Region, tile: dict[str, Any]) -> str:
+    a = region.attrs
+    fp32 = a["dtype"] == "float32"
+    precision = tile.get("precision", "ieee")
+    if fp32 and precision not in GEMM_PRECISIONS:
+        raise ValueError(f"GEMM precision {precision!r}: expected one of {GEMM_PRECISIONS}")
+    pad = 2 - a["rank"]
+
+    def two(values: tuple[int, ...], fill: int) -> str:
+        return repr((fill,) * pad + tuple(int(v) for v in values))
+
+    return render(CONV, rid=rid, rank=a["rank"], has_bias=a["has_bias"], dtype=a["dtype"],
+                  dot_args=f', input_precision="{precision}"' if fp32 else "",
+                  stride2=two(a["stride"], 1), padding2=two(a["padding"], 0), dilation2=two(a["dilation"], 1),
+                  **{k: tile[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages")})
+
+
 def render_pool(rid: str, region: Region, tile: dict[str, Any]) -> str:
     a = region.attrs
     n_pro, n_epi = a["n_pro"], a["n_epi"]
@@ -244,6 +262,8 @@ def render_kernel(rid: str, region: Region, tile: dict[str, Any]) -> str:
                       epilogue=epi + ([f"y = {epi_result}"] if epi else []))
     if region.kind == "pool":
         return render_pool(rid, region, tile)
+    if region.kind == "conv":
+        return render_conv(rid, region, tile)
     if region.kind == "reduce_all":
         body, result = pointwise_body(region)
         return render(REDUCE_ALL, rid=rid, n_in=len(region.inputs), body=body, result=result,

@@ -20,6 +20,7 @@ an empty string). Every kernel computes in fp32 and stores in the output's dtype
   to each value before it is stored).
 * ``GEMM``: a tiled tensor-core GEMM with its epilogue applied in registers (below).
 * ``POOL``: max/avg pooling 1d/2d/3d with prologue and epilogue (below).
+* ``CONV``: a dense 1-D/2-D convolution as an implicit GEMM on tensor cores (below).
 * ``CANDIDATE``: the problem's source, the kernels, the fx rewrite that swaps each region
   for its kernel call, and optionally CUDA-graph capture of the whole forward.
 '''
@@ -787,6 +788,98 @@ def _kp_{{ rid }}(a, b{% for i in range(n_extra) %}, x{{ i }}{% endfor %}):
                              BLOCK_K={{ BLOCK_K }}, GROUP_M={{ GROUP_M }}, num_warps={{ num_warps }},
                              num_stages={{ num_stages }})
     return c.reshape(out_shape)
+"""
+
+# A dense 1-D/2-D convolution as an implicit GEMM (1-D padded to 2-D with H = 1): rows m
+# are the output positions (n, oh, ow) of every image, columns the output channels, K the
+# (in-channel, kh, kw) taps; the A tile is gathered from the input at each K step (padding
+# masked to zero), the B tile is the weight read as (OC, K); fp32 accumulation on tensor
+# cores (fp32 operands: ieee or tf32x3 products), the bias added to the accumulator, one
+# store into (N, OC, OH, OW). Sizes are constexpr (a kernel per shape): every index
+# division is by a constant.
+CONV = r"""
+@triton.jit
+def _kp_{{ rid }}_kernel(x_ptr, w_ptr, {% if has_bias %}b_ptr, {% endif %}c_ptr, M,
+        C: tl.constexpr, H: tl.constexpr, W: tl.constexpr, OC: tl.constexpr, OH: tl.constexpr,
+        OW: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr,
+        PH: tl.constexpr, PW: tl.constexpr, DH: tl.constexpr, DW: tl.constexpr, K: tl.constexpr,
+        INDEX64: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+        GROUP_M: tl.constexpr):
+    pid = tl.program_id(0)
+    n_m = tl.cdiv(M, BLOCK_M)
+    n_n = tl.cdiv(OC, BLOCK_N)
+    per_group = GROUP_M * n_n
+    first_m = (pid // per_group) * GROUP_M
+    rows_here = tl.minimum(n_m - first_m, GROUP_M)
+    pid_m = first_m + (pid % per_group) % rows_here
+    pid_n = (pid % per_group) // rows_here
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    if INDEX64:
+        rm = rm.to(tl.int64)
+    m_ok = rm < M
+    n_ok = rn < OC
+    img = rm // (OH * OW)
+    pos = (rm - img * (OH * OW)).to(tl.int32)
+    oh = pos // OW
+    ow = pos - oh * OW
+    x_img = img * (C * H * W)
+    ih0 = oh * SH - PH
+    iw0 = ow * SW - PW
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        rk = k0 + tl.arange(0, BLOCK_K)
+        k_ok = rk < K
+        ci = rk // (KH * KW)
+        tap = rk - ci * (KH * KW)
+        kh = tap // KW
+        kw = tap - kh * KW
+        ih = ih0[:, None] + (kh * DH)[None, :]
+        iw = iw0[:, None] + (kw * DW)[None, :]
+        a_ok = m_ok[:, None] & k_ok[None, :] & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
+        a = tl.load(x_ptr + x_img[:, None] + (ci * (H * W))[None, :] + ih * W + iw, mask=a_ok, other=0.0)
+        b = tl.load(w_ptr + rn[None, :] * K + rk[:, None], mask=k_ok[:, None] & n_ok[None, :], other=0.0)
+        acc = tl.dot(a, b, acc{{ dot_args }})
+{% if has_bias %}
+    acc += tl.load(b_ptr + rn, mask=n_ok, other=0.0).to(tl.float32)[None, :]
+{% endif %}
+    c_off = (img * (OC * OH * OW) + pos)[:, None] + (rn * (OH * OW))[None, :]
+    tl.store(c_ptr + c_off, acc.to(c_ptr.dtype.element_ty), mask=m_ok[:, None] & n_ok[None, :])
+
+
+def _kp_{{ rid }}(x, w{% if has_bias %}, b{% endif %}):
+    if x.dim() != {{ rank }} + 2 or w.dim() != {{ rank }} + 2:
+        raise RuntimeError("expert kernel _kp_{{ rid }}: expected (N, C, *spatial) input and weight, got %s and %s"
+                           % (tuple(x.shape), tuple(w.shape)))
+    if x.dtype != w.dtype or x.dtype != _kp_torch.{{ dtype }}:
+        raise RuntimeError("expert kernel _kp_{{ rid }} was written for {{ dtype }} input and weight, got %s and %s"
+                           % (x.dtype, w.dtype))
+    x = x.contiguous()
+    w = w.contiguous()
+{% if has_bias %}
+    b = b.contiguous()
+{% endif %}
+    n, c = x.shape[0], x.shape[1]
+    oc = w.shape[0]
+    if w.shape[1] != c:
+        raise RuntimeError("expert kernel _kp_{{ rid }}: %d input channels, the weight expects %d" % (c, w.shape[1]))
+    sp = (1,) * (2 - {{ rank }}) + tuple(x.shape[2:])
+    ks = (1,) * (2 - {{ rank }}) + tuple(w.shape[2:])
+    ss, ps, ds = {{ stride2 }}, {{ padding2 }}, {{ dilation2 }}
+    osp = tuple((size + 2 * p - d * (k - 1) - 1) // s + 1 for size, k, s, p, d in zip(sp, ks, ss, ps, ds))
+    out = _kp_torch.empty((n, oc) + osp[2 - {{ rank }}:], dtype=x.dtype, device=x.device)
+    m = n * osp[0] * osp[1]
+    if out.numel() == 0:
+        return out
+    if c * sp[0] * sp[1] >= 2**31 or oc * osp[0] * osp[1] >= 2**31:
+        raise RuntimeError("expert kernel _kp_{{ rid }}: one image is past 32-bit indices")
+    grid = (triton.cdiv(m, {{ BLOCK_M }}) * triton.cdiv(oc, {{ BLOCK_N }}),)
+    _kp_{{ rid }}_kernel[grid](x, w, {% if has_bias %}b, {% endif %}out, m, C=c, H=sp[0], W=sp[1], OC=oc, OH=osp[0],
+                             OW=osp[1], KH=ks[0], KW=ks[1], SH=ss[0], SW=ss[1], PH=ps[0], PW=ps[1], DH=ds[0],
+                             DW=ds[1], K=c * ks[0] * ks[1], INDEX64=max(x.numel(), out.numel()) >= 2**31,
+                             BLOCK_M={{ BLOCK_M }}, BLOCK_N={{ BLOCK_N }}, BLOCK_K={{ BLOCK_K }},
+                             GROUP_M={{ GROUP_M }}, num_warps={{ num_warps }}, num_stages={{ num_stages }})
+    return out
 """
 
 # A sum or mean over N of C = A B (+ bias) as A (sum over N of B) (+ sum(bias)): a
