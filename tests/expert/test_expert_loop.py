@@ -50,6 +50,9 @@ TWO_CANDIDATES = {
     # the whole loss as one Triton full reduction (partials per program, then their sum)
     "kl_div_log": lambda kinds: all("reduce_all(kl_div)" in k for k in kinds),
     "kl_div_log_target_sum": lambda kinds: all("reduce_all(kl_div)" in k for k in kinds),
+    # a dense convolution alone: the implicit GEMM in tf32x3, then in ieee products
+    "conv1d_dilated_strided": lambda kinds: "conv(conv1d)" in kinds[0] and "precision=tf32x3" in kinds[0]
+    and "precision=ieee" in kinds[1],
 }
 
 

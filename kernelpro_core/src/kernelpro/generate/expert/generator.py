@@ -7,8 +7,9 @@ fp16/bf16 GEMMs the Triton-GEMM alternative (each GEMM with its epilogue as one 
 kernel); CUDA-graph capture of the first and of the unchanged reference forward (CUDA
 only, and only for forwards that move at most ``graph_root_max_bytes`` or hold an fp32
 GEMM: the capture copies inputs and clones the output, a loss for large memory-bound
-forwards; the same limit holds for the ``graph`` move when refining); for fp32 GEMMs the Triton-GEMM alternative last, tf32x3 products before ieee
-(the library's fp32 GEMM is hard to beat on FMA pipes). Refining a node whose GEMMs are
+forwards; the same limit holds for the ``graph`` move when refining); for fp32 GEMMs and
+dense convolutions the Triton alternative (GEMMs, implicit-GEMM convolutions) last, tf32x3
+products before ieee (the library's fp32 GEMM is hard to beat on FMA pipes). Refining a node whose GEMMs are
 in the library, the ``precision`` move (compute bound) proposes the Triton GEMM with
 tf32x3 products. Refining a node, it plans moves from the node's
 analysis (:mod:`.moves`) and proposes the children of the node's parameters that were
