@@ -37,13 +37,12 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:
         import torch
-        import triton
-        from triton.backends.compiler import GPUTarget
-        from triton.compiler import ASTSource
+        import triton  # noqa: F401
     except ImportError as exc:
         print(f"error: {exc}: torch and triton are needed", file=sys.stderr)
         return 2
     from kernelpro.evaluate.loader import load_module
+    from kernelpro.generate.expert.offline import compile_instead_of_launch
     from kernelpro.generate.expert.recognize import recognize
     from kernelpro.generate.expert.render import default_params, render_candidate
     from kernelpro_plugins_sass.binaries import disassemble
@@ -57,53 +56,30 @@ def main(argv: list[str] | None = None) -> int:
     if find_tool("nvdisasm") is None and find_tool("cuobjdump") is None:
         print("error: neither nvdisasm nor cuobjdump was found (pip install nvidia-cuda-nvdisasm)", file=sys.stderr)
         return 2
-    dtypes = {torch.float32: "*fp32", torch.float16: "*fp16", torch.bfloat16: "*bf16", torch.float64: "*fp64"}
-    target = GPUTarget("cuda", 90, 32)
     rows: list[dict] = []
     work = Path(tempfile.mkdtemp(prefix="kernelpro_kernel_sass_"))
     kinds = {k.strip() for k in args.kinds.split(",") if k.strip()}
 
-    def recorder(problem: str, tile: dict, fn):
-        class Launch:
-            def __getitem__(self, grid):
-                def launch(*a, num_warps=4, num_stages=3, **constexprs):
-                    signature, values = {}, dict(constexprs)
-                    for p, v in zip(fn.params, a):
-                        if p.is_constexpr:
-                            values[p.name] = v
-                        elif isinstance(v, torch.Tensor):
-                            signature[p.name] = dtypes[v.dtype]
-                        elif isinstance(v, bool):
-                            signature[p.name] = "i1"
-                        elif isinstance(v, int):
-                            signature[p.name] = "i64" if abs(v) >= 2**31 else "i32"
-                        else:
-                            signature[p.name] = "fp32"
-                    for p in fn.params:
-                        if p.is_constexpr:
-                            signature[p.name] = "constexpr"
-                    compiled = triton.compile(ASTSource(fn=fn, signature=signature, constexprs=values),
-                                              target=target, options={"num_warps": num_warps,
-                                                                      "num_stages": num_stages})
-                    cubin = work / f"{problem}_{len(rows)}.cubin"
-                    cubin.write_bytes(compiled.asm["cubin"])
-                    for k in disassemble(cubin).kernels:
-                        f = kernel_features(k)
-                        looped = f.instructions_in_loops > 0
-                        counted = f.instructions_in_loops if looped else f.instructions
-                        classes = f.class_counts_in_loops if looped else f.class_counts
-                        n = max(1, counted)
-                        per_thread = tile["BLOCK"] / (32 * num_warps)
-                        rows.append({
-                            "problem": problem, "tile": tile, "index64": bool(values.get("INDEX64")),
-                            "in_loops": looped, "instructions": counted,
-                            "integer_share": round(classes.get("integer", 0) / n, 3),
-                            "memory_share": round(classes.get("global_memory", 0) / n, 3),
-                            "division_setups": f.division_setups,
-                            "division_calls": sum(1 for i in k.instructions if i.opcode == "CALL"),
-                            "instructions_per_element": round(counted / per_thread, 1)})
-                return launch
-        return Launch()
+    def recorder(problem: str, tile: dict):
+        def on_compiled(_kernel: str, compiled, num_warps: int, constexprs: dict) -> None:
+            cubin = work / f"{problem}_{len(rows)}.cubin"
+            cubin.write_bytes(compiled.asm["cubin"])
+            for k in disassemble(cubin).kernels:
+                f = kernel_features(k)
+                looped = f.instructions_in_loops > 0
+                counted = f.instructions_in_loops if looped else f.instructions
+                classes = f.class_counts_in_loops if looped else f.class_counts
+                n = max(1, counted)
+                per_thread = tile["BLOCK"] / (32 * num_warps)
+                rows.append({
+                    "problem": problem, "tile": tile, "index64": bool(constexprs.get("INDEX64")),
+                    "in_loops": looped, "instructions": counted,
+                    "integer_share": round(classes.get("integer", 0) / n, 3),
+                    "memory_share": round(classes.get("global_memory", 0) / n, 3),
+                    "division_setups": f.division_setups,
+                    "division_calls": sum(1 for i in k.instructions if i.opcode == "CALL"),
+                    "instructions_per_element": round(counted / per_thread, 1)})
+        return on_compiled
 
     for line in path.read_text().splitlines():
         if not line.strip():
@@ -124,9 +100,7 @@ def main(argv: list[str] | None = None) -> int:
             cand = work / f"{name}_{block}.py"
             cand.write_text(render_candidate(source, rec, params))
             mod = load_module(cand, f"ws_{name}_{block}")
-            for attr, value in list(vars(mod).items()):
-                if isinstance(value, triton.runtime.jit.JITFunction):
-                    setattr(mod, attr, recorder(name, params["tiles"][rid], value))
+            compile_instead_of_launch(mod, recorder(name, params["tiles"][rid]))
             with torch.device("meta"):
                 torch.manual_seed(0)
                 model = mod.ModelNew(*mod.get_init_inputs())

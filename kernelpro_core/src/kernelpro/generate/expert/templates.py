@@ -380,6 +380,18 @@ def _kp_coalesce(shape, strides, rank):
     return sizes, per_input
 
 
+@triton.jit
+def _kp_grouped_tile(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
+    """(row-block, column-block) of program ``pid`` over an M x N output, in groups of
+    GROUP_M row-blocks: consecutive programs share a column-block of B (kept in L2)."""
+    n_m = tl.cdiv(M, BLOCK_M)
+    n_n = tl.cdiv(N, BLOCK_N)
+    per_group = GROUP_M * n_n
+    first_m = (pid // per_group) * GROUP_M
+    rows_here = tl.minimum(n_m - first_m, GROUP_M)
+    return first_m + (pid % per_group) % rows_here, (pid % per_group) // rows_here
+
+
 def _kp_pool_len(size, kernel, stride, pad, dilation, ceil_mode):
     """Pooled length as PyTorch computes it (floor or ceil; with ceil, the last window
     must start inside the input or its left padding)."""
@@ -710,15 +722,8 @@ def _kp_{{ rid }}_kernel(a_ptr, b_ptr, c_ptr, {% for i in range(n_extra) %}e{{ i
 
         K: tl.constexpr, INDEX64: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
         BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
-    pid = tl.program_id(0)
     batch = tl.program_id(1).to(tl.int64)
-    n_m = tl.cdiv(M, BLOCK_M)
-    n_n = tl.cdiv(N, BLOCK_N)
-    per_group = GROUP_M * n_n
-    first_m = (pid // per_group) * GROUP_M
-    rows_here = tl.minimum(n_m - first_m, GROUP_M)
-    pid_m = first_m + (pid % per_group) % rows_here
-    pid_n = (pid % per_group) // rows_here
+    pid_m, pid_n = _kp_grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     rk = tl.arange(0, BLOCK_K)
@@ -805,14 +810,7 @@ def _kp_{{ rid }}_kernel(x_ptr, w_ptr, {% if has_bias %}b_ptr, {% endif %}c_ptr,
         PH: tl.constexpr, PW: tl.constexpr, DH: tl.constexpr, DW: tl.constexpr, K: tl.constexpr,
         INDEX64: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
         GROUP_M: tl.constexpr):
-    pid = tl.program_id(0)
-    n_m = tl.cdiv(M, BLOCK_M)
-    n_n = tl.cdiv(OC, BLOCK_N)
-    per_group = GROUP_M * n_n
-    first_m = (pid // per_group) * GROUP_M
-    rows_here = tl.minimum(n_m - first_m, GROUP_M)
-    pid_m = first_m + (pid % per_group) % rows_here
-    pid_n = (pid % per_group) // rows_here
+    pid_m, pid_n = _kp_grouped_tile(tl.program_id(0), M, OC, BLOCK_M, BLOCK_N, GROUP_M)
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     if INDEX64:
