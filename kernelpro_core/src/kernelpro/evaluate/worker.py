@@ -676,9 +676,10 @@ def run(job: dict[str, Any]) -> EvalResult:
         gen.manual_seed(secrets.randbits(63))  # positions the candidate cannot predict
         k_sample = max(1, int(ev.get("recheck_sample_elements", 1 << 20)))
 
-        def sampler(out: Any) -> Any:
+        def sample(out: Any) -> Any:
             return cmp.sample(out, k_sample, gen)
 
+        sampler = sample
         evaluator_notes["recheck_sampled_elements"] = float(k_sample)
     keep_copy = sampler or (cmp.snapshot if fits else cmp.to_cpu)
     latest_copy = sampler or cmp.snapshot
