@@ -117,8 +117,11 @@ def test_exact_candidate_fails_the_inaccurate_reference_without_the_fp64_second_
     assert result.verdict is Verdict.INCORRECT and "outside atol" in result.reason, result.reason
 
 
-def test_exact_candidate_passes_against_the_fp64_reference(run_eval):
-    result = run_eval(honest("exact_sum"), problem("sequential_sum"))
+@pytest.mark.parametrize("copies", [{}, {"recheck_copies": "sampled"}])
+def test_exact_candidate_passes_against_the_fp64_reference(run_eval, copies):
+    # sampled: the timed calls' re-checks too are judged by the float64 reference at the
+    # sampled positions
+    result = run_eval(honest("exact_sum"), problem("sequential_sum"), **copies)
     assert result.verdict is Verdict.CORRECT, result.reason
     (flag,) = [f for f in result.flags if f.startswith("fp64_second_opinion:")]
     assert "passed against the reference in float64" in flag

@@ -419,6 +419,10 @@ def test_sample_mismatches_are_named():
     assert "shape (4, 6) != reference (6, 4)" in cmp.values_at(torch.zeros(6, 4), s)[1]
     assert "dtype" in cmp.values_at(torch.zeros(4, 6, dtype=torch.float64), s)[1]
     assert "output(s)" in cmp.values_at((torch.zeros(4, 6), torch.zeros(1)), s)[1]
+    # the second opinion's float64 reference is read at the same positions
+    gold = torch.arange(24, dtype=torch.float64).reshape(4, 6)
+    picked, why = cmp.values_at(gold, s, same_dtype=False)
+    assert why is None and picked[0].dtype == torch.float64 and torch.equal(picked[0], gold[s.coords])
 
     class Sub(torch.Tensor):
         pass

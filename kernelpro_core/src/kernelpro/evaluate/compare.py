@@ -289,9 +289,10 @@ def sample(out: Any, k: int, generator: Any) -> Any:
     return map_tensors(out, one)
 
 
-def values_at(out: Any, sampled: Any) -> tuple[list[Any], str | None]:
+def values_at(out: Any, sampled: Any, same_dtype: bool = True) -> tuple[list[Any], str | None]:
     """``out``'s values at the positions of ``sampled`` (same nesting, flattened), or a
-    message when the two differ in structure, shape or dtype."""
+    message when the two differ in structure, shape or dtype (``same_dtype`` False: any
+    dtype, for the float64 reference of the second opinion)."""
     outs, samples = flatten(out), flatten(sampled)
     if len(outs) != len(samples):
         return [], f"expected {len(outs)} output(s), got {len(samples)}"
@@ -307,7 +308,7 @@ def values_at(out: Any, sampled: Any) -> tuple[list[Any], str | None]:
             return [], f"{where}: expected a {type(o).__name__}, got a tensor"
         if tuple(o.shape) != s.shape:
             return [], f"{where}: shape {s.shape} != reference {tuple(o.shape)}"
-        if o.dtype != s.dtype:
+        if same_dtype and o.dtype != s.dtype:
             return [], f"{where}: dtype {s.dtype} != reference {o.dtype}"
         picked.append(o[tuple(c.to(o.device) for c in s.coords)] if o.dim() else o.reshape(1))
     return picked, None

@@ -775,7 +775,7 @@ def run(job: dict[str, Any]) -> EvalResult:
             got, expected_at = cmp.sampled_values(out), want
 
             def pick(gold: Any, out: Any = out) -> Any:
-                return cmp.values_at(gold, out)[0]
+                return cmp.values_at(gold, out, same_dtype=False)[0]
         else:
             got, expected_at = out, expected
         c = cmp.compare(got, expected_at, tols, compute_device=device if cuda else None)
