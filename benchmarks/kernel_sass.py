@@ -1,11 +1,12 @@
 """Static instruction counts of the expert's windowed and full-reduction kernels.
 
-    python benchmarks/kernel_sass.py [SUITE.jsonl] [--kinds pool,reduce_all] [--block N ...] [--json]
+    python benchmarks/kernel_sass.py [SUITE.jsonl] [--kinds pool,reduce_all,conv] [--block N ...] [--json]
 
 For every problem of the suite (default: the bench sample, ``build/kernelbench_sample/
 sample.jsonl``) whose recognition has a region of those kinds (pooling and depthwise
-convolution: ``pool``; a loss reduced to one value: ``reduce_all``), renders the root
-candidate, runs its forward on meta tensors (no memory, no GPU) with each Triton launch
+convolution: ``pool``; a loss reduced to one value: ``reduce_all``; a dense convolution as
+an implicit GEMM: ``conv``, in both fp32 precisions), renders the root candidate (for
+``conv`` the Triton alternative), runs its forward on meta tensors (no memory, no GPU) with each Triton launch
 replaced by a compile for sm_90 at the launch's real argument types, disassembles the
 cubin (nvdisasm or cuobjdump) and prints per kernel: SASS instructions (in its loops when
 it has any), integer and memory shares, integer division sites (32-bit reciprocal set-ups
@@ -31,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("suite", nargs="?", default=str(SAMPLE))
     ap.add_argument("--json", action="store_true", help="one JSON line per kernel")
-    ap.add_argument("--kinds", default="pool,reduce_all", help="region kinds, comma-separated")
+    ap.add_argument("--kinds", default="pool,reduce_all", help="region kinds, comma-separated (pool, reduce_all, conv)")
     ap.add_argument("--block", type=int, action="append", default=[],
                     help="also compile with this BLOCK (outputs per program; repeatable)")
     args = ap.parse_args(argv)
@@ -44,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     from kernelpro.evaluate.loader import load_module
     from kernelpro.generate.expert.offline import compile_instead_of_launch
     from kernelpro.generate.expert.recognize import recognize
-    from kernelpro.generate.expert.render import default_params, render_candidate
+    from kernelpro.generate.expert.render import default_params, gemm_params, render_candidate
     from kernelpro_plugins_sass.binaries import disassemble
     from kernelpro_plugins_sass.toolchain import find_tool
     from kernelpro_plugins_sass.features import kernel_features
@@ -60,8 +61,10 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="kernelpro_kernel_sass_"))
     kinds = {k.strip() for k in args.kinds.split(",") if k.strip()}
 
-    def recorder(problem: str, tile: dict):
-        def on_compiled(_kernel: str, compiled, num_warps: int, constexprs: dict) -> None:
+    def recorder(problem: str, tile: dict, prefix: str):
+        def on_compiled(kernel: str, compiled, num_warps: int, constexprs: dict) -> None:
+            if not kernel.startswith(prefix):
+                return  # another region's kernel
             cubin = work / f"{problem}_{len(rows)}.cubin"
             cubin.write_bytes(compiled.asm["cubin"])
             for k in disassemble(cubin).kernels:
@@ -70,7 +73,9 @@ def main(argv: list[str] | None = None) -> int:
                 counted = f.instructions_in_loops if looped else f.instructions
                 classes = f.class_counts_in_loops if looped else f.class_counts
                 n = max(1, counted)
-                per_thread = tile["BLOCK"] / (32 * num_warps)
+                # windowed: outputs per thread; full reduction: elements per thread per loop
+                # step; a GEMM tile has no such count
+                per_thread = tile["BLOCK"] / (32 * num_warps) if "BLOCK" in tile else None
                 rows.append({
                     "problem": problem, "tile": tile, "index64": bool(constexprs.get("INDEX64")),
                     "in_loops": looped, "instructions": counted,
@@ -78,7 +83,9 @@ def main(argv: list[str] | None = None) -> int:
                     "memory_share": round(classes.get("global_memory", 0) / n, 3),
                     "division_setups": f.division_setups,
                     "division_calls": sum(1 for i in k.instructions if i.opcode == "CALL"),
-                    "instructions_per_element": round(counted / per_thread, 1)})
+                    "tensor_core_ops": f.warp_mma + f.warpgroup_mma,
+                    "k": constexprs.get("K"),
+                    "instructions_per_element": round(counted / per_thread, 1) if per_thread else None})
         return on_compiled
 
     for line in path.read_text().splitlines():
@@ -91,16 +98,21 @@ def main(argv: list[str] | None = None) -> int:
             continue
         base = default_params(rec)
         name = f"L{row['level']}_{row['problem_id']}"
-        ids = [r for r in base["lower"] if "BLOCK" in base["tiles"][r]]
-        if not ids:
-            continue
-        rid = ids[0]
-        for block in [base["tiles"][rid]["BLOCK"]] + args.block:
-            params = {**base, "tiles": {**base["tiles"], rid: {**base["tiles"][rid], "BLOCK": block}}}
-            cand = work / f"{name}_{block}.py"
+        ids = [r for r in base["lower"] if "BLOCK" in base["tiles"][r]
+               and rec.regions[int(r[1:])].kind in kinds]
+        convs = [f"r{i}" for i, r in enumerate(rec.regions) if r.kind == "conv" and "conv" in kinds]
+        variants = []
+        if ids:
+            rid = ids[0]
+            variants += [(rid, {**base, "tiles": {**base["tiles"], rid: {**base["tiles"][rid], "BLOCK": block}}})
+                         for block in [base["tiles"][rid]["BLOCK"]] + args.block]
+        if convs:  # the implicit-GEMM convolution of the Triton alternative, both precisions
+            variants += [(convs[0], gemm_params(rec, precision)) for precision in ("tf32x3", "ieee")]
+        for k, (rid, params) in enumerate(variants):
+            cand = work / f"{name}_{k}.py"
             cand.write_text(render_candidate(source, rec, params))
-            mod = load_module(cand, f"ws_{name}_{block}")
-            compile_instead_of_launch(mod, recorder(name, params["tiles"][rid]))
+            mod = load_module(cand, f"ws_{name}_{k}")
+            compile_instead_of_launch(mod, recorder(name, params["tiles"][rid], f"_kp_{rid}_"))
             with torch.device("meta"):
                 torch.manual_seed(0)
                 model = mod.ModelNew(*mod.get_init_inputs())
@@ -111,11 +123,15 @@ def main(argv: list[str] | None = None) -> int:
         if args.json:
             print(json.dumps(r))
         else:
-            print(f"{r['problem']:8s} BLOCK={r['tile']['BLOCK']:<5d} warps={r['tile']['num_warps']} "
+            t = r["tile"]
+            tile = (f"BLOCK={t['BLOCK']:<5d}" if "BLOCK" in t else
+                    f"{t['BLOCK_M']}x{t['BLOCK_N']}x{t['BLOCK_K']} {t.get('precision', '')} K={r['k']}")
+            print(f"{r['problem']:8s} {tile} warps={t['num_warps']} "
                   f"index64={r['index64']!s:5s} instructions{' in loops' if r['in_loops'] else ''}="
                   f"{r['instructions']} integer={r['integer_share']:.0%} global_mem={r['memory_share']:.0%} "
                   f"div_setups={r['division_setups']} calls={r['division_calls']} "
-                  f"per_element={r['instructions_per_element']}")
+                  + (f"per_element={r['instructions_per_element']}" if r["instructions_per_element"] is not None
+                     else f"tensor_core_ops={r['tensor_core_ops']}"))
     if not rows:
         print(f"no kernels of kinds {sorted(kinds)} in the suite")
     return 0

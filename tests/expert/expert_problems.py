@@ -156,6 +156,8 @@ PROBLEMS = {
     "conv2d_stride_pad_min": problem(
         "        self.conv = nn.Conv2d(3, 20, (3, 2), stride=(2, 1), padding=(1, 2), bias=False)\n",
         "        return torch.min(self.conv(x) * 2.0, dim=1, keepdim=True)[0]\n", "[torch.randn(2, 3, 11, 9)]"),
+    "conv2d_valid_dilated": problem("        self.conv = nn.Conv2d(4, 6, 3, stride=(1, 2), dilation=(2, 1))\n",
+                                    "        return self.conv(x)\n", "[torch.randn(2, 4, 12, 13)]"),
     "grouped_conv_multiplier2": problem("        self.conv = nn.Conv2d(4, 8, 3, groups=4)\n",
                                         "        return self.conv(x)\n", "[torch.randn(2, 4, 9, 9)]"),
     # losses reduced to one value

@@ -821,9 +821,10 @@ def _kp_{{ rid }}_kernel(x_ptr, w_ptr, {% if has_bias %}b_ptr, {% endif %}c_ptr,
     pos = (rm - img * (OH * OW)).to(tl.int32)
     oh = pos // OW
     ow = pos - oh * OW
-    x_img = img * (C * H * W)
     ih0 = oh * SH - PH
     iw0 = ow * SW - PW
+    # an A element's offset: its row's part (image, window origin) plus its tap's part
+    x_row = img * (C * H * W) + ih0 * W + iw0
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k0 in range(0, K, BLOCK_K):
         rk = k0 + tl.arange(0, BLOCK_K)
@@ -832,10 +833,15 @@ def _kp_{{ rid }}_kernel(x_ptr, w_ptr, {% if has_bias %}b_ptr, {% endif %}c_ptr,
         tap = rk - ci * (KH * KW)
         kh = tap // KW
         kw = tap - kh * KW
-        ih = ih0[:, None] + (kh * DH)[None, :]
-        iw = iw0[:, None] + (kw * DW)[None, :]
-        a_ok = m_ok[:, None] & k_ok[None, :] & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
-        a = tl.load(x_ptr + x_img[:, None] + (ci * (H * W))[None, :] + ih * W + iw, mask=a_ok, other=0.0)
+        if PH == 0 and PW == 0:
+            # no padding: every tap of a valid output position lies inside the input
+            a_ok = m_ok[:, None] & k_ok[None, :]
+        else:
+            ih = ih0[:, None] + (kh * DH)[None, :]
+            iw = iw0[:, None] + (kw * DW)[None, :]
+            a_ok = m_ok[:, None] & k_ok[None, :] & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
+        a = tl.load(x_ptr + x_row[:, None] + (ci * (H * W) + kh * (DH * W) + kw * DW)[None, :], mask=a_ok,
+                    other=0.0)
         b = tl.load(w_ptr + rn[None, :] * K + rk[:, None], mask=k_ok[:, None] & n_ok[None, :], other=0.0)
         acc = tl.dot(a, b, acc{{ dot_args }})
 {% if has_bias %}
