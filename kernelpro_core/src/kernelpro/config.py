@@ -71,9 +71,10 @@ class EvaluatorConfig:
     max_speedup: float = 100.0  # above this, stricter re-verification and a flag
     reverify_trials: int = 10  # extra trials (fresh seeds) when a speedup is suspicious
     recheck_calls: int = 8  # timed candidate calls whose outputs are re-checked (at least 1 per round)
-    # how a re-checked call's output is kept: auto (whole on the GPU when the copies fit in a
-    # quarter of its available memory, else a sample of positions on the GPU; whole on a
-    # CPU), full (whole: on the GPU when they fit, else on the host), sampled (always sampled)
+    # how a re-checked call's output is kept: auto (whole on the GPU when the copies fit in
+    # device_copy_share of its available memory, else a sample of positions on the GPU;
+    # whole on a CPU), full (whole: on the GPU when they fit, else on the host), sampled
+    # (always sampled)
     recheck_copies: str = "auto"
     recheck_sample_elements: int = 1 << 20  # positions per output tensor in a sample
     # share of the GPU's available memory the evaluator's own copies may take (the

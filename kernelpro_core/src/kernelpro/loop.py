@@ -8,7 +8,6 @@ tree is rebuilt from ``tree.json`` plus any records it had not caught up with.
 
 from __future__ import annotations
 
-import json
 import random
 import shutil
 import time
@@ -472,8 +471,7 @@ class Optimizer:
         self.progress.message(f"{cid}: profiled ({seconds:.0f} s, {why})")
         bottleneck = analysis.bottleneck.kind if analysis.bottleneck else None
         findings = [f.title for f in analysis.findings]
-        with open(self.run.path / "profiles.jsonl", "a") as fh:
-            fh.write(json.dumps({"id": cid, "why": why, "seconds": seconds, "bottleneck": bottleneck}) + "\n")
+        self.run.append_jsonl("profiles.jsonl", {"id": cid, "why": why, "seconds": seconds, "bottleneck": bottleneck})
         for rec in self.records:
             if rec["id"] == cid:
                 rec["bottleneck"], rec["findings"] = bottleneck, findings

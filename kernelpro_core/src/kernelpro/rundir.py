@@ -8,6 +8,7 @@ loses nothing that was evaluated.
     pending.json         drafts written but not yet evaluated (for resume)
     candidates.jsonl     one line per evaluated candidate (append + fsync)
     analyses/<id>.json   bottleneck and findings of profiled candidates
+    profiles.jsonl       profiles taken after a candidate's record (profiling.when: expand)
     profiles/<id>/       raw profile data per level
     evals/<id>/          the worker's job, log and result
     builds/<id>/         the candidate's compiled binaries (torch_extensions, triton)
@@ -58,8 +59,12 @@ class RunDir:
 
     # records
     def append_record(self, record: dict[str, Any]) -> None:
+        self.append_jsonl(self.records_path.name, record)
+
+    def append_jsonl(self, name: str, record: dict[str, Any]) -> None:
+        """One JSON line appended to ``name`` in the run directory (flushed and fsynced)."""
         line = json.dumps(record, default=str)
-        with open(self.records_path, "a") as fh:
+        with open(self.path / name, "a") as fh:
             fh.write(line + "\n")
             fh.flush()
             os.fsync(fh.fileno())
