@@ -249,8 +249,11 @@ def _copies_fit_on_device(out: Any, count: int, share: float = DEVICE_COPY_SHARE
     available (the driver's free memory plus the allocator cache's free blocks). Copies
     on the GPU save a host round trip per copy (seconds for outputs of gigabytes); larger
     ones go to the host."""
-    nbytes = sum(t.numel() * t.element_size() for t in cmp.tensors(out))
-    return nbytes * count <= share * _available_device_bytes()
+    return _output_bytes(out) * count <= share * _available_device_bytes()
+
+
+def _output_bytes(out: Any) -> int:
+    return sum(t.numel() * t.element_size() for t in cmp.tensors(out))
 
 
 def _available_device_bytes() -> int:
@@ -398,7 +401,7 @@ def run(job: dict[str, Any]) -> EvalResult:
     def keep_ref(out: Any) -> Any:
         if cuda and not budget:
             budget.append(share * _available_device_bytes())
-        nbytes = sum(t.numel() * t.element_size() for t in cmp.tensors(out))
+        nbytes = _output_bytes(out)
         here = cuda and nbytes <= budget[0]
         if here:
             budget[0] -= nbytes
