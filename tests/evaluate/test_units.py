@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import subprocess
+import sys
+import textwrap
 
 import pytest
 import torch
@@ -75,6 +78,32 @@ def test_snapshot_ignores_torch_compile_on_cpu():
     import torch._dynamo  # noqa: F401  (imported lazily by torch.compile)
 
     assert snap.changed() == []
+
+
+def test_snapshot_does_not_import_dynamo_and_accepts_its_later_patches():
+    # a fresh interpreter: the snapshot must not pay for importing torch._dynamo (seconds
+    # per evaluation), and a candidate's torch.compile afterwards (dynamo's import-time
+    # wrappers, then its generation-tagging nn.Module.__init__/__setstate__) is no tampering
+    code = textwrap.dedent("""
+        import sys, torch
+        from kernelpro.evaluate import guard
+        snap = guard.Snapshot()
+        assert "torch._dynamo" not in sys.modules, "the snapshot imported dynamo"
+        import torch.nn as nn
+        f = torch.compile(lambda x: x * 2 + 1, backend="eager")
+        assert f(torch.ones(3)).tolist() == [3.0, 3.0, 3.0]
+        assert "patched_init" in nn.Module.__init__.__qualname__, nn.Module.__init__
+        assert snap.changed() == [], snap.changed()
+        # a closure over the original that is not torch's is still tampering
+        init = nn.Module.__init__
+        def mine(self, *a, **k):
+            init(self, *a, **k)
+        nn.Module.__init__ = mine
+        assert snap.changed() == ["torch.nn.Module.__init__"], snap.changed()
+        print("ok")
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
 
 
 def test_backend_flags_restore():
