@@ -50,6 +50,14 @@ def test_side_stream_work_is_inside_the_timed_region(run_eval, gpu_problem):
     assert result.baseline.method == "cuda_event+l2_flush"
 
 
+def test_one_stream_long_call_is_not_charged_side_stream_work(run_eval, gpu_problem):
+    result = run_eval(gpu("one_stream_spin"), gpu_problem, device="cuda")
+    assert result.verdict is Verdict.CORRECT, result.reason
+    assert result.timing.median_ms > 1.0, result.timing
+    assert result.timing.method == "cuda_event+l2_flush", (result.timing, result.measurements)
+    assert not any(f.startswith("side_stream_work") for f in result.flags), result.flags
+
+
 def test_stale_memory_gets_poison(run_eval, gpu_problem):
     result = run_eval(cheater("stale_memory"), gpu_problem, device="cuda")
     assert result.verdict is Verdict.INCORRECT, result.reason

@@ -283,6 +283,46 @@ def test_escaped_work_charges_only_gaps_above_the_sync_latency():
     assert escaped_work([], [], 0.01) == 0.0
 
 
+def test_a_long_one_stream_call_is_judged_against_a_control_of_its_length(monkeypatch):
+    """The synchronization's latency after a long wait is not side-stream work: a callable
+    whose gap passes the empty-call threshold is compared with a same-length control."""
+    from kernelpro.evaluate import timing
+
+    def fake_timer(control_gap: float | None) -> timing.Timer:
+        t = timing.Timer("cpu", warmup_ms=0.0, rep_ms=10.0, min_reps=20, max_reps=20)
+        t.cuda = True
+        t.flush = lambda: None
+        t.method = "cuda_event+l2_flush"
+
+        def once2(fn):
+            out = fn()
+            if out == "empty":
+                return (0.005, 0.005 + 0.014), None
+            # 3 ms on the stream; then the host took 0.11 ms longer to wake than after an empty call
+            return (3.0, 3.0 + 0.014 + 0.11), out
+
+        monkeypatch.setattr(t, "once2", once2)
+        monkeypatch.setattr(t, "sync_gap_ms", lambda reps=50: 0.014)
+        monkeypatch.setattr(t, "sync_gap_at_ms", lambda ms, reps=15: control_gap)
+        return t
+
+    # the control waking as late: nothing escaped, the stream time stands
+    t = fake_timer(0.014 + 0.105)
+    res = t.interleaved({"candidate": lambda: "call"}, rounds=2)
+    assert t.escaped_ms == {} and res["candidate"].method == "cuda_event+l2_flush"
+    assert res["candidate"].median_ms == 3.0 and abs(t.gap_matched_ms["candidate"] - 0.119) < 1e-9
+    # a control that wakes promptly: the 0.11 ms are charged, as before
+    t = fake_timer(0.015)
+    res = t.interleaved({"candidate": lambda: "call"}, rounds=2)
+    assert abs(t.escaped_ms["candidate"] - 0.109) < 1e-9
+    assert res["candidate"].method == "cuda_event+device_sync+l2_flush"
+    assert abs(res["candidate"].median_ms - (3.0 + 0.124 - 0.015)) < 1e-9
+    # no spin kernel in this torch: the empty-call latency decides
+    t = fake_timer(None)
+    t.interleaved({"candidate": lambda: "call"}, rounds=2)
+    assert abs(t.escaped_ms["candidate"] - 0.11) < 1e-9 and t.gap_matched_ms == {}
+
+
 def test_reaper_kills_the_worker_when_its_parent_is_killed(tmp_path):
     """An evaluating process killed outright (SIGKILL) must not leave its worker running."""
     import os

@@ -794,6 +794,8 @@ def run(job: dict[str, Any]) -> EvalResult:
     evaluator_notes["rechecked_calls"] = float(len(kept))
     for name, ms in timer.escaped_ms.items():
         evaluator_notes[f"{name}_escaped_ms"] = ms
+    for name, ms in timer.gap_matched_ms.items():  # the same-length one-stream control's gap
+        evaluator_notes[f"{name}_sync_gap_matched_ms"] = ms
     if "candidate" in timer.escaped_ms:
         flags.append(f"side_stream_work: the candidate left about {timer.escaped_ms['candidate']:.3f} ms of work "
                      "per call on streams its own stream never waited for; its time runs to device idle")
