@@ -149,6 +149,15 @@ PROBLEMS = {
         "        return self.pool(x) + self.b\n", "[torch.randn(2, 3, 300)]"),
     "dwconv2d_wide_rows": problem("        self.conv = nn.Conv2d(3, 3, 3, stride=(1, 2), padding=1, groups=3)\n",
                                   "        return torch.tanh(self.conv(x))\n", "[torch.randn(2, 3, 5, 530)]"),
+    # tiles with no bounds check at all (every tap inside, rows and columns complete), with
+    # per-column checks only (the row's last tile, or (D, H) padding), and checked per tap
+    "max_pool1d_long_rows": problem("        self.pool = nn.MaxPool1d(4, stride=1)\n",
+                                    "        return self.pool(x)\n", "[torch.randn(2, 3, 300)]"),
+    "tanh_max_pool1d_long_rows": problem("        self.pool = nn.MaxPool1d(3, stride=1, padding=1)\n",
+                                         "        return self.pool(torch.tanh(x) * 2.0 - 1.0)\n",
+                                         "[torch.randn(2, 3, 300)]"),
+    "dwconv2d_valid_wide_rows": problem("        self.conv = nn.Conv2d(3, 3, 3, groups=3)\n",
+                                        "        return self.conv(x)\n", "[torch.randn(2, 3, 6, 300)]"),
     # dense convolutions as implicit GEMMs (padding, stride, dilation; K not a multiple of
     # BLOCK_K; a 1-D one)
     "conv1d_dilated_strided": problem("        self.conv = nn.Conv1d(5, 7, 3, stride=3, dilation=4, padding=2)\n",

@@ -28,7 +28,8 @@ CASES = ["elementwise_chain", "bias_gelu", "softmax", "softmax_dim0", "log_softm
          "avg_pool2d_nopad_count", "avg_pool2d_divisor", "avg_pool3d", "tanh_bias_max_pool", "scale_avg_pool3d_bias",
          "param_add_max_pool1d",
          "dwconv2d_bias_relu", "dwconv1d_nobias", "dwconv3d",
-         "avg_pool1d_long_rows", "dwconv2d_wide_rows",
+         "avg_pool1d_long_rows", "dwconv2d_wide_rows", "max_pool1d_long_rows", "tanh_max_pool1d_long_rows",
+         "dwconv2d_valid_wide_rows",
          # dense convolutions as implicit GEMMs (fp32 ieee and tf32x3, moved tiles)
          "conv1d_dilated_strided", "conv2d_stride_pad_min", "conv2d_valid_dilated",
          # full reductions (losses)

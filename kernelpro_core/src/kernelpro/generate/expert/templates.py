@@ -996,6 +996,7 @@ def _kp_{{ rid }}_kernel(x_ptr, out_ptr, {% if conv %}w_ptr, {% if has_bias %}b_
         KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, SD: tl.constexpr, SH: tl.constexpr,
         SW: tl.constexpr, PD: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr, DD: tl.constexpr,
         DH: tl.constexpr, DW: tl.constexpr, {% for i in range(n_pro) %}FLAT{{ i }}: tl.constexpr, {% endfor %}INDEX64: tl.constexpr,
+        DH_INSIDE: tl.constexpr,
         ROWS: tl.constexpr, BLOCK_W: tl.constexpr):
     pid = tl.program_id(0)
     n_cb = tl.cdiv(OW, BLOCK_W)
@@ -1034,39 +1035,100 @@ def _kp_{{ rid }}_kernel(x_ptr, out_ptr, {% if conv %}w_ptr, {% if has_bias %}b_
 {% if conv %}
     w_row = (l1 * (KD * KH * KW))[:, None]
 {% endif %}
-    for kd in tl.static_range(KD):
-        i_d = od * SD - PD + kd * DD
-        ok_d = mask & (i_d >= 0) & (i_d < ID)
-        for kh in tl.static_range(KH):
-            i_h = oh * SH - PH + kh * DH
-            ok_h = ok_d & (i_h >= 0) & (i_h < IH)
-            row_off = base + (i_d * IH + i_h) * IW
-            for kw in tl.static_range(KW):
-                i_w = ow * SW - PW + kw * DW
-                ok = ok_h & (i_w >= 0) & (i_w < IW)
-                x = tl.load(x_ptr + row_off + i_w, mask=ok, other=0.0).to(tl.float32)
+{% macro taps(mode, ind) %}
+{# mode "full": every tap of every output of the tile in bounds, every row and column of
+   the tile present: no predicate at all; "cols": every W tap in bounds, so one predicate
+   per row and (D, H) tap and per column, computed once; "edge": checked per tap #}
+{% set k = "_" ~ mode %}
+{% set checked = mode == "edge" %}
+{{ ind }}for kd in tl.static_range(KD):
+{{ ind }}    i_d = od * SD - PD + kd * DD
+{% if mode != "full" %}
+{{ ind }}    ok_d{{ k }} = {{ "mask" if checked else "cols_ok" }} & (i_d >= 0) & (i_d < ID)
+{% endif %}
+{{ ind }}    for kh in tl.static_range(KH):
+{{ ind }}        i_h = oh * SH - PH + kh * DH
+{% if mode != "full" %}
+{{ ind }}        ok_h{{ k }} = ok_d{{ k }} & (i_h >= 0) & (i_h < IH)
+{% endif %}
+{{ ind }}        row_off = base + (i_d * IH + i_h) * IW
+{{ ind }}        # the window's first tap of each output; the others at constant offsets from it
+{{ ind }}        x_tap0 = x_ptr + (row_off + (ow * SW - PW))
+{{ ind }}        for kw in tl.static_range(KW):
+{% if checked or n_pro %}
+{{ ind }}            i_w = ow * SW - PW + kw * DW
+{% endif %}
+{% if checked %}
+{{ ind }}            ok{{ k }} = ok_h{{ k }} & (i_w >= 0) & (i_w < IW)
+{% elif mode == "cols" %}
+{{ ind }}            ok{{ k }} = ok_h{{ k }}
+{% endif %}
+{% if mode == "full" %}
+{{ ind }}            x = tl.load(x_tap0 + kw * DW).to(tl.float32)
+{% elif op == "max_pool" and not prologue %}
+{{ ind }}            x = tl.load(x_tap0 + kw * DW, mask=ok{{ k }}, other=float('-inf')).to(tl.float32)
+{% else %}
+{{ ind }}            x = tl.load(x_tap0 + kw * DW, mask=ok{{ k }}, other=0.0).to(tl.float32)
+{% endif %}
 {% for i in range(n_pro) %}
-                if FLAT{{ i }}:
-                    p{{ i }} = p{{ i }}_c
-                else:
-                    p{{ i }} = tl.load(p{{ i }}_ptr + p{{ i }}_row + i_d * sp{{ i }}_2 + i_h * sp{{ i }}_3 + i_w * sp{{ i }}_4,
-                                     mask=ok, other=0.0).to(tl.float32)
+{{ ind }}            if FLAT{{ i }}:
+{{ ind }}                p{{ i }} = p{{ i }}_c
+{{ ind }}            else:
+{% if mode == "full" %}
+{{ ind }}                p{{ i }} = tl.load(p{{ i }}_ptr + p{{ i }}_row + i_d * sp{{ i }}_2 + i_h * sp{{ i }}_3 + i_w * sp{{ i }}_4).to(tl.float32)
+{% else %}
+{{ ind }}                p{{ i }} = tl.load(p{{ i }}_ptr + p{{ i }}_row + i_d * sp{{ i }}_2 + i_h * sp{{ i }}_3 + i_w * sp{{ i }}_4,
+{{ ind }}                                 mask=ok{{ k }}, other=0.0).to(tl.float32)
+{% endif %}
 {% endfor %}
 {% for line in prologue %}
-                {{ line }}
+{{ ind }}            {{ line }}
 {% endfor %}
 {% if prologue %}
-                x = {{ prologue_result }}
+{{ ind }}            x = {{ prologue_result }}
 {% endif %}
 {% if op == "max_pool" %}
-                acc = tl.maximum(acc, tl.where(ok, x, float('-inf')))
-{% elif conv %}
-                # channel l1's tap (kd, kh, kw) of its (KD, KH, KW) filter
-                wv = tl.load(w_ptr + w_row + ((kd * KH + kh) * KW + kw), mask=row_ok[:, None], other=0.0)
-                acc += tl.where(ok, x, 0.0) * wv.to(tl.float32)
+{% if prologue and mode != "full" %}
+{{ ind }}            acc = tl.maximum(acc, tl.where(ok{{ k }}, x, float('-inf')))
 {% else %}
-                acc += tl.where(ok, x, 0.0)
+{{ ind }}            acc = tl.maximum(acc, x)
 {% endif %}
+{% elif conv %}
+{{ ind }}            # channel l1's tap (kd, kh, kw) of its (KD, KH, KW) filter
+{% if mode == "full" %}
+{{ ind }}            wv = tl.load(w_ptr + w_row + ((kd * KH + kh) * KW + kw))
+{% else %}
+{{ ind }}            wv = tl.load(w_ptr + w_row + ((kd * KH + kh) * KW + kw), mask=row_ok[:, None], other=0.0)
+{% endif %}
+{% if prologue and mode != "full" %}
+{{ ind }}            acc += tl.where(ok{{ k }}, x, 0.0) * wv.to(tl.float32)
+{% else %}
+{{ ind }}            acc += x * wv.to(tl.float32)
+{% endif %}
+{% else %}
+{% if prologue and mode != "full" %}
+{{ ind }}            acc += tl.where(ok{{ k }}, x, 0.0)
+{% else %}
+{{ ind }}            acc += x
+{% endif %}
+{% endif %}
+{% endmacro %}
+    # Bounds checks only where a tile needs them. Along W: when every output's window of
+    # the tile's present columns lies inside [0, IW), no tap needs a W check. A tile whose
+    # rows and columns are all present and whose (D, H) taps all lie inside (DH_INSIDE:
+    # known from the shapes) needs no predicate at all; most tiles of long rows are such.
+    # Otherwise one predicate per row and (D, H) tap, and per column; the edge tiles are
+    # checked per tap. (A masked tap loads as 0, or -inf for max, and adds nothing.)
+    n_cols = tl.minimum(OW - cb * BLOCK_W, BLOCK_W)
+    w_inside = (cb * BLOCK_W * SW - PW >= 0) & ((cb * BLOCK_W + n_cols - 1) * SW - PW + (KW - 1) * DW < IW)
+    full = w_inside & (n_cols == BLOCK_W) & ((rb + 1) * ROWS <= n_rows) & DH_INSIDE
+    if full:
+{{ taps("full", "        ") }}
+    elif w_inside:
+        cols_ok = mask
+{{ taps("cols", "        ") }}
+    else:
+{{ taps("edge", "        ") }}
 {% if op == "avg_pool" %}
 {% if divisor_override %}
     y = acc / {{ divisor_override }}
@@ -1151,6 +1213,8 @@ def _kp_{{ rid }}(x{% if conv %}, w{% if has_bias %}, b{% endif %}{% endif %}{% 
     _kp_{{ rid }}_kernel[grid](x, out, *extras, n_rows, *flat,
                              L1=L1, ID=sp[0], IH=sp[1], IW=sp[2], OD=osp[0], OH=osp[1], OW=osp[2], KD=ks[0], KH=ks[1], KW=ks[2], SD=ss[0], SH=ss[1], SW=ss[2], PD=ps[0], PH=ps[1],
                              PW=ps[2], DD=ds[0], DH=ds[1], DW=ds[2], **flat_window, INDEX64=max(x.numel(), n) >= 2**31,
+                             DH_INSIDE=all(p == 0 and (o - 1) * st + (k - 1) * d < size for p, o, st, k, d, size
+                                           in zip(ps[:2], osp[:2], ss[:2], ks[:2], ds[:2], sp[:2])),
                              ROWS={{ BLOCK }} // block_w, BLOCK_W=block_w, num_warps={{ num_warps }})
     return out
 """
