@@ -1,6 +1,7 @@
 """Static instruction counts of the expert's windowed and full-reduction kernels.
 
     python benchmarks/kernel_sass.py [SUITE.jsonl] [--kinds pool,reduce_all,conv] [--block N ...] [--json]
+                                     [--sass-dir DIR]
 
 For every problem of the suite (default: the bench sample, ``build/kernelbench_sample/
 sample.jsonl``) whose recognition has a region of those kinds (pooling and depthwise
@@ -14,6 +15,9 @@ and 64-bit division calls) and instructions per element: a windowed kernel runs 
 straight-line body once for BLOCK / threads outputs per thread; a full reduction runs its
 loop body once per BLOCK / threads elements per thread. These are static counts, not
 timings: they say where a kernel's issue slots go, which a GPU run then confirms or not.
+A kernel with branches (the windowed kernels check bounds only in the tiles that need it)
+is counted whole, every path together; ``--sass-dir`` writes each listing, to follow one
+path by hand.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("suite", nargs="?", default=str(SAMPLE))
     ap.add_argument("--json", action="store_true", help="one JSON line per kernel")
     ap.add_argument("--kinds", default="pool,reduce_all", help="region kinds, comma-separated (pool, reduce_all, conv)")
+    ap.add_argument("--sass-dir", default=None, help="also write each kernel's SASS listing here")
     ap.add_argument("--block", type=int, action="append", default=[],
                     help="also compile with this BLOCK (outputs per program; repeatable)")
     args = ap.parse_args(argv)
@@ -46,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     from kernelpro.generate.expert.offline import compile_instead_of_launch
     from kernelpro.generate.expert.recognize import recognize
     from kernelpro.generate.expert.render import default_params, gemm_params, render_candidate
-    from kernelpro_plugins_sass.binaries import disassemble
+    from kernelpro_plugins_sass.binaries import disassemble, sass_listing
     from kernelpro_plugins_sass.toolchain import find_tool
     from kernelpro_plugins_sass.features import kernel_features
 
@@ -67,6 +72,11 @@ def main(argv: list[str] | None = None) -> int:
                 return  # another region's kernel
             cubin = work / f"{problem}_{len(rows)}.cubin"
             cubin.write_bytes(compiled.asm["cubin"])
+            if args.sass_dir:
+                label = "_".join(f"{k}{v}" for k, v in tile.items() if k in ("BLOCK", "BLOCK_M", "BLOCK_N", "precision"))
+                out = Path(args.sass_dir) / f"{problem}_{label}_w{num_warps}.sass"
+                out.parent.mkdir(parents=True, exist_ok=True)
+                out.write_text(sass_listing(cubin)[0])
             for k in disassemble(cubin).kernels:
                 f = kernel_features(k)
                 looped = f.instructions_in_loops > 0
