@@ -197,6 +197,26 @@ def test_tile_moves_stay_in_the_space():
         {"BLOCK_R": 8, "BLOCK_I": 32, "num_warps": 4}
 
 
+def test_a_grid_under_one_wave_gets_more_programs_not_a_smaller_tile():
+    from kernelpro.records import Analysis
+
+    def gap(waves):
+        return Finding(tool="occupancy_gap", severity="high", title="t", message="m", action="a",
+                       kernel="_kp_r0_kernel", estimated_gain=0.26,
+                       evidence={"achieved_occupancy_pct": 23.8, "waves_per_sm": waves})
+
+    grid_limited = [m for m, _ in moves.plan(Analysis(bottleneck=None, findings=(gap(0.5),)), ["r0"])]
+    assert grid_limited[:2] == ["more_programs", "more_warps"], grid_limited
+    tile_limited = [m for m, _ in moves.plan(Analysis(bottleneck=None, findings=(gap(12.0),)), ["r0"])]
+    assert tile_limited[:3] == ["smaller", "fewer_warps", "fewer_stages"], tile_limited
+    # a persistent grid gets twice the programs per SM; a plain one smaller blocks
+    assert moves.apply_tile_move("more_programs", {"BLOCK": 2048, "num_warps": 4, "PER_SM": 4}) == \
+        {"BLOCK": 2048, "num_warps": 4, "PER_SM": 8}
+    assert moves.apply_tile_move("more_programs", {"BLOCK": 2048, "num_warps": 4, "PER_SM": 0}) == \
+        {"BLOCK": 1024, "num_warps": 4, "PER_SM": 0}
+    assert moves.apply_tile_move("more_programs", {"BLOCK": 2048, "num_warps": 4, "PER_SM": 32}) is None
+
+
 def test_settings_are_checked():
     with pytest.raises(ValueError):
         ExpertSettings(stop_at_roofline_fraction=0.0)

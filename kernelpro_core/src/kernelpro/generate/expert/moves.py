@@ -9,10 +9,12 @@ uncoalesced_global, sass_narrow_global_access           wider (more contiguous e
                                                         outputs per thread, down to one)
 occupancy_limiter, occupancy_gap, local_memory,         smaller (halve the tile), fewer_warps,
 sass_local_memory                                       fewer_stages
+occupancy_gap with a grid under one wave                more_programs, more_warps
 tail_effect, small_grid                                 more_programs (smaller blocks: more,
                                                         shorter programs over the same data; row
                                                         kernels: split rows into chunks; GEMM:
-                                                        halve the longer tile side); tail_effect
+                                                        halve the longer tile side; a persistent
+                                                        grid: twice the programs per SM); tail_effect
                                                         also persistent (pointwise: a grid of 4
                                                         programs per SM walking the blocks)
 launch_bound, launch_overhead, cpu_overhead,            graph (capture the whole forward)
@@ -101,7 +103,7 @@ def plan(analysis: Analysis | None, region_ids: list[str]) -> list[tuple[str, st
         ranked = sorted(analysis.findings, key=lambda f: -(f.estimated_gain or 0.0))
         for f in ranked:
             rid = next((r for r in region_ids if f.kernel and f"_kp_{r}_kernel" in f.kernel), None)
-            for move in FINDING_MOVES.get(f.tool, ()):
+            for move in _finding_moves(f):
                 out.append((move, rid))
         if analysis.bottleneck is not None:
             out += [(m, None) for m in BOTTLENECK_MOVES.get(analysis.bottleneck.kind, ())]
@@ -112,6 +114,19 @@ def plan(analysis: Analysis | None, region_ids: list[str]) -> list[tuple[str, st
             seen.add(item)
             unique.append(item)
     return unique
+
+
+def _finding_moves(f: Any) -> tuple[str, ...]:
+    """The moves for one finding. An occupancy gap whose grid does not fill one wave
+    (``waves_per_sm`` < 1 in its evidence) is the grid's fault, not the tile's: more
+    programs or more warps fill the empty warp slots, where a smaller tile or fewer warps
+    would empty more (pass 5's L1 #98: a persistent reduction at 0.5 waves went from 4 to 2
+    warps, 0.79 -> 1.57 ms)."""
+    if f.tool == "occupancy_gap":
+        waves = (getattr(f, "evidence", None) or {}).get("waves_per_sm")
+        if isinstance(waves, (int, float)) and waves < 1.0:
+            return ("more_programs", "more_warps")
+    return FINDING_MOVES.get(f.tool, ())
 
 
 def _clamp(key: str, value: int) -> int | None:
@@ -154,7 +169,10 @@ def apply_tile_move(move: str, tile: dict[str, int]) -> dict[str, int] | None:
         k = "BLOCK_R" if col else key
         t[k] = t[k] // 2
     elif move == "more_programs":
-        if "BLOCK" in t:
+        if t.get("PER_SM"):
+            # a persistent grid has PER_SM programs per SM whatever its BLOCK
+            t["PER_SM"] *= 2
+        elif "BLOCK" in t:
             t["BLOCK"] //= 2
         elif col:
             t["BLOCK_I"] //= 2
