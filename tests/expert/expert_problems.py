@@ -156,6 +156,8 @@ PROBLEMS = {
     "tanh_max_pool1d_long_rows": problem("        self.pool = nn.MaxPool1d(3, stride=1, padding=1)\n",
                                          "        return self.pool(torch.tanh(x) * 2.0 - 1.0)\n",
                                          "[torch.randn(2, 3, 300)]"),
+    "avg_pool2d_long_rows_nopad_count": problem(
+        "", "        return F.avg_pool2d(x, (2, 3), (2, 1), (0, 1), False, False)\n", "[torch.randn(2, 3, 7, 300)]"),
     "dwconv2d_valid_wide_rows": problem("        self.conv = nn.Conv2d(3, 3, 3, groups=3)\n",
                                         "        return self.conv(x)\n", "[torch.randn(2, 3, 6, 300)]"),
     # dense convolutions as implicit GEMMs (padding, stride, dilation; K not a multiple of

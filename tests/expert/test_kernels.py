@@ -29,7 +29,7 @@ CASES = ["elementwise_chain", "bias_gelu", "softmax", "softmax_dim0", "log_softm
          "param_add_max_pool1d",
          "dwconv2d_bias_relu", "dwconv1d_nobias", "dwconv3d",
          "avg_pool1d_long_rows", "dwconv2d_wide_rows", "max_pool1d_long_rows", "tanh_max_pool1d_long_rows",
-         "dwconv2d_valid_wide_rows",
+         "dwconv2d_valid_wide_rows", "avg_pool2d_long_rows_nopad_count",
          # dense convolutions as implicit GEMMs (fp32 ieee and tf32x3, moved tiles)
          "conv1d_dilated_strided", "conv2d_stride_pad_min", "conv2d_valid_dilated",
          # full reductions (losses)

@@ -1122,30 +1122,51 @@ def _kp_{{ rid }}_kernel(x_ptr, out_ptr, {% if conv %}w_ptr, {% if has_bias %}b_
     n_cols = tl.minimum(OW - cb * BLOCK_W, BLOCK_W)
     w_inside = (cb * BLOCK_W * SW - PW >= 0) & ((cb * BLOCK_W + n_cols - 1) * SW - PW + (KW - 1) * DW < IW)
     full = w_inside & (n_cols == BLOCK_W) & ((rb + 1) * ROWS <= n_rows) & DH_INSIDE
+{% set avg_count = op == "avg_pool" and not divisor_override %}
+{% macro scale(mode) %}
+{% if avg_count %}
+        # the average's divisor: the window clipped to the padded input (count_include_pad)
+        # or to the input. In an unchecked tile every window lies inside along W, so the W
+        # factor is KW and the divisor is one per row: its reciprocal is taken once per row
+        d0 = od * SD - PD
+        h0 = oh * SH - PH
+        d1 = tl.minimum(d0 + KD, ID + PD)
+        h1 = tl.minimum(h0 + KH, IH + PH)
+{% if mode == "full" %}
+        w_count = KW
+{% else %}
+        w0 = ow * SW - PW
+        w1 = tl.minimum(w0 + KW, IW + PW)
+{% endif %}
+{% set cnt = "count_row" if mode == "full" else "count" %}
+{% if count_include_pad %}
+        {{ cnt }} = (d1 - d0) * (h1 - h0) * {{ "w_count" if mode == "full" else "(w1 - w0)" }}
+{% else %}
+        {{ cnt }} = (tl.minimum(d1, ID) - tl.maximum(d0, 0)) * (tl.minimum(h1, IH) - tl.maximum(h0, 0)) * \
+            {{ "w_count" if mode == "full" else "(tl.minimum(w1, IW) - tl.maximum(w0, 0))" }}
+{% endif %}
+{% if mode == "full" %}
+        scale = tl.broadcast_to(1.0 / count_row.to(tl.float32), [ROWS, BLOCK_W])
+{% else %}
+        scale = 1.0 / count.to(tl.float32)
+{% endif %}
+{% endif %}
+{% endmacro %}
     if full:
 {{ taps("full", "        ") }}
+{{ scale("full") }}
     elif w_inside:
         cols_ok = mask
 {{ taps("cols", "        ") }}
+{{ scale("cols") }}
     else:
 {{ taps("edge", "        ") }}
+{{ scale("edge") }}
 {% if op == "avg_pool" %}
 {% if divisor_override %}
     y = acc / {{ divisor_override }}
 {% else %}
-    d0 = od * SD - PD
-    h0 = oh * SH - PH
-    w0 = ow * SW - PW
-    d1 = tl.minimum(d0 + KD, ID + PD)
-    h1 = tl.minimum(h0 + KH, IH + PH)
-    w1 = tl.minimum(w0 + KW, IW + PW)
-{% if count_include_pad %}
-    count = (d1 - d0) * (h1 - h0) * (w1 - w0)
-{% else %}
-    count = (tl.minimum(d1, ID) - tl.maximum(d0, 0)) * (tl.minimum(h1, IH) - tl.maximum(h0, 0)) * \
-        (tl.minimum(w1, IW) - tl.maximum(w0, 0))
-{% endif %}
-    y = acc / count.to(tl.float32)
+    y = acc * scale
 {% endif %}
 {% elif conv and has_bias %}
     y = acc + tl.load(b_ptr + l1[:, None], mask=row_ok[:, None], other=0.0).to(tl.float32)
