@@ -328,6 +328,21 @@ def test_windowed_tiles_keep_an_output_per_thread_and_grow_when_compute_bound():
     assert moves.apply_tile_move("larger_tile", {"BLOCK": 1024, "num_warps": 4, "PER_SM": 0}) is None
 
 
+def test_windowed_roots_grow_the_tile_before_halving_the_warps():
+    # bench pass 5 on the H200: BLOCK 256 was 1.28 -> 0.83 ms on L1 #82; 2 warps never won
+    from kernelpro.problem import parse_problem as parse
+    from expert_problems import problem
+
+    big = problem("        self.pool = nn.AvgPool1d(8, stride=1, padding=4)\n", "        return self.pool(x)\n",
+                  "[torch.randn(64, 128, 1024)]")  # over the graph limit: no graphs at the root
+    req = GenerationRequest(problem=parse(big, name="bigpool"), n=3, device="cuda", parent=None, tried=())
+    tiles = [d.params["tiles"]["r0"] for d in ExpertGenerator().generate(req)]
+    assert tiles == [{"BLOCK": 128, "num_warps": 4}, {"BLOCK": 256, "num_warps": 4},
+                     {"BLOCK": 128, "num_warps": 2}], tiles
+    # other tiles keep the default order (a pointwise root halves its block first)
+    assert moves.root_first({"r0": {"BLOCK": 1024, "num_warps": 4, "PER_SM": 0}}) == ()
+
+
 def test_large_forwards_get_no_graph_when_refined():
     from kernelpro.problem import parse_problem as parse
     from expert_problems import problem

@@ -134,7 +134,8 @@ class ExpertGenerator(Generator):
             # (FMA pipes), which rarely beat the library
             pool += [gemm_params(rec, "tf32x3"), gemm]
         for start in [base] + ([gemm] if gemm is not None else []):
-            pool += [child for move, rid in moves.plan(None, list(start["lower"])) if move != "graph"
+            first = moves.root_first({r: start["tiles"][r] for r in start["lower"]})
+            pool += [child for move, rid in moves.plan(None, list(start["lower"]), first) if move != "graph"
                      for child in moves.apply(move, rid, start)]
         return pool
 
