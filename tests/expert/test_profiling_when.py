@@ -81,6 +81,9 @@ def test_expand_profiles_the_expanded_parents_and_the_winner_only(tmp_path, monk
     assert sorted(p.stem for p in (run / "analyses").glob("*.json")) == sorted(PROFILED)
     late = [json.loads(line) for line in (run / "profiles.jsonl").read_text().splitlines()]
     assert [p["id"] for p in late] == PROFILED and late[-1]["why"] in ("winner", "expanded")
+    # where each profile's time went: the collector's two passes (stage 2: the gated
+    # micro-profilers' metrics)
+    assert all(set(p["collect_s"]) == {"counting:1", "counting:2"} for p in late), [p["collect_s"] for p in late]
     assert all(r["seconds"]["profile"] is None for r in records)  # none was profiled when evaluated
     # a parent's profile was taken before its children were generated
     first_child = min(i for i, r in enumerate(records) if r["parent"] != "root")

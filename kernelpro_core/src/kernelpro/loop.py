@@ -471,7 +471,9 @@ class Optimizer:
         self.progress.message(f"{cid}: profiled ({seconds:.0f} s, {why})")
         bottleneck = analysis.bottleneck.kind if analysis.bottleneck else None
         findings = [f.title for f in analysis.findings]
-        self.run.append_jsonl("profiles.jsonl", {"id": cid, "why": why, "seconds": seconds, "bottleneck": bottleneck})
+        collect_s = {k: round(v, 3) for k, v in getattr(self.profiler, "last_seconds", {}).items()}
+        self.run.append_jsonl("profiles.jsonl", {"id": cid, "why": why, "seconds": seconds, "bottleneck": bottleneck,
+                                                 "collect_s": collect_s})
         for rec in self.records:
             if rec["id"] == cid:
                 rec["bottleneck"], rec["findings"] = bottleneck, findings

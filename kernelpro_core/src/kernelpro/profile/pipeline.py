@@ -19,6 +19,7 @@ on with what the others found (or with timing alone).
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -49,6 +50,8 @@ class Profiler:
                  heuristic_settings: dict[str, Any] | None = None) -> None:
         self.plugins = plugins
         self.notes: list[str] = []
+        #: seconds of each collector pass of the last :meth:`profile` ("<collector>:<stage>")
+        self.last_seconds: dict[str, float] = {}
         self.classifier = None
         if classifier:
             try:
@@ -77,6 +80,7 @@ class Profiler:
         """Profile a candidate. ``only`` restricts the micro-profilers to those names
         (still gated), as the LLM tool "run a named micro-profiler" asks."""
         notes = list(self.notes)
+        self.last_seconds = {}
         available: list[Collector] = []
         for c in self.collectors:
             reason = c.unavailable_reason(target)
@@ -88,10 +92,12 @@ class Profiler:
         for c in available:
             if c.level != "kernel":
                 continue
+            t0 = time.monotonic()
             try:
                 stage1[c.level] = c.collect(target, stage=1)
             except CollectorError as exc:
                 notes.append(f"{c.name}: {exc}")
+            self.last_seconds[f"{c.name}:1"] = time.monotonic() - t0
         bottleneck = None
         if self.classifier is not None and stage1:
             bottleneck = self.classifier.classify(stage1, context)
@@ -105,19 +111,24 @@ class Profiler:
             gated = [m for m in self.micro_profilers if m.name in wanted]
         profiles = dict(stage1)
         for c in available:
+            t0, collected = time.monotonic(), False
             try:
                 if c.level == "kernel":
                     metrics = sorted({x for m in gated if m.level == "kernel" for x in m.metrics})
                     if metrics:
+                        collected = True
                         profiles["kernel"] = c.collect(target, stage=2, metrics=metrics)
                         # keep stage-1 numbers the stage-2 pass did not repeat
                         profiles["kernel"] = merge_profiles(stage1.get("kernel"), profiles["kernel"])
                 elif any(m.level == c.level for m in gated):
                     # other levels collect once, for the metrics their gated micro-profilers need
                     metrics = sorted({x for m in gated if m.level == c.level for x in m.metrics})
+                    collected = True
                     profiles[c.level] = c.collect(target, stage=2, metrics=metrics)
             except CollectorError as exc:
                 notes.append(f"{c.name}: {exc}")
+            if collected:
+                self.last_seconds[f"{c.name}:2"] = time.monotonic() - t0
         for p in profiles.values():
             notes.extend(p.notes)
         findings = run_micro_profilers(gated, profiles, bottleneck, context, notes)
