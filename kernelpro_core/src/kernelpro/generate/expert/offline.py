@@ -15,23 +15,33 @@ from typing import Any, Callable
 
 def compile_launch(fn: Any, args: tuple[Any, ...], constexprs: dict[str, Any], num_warps: int = 4,
                    num_stages: int = 3, arch: int = 90) -> Any:
-    """``fn`` (a ``triton.jit`` function) compiled for ``sm_<arch>`` as this launch would run it."""
+    """``fn`` (a ``triton.jit`` function) compiled for ``sm_<arch>`` as this launch would run it,
+    with the specializations a real launch makes: a pointer whose address is a multiple of
+    16 bytes, or an integer that is a multiple of 16, is marked so (``tt.divisibility``: the
+    loads and stores it addresses can be vectorized), and an integer equal to 1 becomes a
+    constant. A meta tensor's address is 0, as aligned as PyTorch's allocations."""
     import torch
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
     pointer = {torch.float32: "*fp32", torch.float16: "*fp16", torch.bfloat16: "*bf16", torch.float64: "*fp64"}
-    signature, values = {}, dict(constexprs)
-    for p, a in zip(fn.params, args):
+    signature, values, attrs = {}, dict(constexprs), {}
+    for i, (p, a) in enumerate(zip(fn.params, args)):
         if p.is_constexpr:
             values[p.name] = a
         elif isinstance(a, torch.Tensor):
             signature[p.name] = pointer[a.dtype]
+            if a.data_ptr() % 16 == 0:
+                attrs[(i,)] = [["tt.divisibility", 16]]
         elif isinstance(a, bool):
             signature[p.name] = "i1"
+        elif isinstance(a, int) and a == 1:
+            signature[p.name], values[p.name] = "constexpr", 1
         elif isinstance(a, int):
             signature[p.name] = "i64" if abs(a) >= 2**31 else "i32"
+            if a % 16 == 0:
+                attrs[(i,)] = [["tt.divisibility", 16]]
         elif isinstance(a, float):
             signature[p.name] = "fp32"
         else:
@@ -39,7 +49,7 @@ def compile_launch(fn: Any, args: tuple[Any, ...], constexprs: dict[str, Any], n
     for p in fn.params:
         if p.is_constexpr:
             signature[p.name] = "constexpr"
-    return triton.compile(ASTSource(fn=fn, signature=signature, constexprs=values),
+    return triton.compile(ASTSource(fn=fn, signature=signature, constexprs=values, attrs=attrs),
                           target=GPUTarget("cuda", arch, 32), options={"num_warps": num_warps, "num_stages": num_stages})
 
 
