@@ -20,7 +20,7 @@ from triton_interpreter_compat import allow_scalar_loop_bounds  # noqa: E402
 from kernelpro.evaluate.loader import load_module  # noqa: E402
 from kernelpro.generate.expert import moves  # noqa: E402
 from kernelpro.generate.expert.recognize import recognize  # noqa: E402
-from kernelpro.generate.expert.render import default_params, gemm_params, render_candidate, rewrite_params  # noqa: E402,E501
+from kernelpro.generate.expert.render import vec_eligible, vec_tile, default_params, gemm_params, render_candidate, rewrite_params  # noqa: E402,E501
 
 
 def check(name: str, workdir: Path) -> list[dict]:
@@ -37,6 +37,10 @@ def check(name: str, workdir: Path) -> list[dict]:
     if gemm is not None:  # the Triton-GEMM alternative, its other precision, a smaller and a deeper tile
         variants += [gemm] + [gemm_params(rec, "tf32x3")] * ("precision" in str(gemm["tiles"])) + \
             moves.apply("smaller", None, gemm)[:1] + moves.apply("deeper_k", None, gemm)[:1]
+    vectored = [r for r in base["lower"] if vec_eligible(rec.regions[int(r[1:])])] if base["lower"] else []
+    if vectored:  # the vector windowed form (stride 1 along W): 512 outputs at 4 warps, 128 at 1
+        variants += [{**base, "tiles": {**base["tiles"], **{r: tile for r in vectored}}}
+                     for tile in (vec_tile(), {**vec_tile(1), "BLOCK": 128})]
     force64 = set()
     windowed = [r for r in base["lower"] if "BLOCK" in base["tiles"][r] and "PER_SM" not in base["tiles"][r]]
     if windowed:
@@ -46,6 +50,9 @@ def check(name: str, workdir: Path) -> list[dict]:
                                                                for r in windowed}}})
         force64.add(len(variants))
         variants.append(base)
+    if vectored:  # the vector form's 64-bit path too
+        force64.add(len(variants))
+        variants.append({**base, "tiles": {**base["tiles"], **{r: vec_tile() for r in vectored}}})
     out = []
     for k, params in enumerate(variants):
         path = workdir / f"{name}_{k}.py"

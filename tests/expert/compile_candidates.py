@@ -21,7 +21,7 @@ from kernelpro.evaluate.loader import load_module  # noqa: E402
 from kernelpro.generate.expert import moves  # noqa: E402
 from kernelpro.generate.expert.offline import compile_instead_of_launch  # noqa: E402
 from kernelpro.generate.expert.recognize import recognize  # noqa: E402
-from kernelpro.generate.expert.render import default_params, gemm_params, render_candidate  # noqa: E402
+from kernelpro.generate.expert.render import vec_eligible, vec_tile, default_params, gemm_params, render_candidate  # noqa: E402
 
 RESULTS: list[dict] = []
 
@@ -36,6 +36,10 @@ def check(name: str, workdir: Path) -> None:
     if gemm is not None:
         variants += [gemm] + ([gemm_params(rec, "tf32x3")] if "precision" in str(gemm["tiles"]) else []) + \
             moves.apply("more_stages", None, gemm)[:1]
+    vectored = [r for r in base["lower"] if vec_eligible(rec.regions[int(r[1:])])] if base["lower"] else []
+    if vectored:  # the vector windowed form (stride 1 along W): 512 outputs at 4 warps, 128 at 1
+        variants += [{**base, "tiles": {**base["tiles"], **{r: tile for r in vectored}}}
+                     for tile in (vec_tile(), {**vec_tile(1), "BLOCK": 128})]
     force64 = set()
     if any("BLOCK" in t and "PER_SM" not in t for t in base.get("tiles", {}).values()) and base["lower"]:
         force64.add(len(variants))  # pooling / depthwise: the 64-bit index path, forced here
@@ -48,9 +52,11 @@ def check(name: str, workdir: Path) -> None:
         path.write_text(text)
         mod = load_module(path, f"cc_{name}_{k}")
 
-        def record(kernel: str, compiled, num_warps: int, _constexprs, k=k) -> None:
+        def record(kernel: str, compiled, num_warps: int, _constexprs, k=k, params=params) -> None:
             RESULTS.append({"kernel": f"{name}/{k}/{kernel}", "cubin_bytes": len(compiled.asm["cubin"]),
                             "num_warps": num_warps, "ptx_mma": "mma" in compiled.asm["ptx"],
+                            "ptx_v4_loads": "ld.global.v4" in compiled.asm["ptx"],
+                            "vec": any(t.get("VEC") for t in params.get("tiles", {}).values()),
                             "shared_bytes": compiled.metadata.shared})
 
         compile_instead_of_launch(mod, record)

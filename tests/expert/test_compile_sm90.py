@@ -50,3 +50,11 @@ def test_fp32_gemm_precisions(compiled):
     tf32x3, ieee with one more stage)."""
     rows = [r for r in compiled if r["name"] == "linear_relu_odd" and r["kernel"].endswith("_r1_kernel")]
     assert [r["ptx_mma"] for r in rows] == [False, True, False], rows
+
+
+@pytest.mark.parametrize("name", ["avg_pool1d_long_rows", "max_pool1d_long_rows", "dwconv2d_valid_wide_rows"])
+def test_vector_windows_load_16_bytes_at_a_time(compiled, name):
+    """The vector windowed form reads its inputs with 128-bit loads, as a real launch
+    specializes aligned pointers (compile_launch does the same)."""
+    rows = [r for r in compiled if r["name"] == name and r["vec"]]
+    assert len(rows) == 2 and all(r["ptx_v4_loads"] for r in rows), rows

@@ -335,12 +335,24 @@ def test_windowed_roots_grow_the_tile_before_halving_the_warps():
 
     big = problem("        self.pool = nn.AvgPool1d(8, stride=1, padding=4)\n", "        return self.pool(x)\n",
                   "[torch.randn(64, 128, 1024)]")  # over the graph limit: no graphs at the root
-    req = GenerationRequest(problem=parse(big, name="bigpool"), n=3, device="cuda", parent=None, tried=())
+    req = GenerationRequest(problem=parse(big, name="bigpool"), n=4, device="cuda", parent=None, tried=())
     tiles = [d.params["tiles"]["r0"] for d in ExpertGenerator().generate(req)]
-    assert tiles == [{"BLOCK": 128, "num_warps": 4}, {"BLOCK": 256, "num_warps": 4},
-                     {"BLOCK": 128, "num_warps": 2}], tiles
+    # the per-tap kernel, the vector form (stride 1 along W), then the per-tap kernel's children
+    assert tiles == [{"BLOCK": 128, "num_warps": 4}, {"BLOCK": 512, "num_warps": 4, "VEC": 1},
+                     {"BLOCK": 256, "num_warps": 4}, {"BLOCK": 128, "num_warps": 2}], tiles
     # other tiles keep the default order (a pointwise root halves its block first)
     assert moves.root_first({"r0": {"BLOCK": 1024, "num_warps": 4, "PER_SM": 0}}) == ()
+
+
+def test_vector_window_tiles_keep_a_group_of_four_per_thread():
+    vec = {"BLOCK": 512, "num_warps": 4, "VEC": 1}
+    assert moves.apply_tile_move("larger_tile", vec) == {**vec, "BLOCK": 1024}
+    assert moves.apply_tile_move("smaller", vec) is None  # 256 outputs on 128 threads: under 4 each
+    assert moves.apply_tile_move("fewer_warps", vec) == {**vec, "num_warps": 2}
+    assert moves.apply_tile_move("more_warps", vec) is None
+    assert moves.apply_tile_move("more_warps", {**vec, "BLOCK": 1024}) == {**vec, "BLOCK": 1024, "num_warps": 8}
+    assert moves.apply_tile_move("wider", vec) is None and moves.apply_tile_move("persistent", vec) is None
+    assert moves.apply_tile_move("larger_tile", {**vec, "BLOCK": 4096}) is None
 
 
 def test_large_forwards_get_no_graph_when_refined():

@@ -31,7 +31,7 @@ from kernelpro.api import GenerationRequest, Generator
 from kernelpro.generate.expert import moves
 from kernelpro.generate.expert.recognize import Recognition, recognize
 from kernelpro.generate.expert.render import (default_params, describe, gemm_params, is_triton, region_ids,
-                                              render_candidate, rewrite_params)
+                                              render_candidate, rewrite_params, vec_eligible, vec_tile)
 from kernelpro.records import CandidateDraft
 
 
@@ -116,6 +116,12 @@ class ExpertGenerator(Generator):
             pool.append(rewrite)  # a GEMM whose output is only summed over N: a matrix-vector product
         if base["lower"]:
             pool.append(base)
+        ids = region_ids(rec)
+        vectored = [r for r in base["lower"] if r in ids and vec_eligible(rec.regions[ids.index(r)])]
+        if vectored:
+            # windows with stride 1 along W: 4 outputs per thread from 16-byte loads of the
+            # inputs they share, instead of one load per tap and output
+            pool.append({**base, "tiles": {**base["tiles"], **{r: vec_tile() for r in vectored}}})
         fp32_gemm = any(r.kind == "gemm" and r.attrs["dtype"] == "float32" for r in rec.regions)
         # fp32 products (GEMMs or convolutions as implicit GEMMs): the Triton kernels come last
         fp32_mm = any(r.kind in ("gemm", "conv") and r.attrs["dtype"] == "float32" for r in rec.regions)

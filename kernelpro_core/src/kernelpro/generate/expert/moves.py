@@ -157,6 +157,20 @@ def apply_tile_move(move: str, tile: dict[str, int]) -> dict[str, int] | None:
     if "BLOCK_M" in tile:
         return apply_gemm_move(move, tile)
     t = dict(tile)
+    if t.get("VEC"):
+        # the vector windowed form: BLOCK outputs of a row, 4 per thread group
+        if move == "larger_tile":
+            t["BLOCK"] *= 2
+        elif move in ("smaller", "more_programs"):
+            t["BLOCK"] //= 2
+        elif move == "more_warps":
+            t["num_warps"] *= 2
+        elif move == "fewer_warps":
+            t["num_warps"] //= 2
+        else:
+            return None
+        # at least one group of 4 outputs per thread, at most 4096 outputs a program
+        return t if 1 <= t["num_warps"] <= 8 and 128 * t["num_warps"] <= t["BLOCK"] <= 4096 else None
     col = "BLOCK_I" in t
     key = "BLOCK" if "BLOCK" in t else ("BLOCK_I" if col else "BLOCK_R")
     windowed = "BLOCK" in t and "PER_SM" not in t  # pooling / depthwise conv: gathers per tap

@@ -229,6 +229,21 @@ def render_conv(rid: str, region: Region, tile: dict[str, Any]) -> str:
                   **{k: tile[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages")})
 
 
+def vec_eligible(region: Region) -> bool:
+    """Whether a windowed region has the vector form (see the POOL template): stride and
+    dilation 1 along W, a window of at most 16 there, no prologue."""
+    if region.kind != "pool" or region.op not in ("avg_pool", "max_pool", "depthwise_conv"):
+        return False
+    a = region.attrs
+    return (a["stride"][-1] == 1 and a["dilation"][-1] == 1 and a["kernel"][-1] <= 16
+            and not a["n_pro"] and not region.prologue)
+
+
+def vec_tile(num_warps: int = 4) -> dict[str, int]:
+    """512 outputs of a row per program: 4 per thread at 4 warps."""
+    return {"BLOCK": 512, "num_warps": num_warps, "VEC": 1}
+
+
 def render_pool(rid: str, region: Region, tile: dict[str, Any]) -> str:
     a = region.attrs
     n_pro, n_epi = a["n_pro"], a["n_epi"]
@@ -247,7 +262,20 @@ def render_pool(rid: str, region: Region, tile: dict[str, Any]) -> str:
                   kernel3=three(a["kernel"], 1), stride3=three(a["stride"], 1), padding3=three(a["padding"], 0),
                   dilation3=three(a["dilation"], 1), ceil_mode=bool(a["ceil_mode"]),
                   count_include_pad=bool(a["count_include_pad"]), divisor_override=a["divisor_override"],
-                  BLOCK=tile["BLOCK"], num_warps=tile["num_warps"])
+                  BLOCK=tile["BLOCK"], num_warps=tile["num_warps"], **vec_args(region, tile))
+
+
+def vec_args(region: Region, tile: dict[str, Any]) -> dict[str, Any]:
+    """The vector form's layout constants: output j's tap k is column a_off + j + k of the
+    nb aligned 4-wide blocks loaded from each output group's first output + w_al."""
+    if not tile.get("VEC"):
+        return {"vec": False}
+    if not vec_eligible(region):
+        raise ValueError(f"the vector form does not apply to this {region.op} region")
+    pw, kw = int(region.attrs["padding"][-1]), int(region.attrs["kernel"][-1])
+    w_al = -((pw + 3) // 4) * 4  # -PW rounded down to a multiple of 4
+    a_off = -pw - w_al
+    return {"vec": True, "w_al": w_al, "a_off": a_off, "nb": (a_off + 3 + kw + 3) // 4, "kw_size": kw}
 
 
 def render_kernel(rid: str, region: Region, tile: dict[str, Any]) -> str:

@@ -998,6 +998,132 @@ def _kp_{{ rid }}_kernel(x_ptr, out_ptr, {% if conv %}w_ptr, {% if has_bias %}b_
         DH: tl.constexpr, DW: tl.constexpr, {% for i in range(n_pro) %}FLAT{{ i }}: tl.constexpr, {% endfor %}INDEX64: tl.constexpr,
         DH_INSIDE: tl.constexpr,
         ROWS: tl.constexpr, BLOCK_W: tl.constexpr):
+{% if vec %}
+{#- Vector form (stride 1 and dilation 1 along W, no prologue): a thread computes 4
+    neighbouring outputs of one row from NB aligned 16-byte loads of the inputs they share
+    (columns c<b>_<i> = x[o0 + W_AL + 4 b + i]), instead of one load per tap and output. With
+    W_AL = -PW rounded down to a multiple of 4 and A = -PW - W_AL, output j's tap k is column
+    A + j + k. Taps of a (D, H) row are added in order, as in the per-tap form. -#}
+{% macro vec_body(full, ind) %}
+{% for j in range(4) %}
+{% if op == "max_pool" %}
+{{ ind }}acc{{ j }} = tl.full([BLOCK_W // 4], float('-inf'), tl.float32)
+{% else %}
+{{ ind }}acc{{ j }} = tl.zeros([BLOCK_W // 4], dtype=tl.float32)
+{% endif %}
+{% endfor %}
+{{ ind }}for kd in tl.static_range(KD):
+{{ ind }}    i_d = od * SD - PD + kd * DD
+{{ ind }}    for kh in tl.static_range(KH):
+{{ ind }}        i_h = oh * SH - PH + kh * DH
+{{ ind }}        x_row = x_ptr + (base + (i_d * IH + i_h) * IW)
+{% if not full %}
+{{ ind }}        dh_ok = (i_d >= 0) & (i_d < ID) & (i_h >= 0) & (i_h < IH)
+{% endif %}
+{% for bk in range(nb) %}
+{{ ind }}        pos = o0[:, None] + ({{ w_al + 4 * bk }} + col4[None, :])
+{% if full %}
+{{ ind }}        blk = tl.load(x_row + pos).to(tl.float32)
+{% else %}
+{{ ind }}        blk = tl.load(x_row + pos, mask=dh_ok & (pos >= 0) & (pos < IW), other={{ "float('-inf')" if op == "max_pool" else "0.0" }}).to(tl.float32)
+{% endif %}
+{{ ind }}        q0, q1 = tl.split(tl.reshape(blk, [BLOCK_W // 4, 2, 2]))
+{{ ind }}        c{{ bk }}_0, c{{ bk }}_2 = tl.split(q0)
+{{ ind }}        c{{ bk }}_1, c{{ bk }}_3 = tl.split(q1)
+{% endfor %}
+{% if conv %}
+{% for kw in range(kw_size) %}
+{{ ind }}        w{{ kw }} = tl.load(w_ptr + l1 * (KD * KH * KW) + (kd * KH + kh) * KW + {{ kw }}).to(tl.float32)
+{% endfor %}
+{% endif %}
+{% for j in range(4) %}
+{% for kw in range(kw_size) %}
+{% set n = a_off + j + kw %}
+{% if op == "max_pool" %}
+{{ ind }}        acc{{ j }} = tl.maximum(acc{{ j }}, c{{ n // 4 }}_{{ n % 4 }})
+{% elif conv %}
+{{ ind }}        acc{{ j }} += c{{ n // 4 }}_{{ n % 4 }} * w{{ kw }}
+{% else %}
+{{ ind }}        acc{{ j }} += c{{ n // 4 }}_{{ n % 4 }}
+{% endif %}
+{% endfor %}
+{% endfor %}
+{{ ind }}acc = tl.reshape(tl.join(tl.join(acc0, acc2), tl.join(acc1, acc3)), [BLOCK_W // 4, 4])
+{{ ind }}ow = o0[:, None] + col4[None, :]
+{% if op == "avg_pool" %}
+{% if divisor_override %}
+{{ ind }}y = acc / {{ divisor_override }}
+{% else %}
+{{ ind }}d0 = od * SD - PD
+{{ ind }}h0 = oh * SH - PH
+{{ ind }}d1 = tl.minimum(d0 + KD, ID + PD)
+{{ ind }}h1 = tl.minimum(h0 + KH, IH + PH)
+{% if full %}
+{# every window inside along W: the W factor is KW, one divisor for the row #}
+{% if count_include_pad %}
+{{ ind }}count_row = (d1 - d0) * (h1 - h0) * KW
+{% else %}
+{{ ind }}count_row = (tl.minimum(d1, ID) - tl.maximum(d0, 0)) * (tl.minimum(h1, IH) - tl.maximum(h0, 0)) * KW
+{% endif %}
+{{ ind }}y = acc * (1.0 / count_row.to(tl.float32))
+{% else %}
+{{ ind }}w0 = ow - PW
+{{ ind }}w1 = tl.minimum(w0 + KW, IW + PW)
+{% if count_include_pad %}
+{{ ind }}count = (d1 - d0) * (h1 - h0) * (w1 - w0)
+{% else %}
+{{ ind }}count = (tl.minimum(d1, ID) - tl.maximum(d0, 0)) * (tl.minimum(h1, IH) - tl.maximum(h0, 0)) * \
+{{ ind }}    (tl.minimum(w1, IW) - tl.maximum(w0, 0))
+{% endif %}
+{{ ind }}y = acc * (1.0 / count.to(tl.float32))
+{% endif %}
+{% endif %}
+{% elif conv and has_bias %}
+{{ ind }}y = acc + tl.load(b_ptr + l1).to(tl.float32)
+{% else %}
+{{ ind }}y = acc
+{% endif %}
+{% for i in range(n_epi) %}
+{% if full %}
+{{ ind }}e{{ i }} = tl.load(e{{ i }}_ptr + (l0 * se{{ i }}_0 + l1 * se{{ i }}_1) + od * se{{ i }}_2 + oh * se{{ i }}_3 + ow * se{{ i }}_4).to(tl.float32)
+{% else %}
+{{ ind }}e{{ i }} = tl.load(e{{ i }}_ptr + (l0 * se{{ i }}_0 + l1 * se{{ i }}_1) + od * se{{ i }}_2 + oh * se{{ i }}_3 + ow * se{{ i }}_4,
+{{ ind }}                 mask=ow < OW, other=0.0).to(tl.float32)
+{% endif %}
+{% endfor %}
+{% for line in epilogue %}
+{{ ind }}{{ line }}
+{% endfor %}
+{% if full %}
+{{ ind }}tl.store(out_ptr + row * OW + ow, {{ epilogue_result }}.to(out_ptr.dtype.element_ty))
+{% else %}
+{{ ind }}tl.store(out_ptr + row * OW + ow, {{ epilogue_result }}.to(out_ptr.dtype.element_ty), mask=ow < OW)
+{% endif %}
+{% endmacro %}
+    pid = tl.program_id(0)
+    n_cb = tl.cdiv(OW, BLOCK_W)
+    row = pid // n_cb
+    cb = pid - row * n_cb
+    if INDEX64:
+        row = row.to(tl.int64)
+    lc = row // (OD * OH)
+    rr = (row - lc * (OD * OH)).to(tl.int32)
+    od = rr // OH
+    oh = rr - od * OH
+    l0 = lc // L1
+    l1 = lc - l0 * L1
+    base = lc * (ID * IH * IW)
+    o0 = cb * BLOCK_W + tl.arange(0, BLOCK_W // 4) * 4
+    col4 = tl.arange(0, 4)
+    # no check at all when every load of the tile lies inside the row, every output exists
+    # and every (D, H) tap is inside (DH_INSIDE)
+    first = cb * BLOCK_W + {{ w_al }}
+    last = cb * BLOCK_W + BLOCK_W - 4 + {{ w_al + 4 * nb - 1 }}
+    if (first >= 0) & (last < IW) & ((cb + 1) * BLOCK_W <= OW) & DH_INSIDE:
+{{ vec_body(True, "        ") }}
+    else:
+{{ vec_body(False, "        ") }}
+{% else %}
     pid = tl.program_id(0)
     n_cb = tl.cdiv(OW, BLOCK_W)
     rb = pid // n_cb
@@ -1181,6 +1307,7 @@ def _kp_{{ rid }}_kernel(x_ptr, out_ptr, {% if conv %}w_ptr, {% if has_bias %}b_
     {{ line }}
 {% endfor %}
     tl.store(out_ptr + rows[:, None] * OW + ow, {{ epilogue_result }}.to(out_ptr.dtype.element_ty), mask=mask)
+{% endif %}
 
 
 def _kp_{{ rid }}(x{% if conv %}, w{% if has_bias %}, b{% endif %}{% endif %}{% for i in range(n_pro) %}, p{{ i }}{% endfor %}{% for i in range(n_epi) %}, e{{ i }}{% endfor %}):
@@ -1228,7 +1355,11 @@ def _kp_{{ rid }}(x{% if conv %}, w{% if has_bias %}, b{% endif %}{% endif %}{% 
     L1 = lead[-1]
     extras = [{% if conv %}w, {% if has_bias %}b, {% endif %}{% endif %}{% for i in range(n_pro) %}p{{ i }}, {% endfor %}{% for i in range(n_epi) %}e{{ i }}, {% endfor %}]
     # a tile of ROWS output rows by BLOCK_W outputs of a row, BLOCK in all
+{% if vec %}
+    block_w = {{ BLOCK }}  # the vector form: BLOCK outputs of one row per program
+{% else %}
     block_w = min(triton.next_power_of_2(osp[2]), {{ BLOCK }})
+{% endif %}
     n_rows = n // osp[2]
     grid = (triton.cdiv(n_rows, {{ BLOCK }} // block_w) * triton.cdiv(osp[2], block_w),)
     _kp_{{ rid }}_kernel[grid](x, out, *extras, n_rows, *flat,
