@@ -1,7 +1,7 @@
 """Static instruction counts of the expert's windowed and full-reduction kernels.
 
     python benchmarks/kernel_sass.py [SUITE.jsonl] [--kinds pool,reduce_all,conv] [--block N ...] [--json]
-                                     [--sass-dir DIR]
+                                     [--sass-dir DIR] [--vec]
 
 For every problem of the suite (default: the bench sample, ``build/kernelbench_sample/
 sample.jsonl``) whose recognition has a region of those kinds (pooling and depthwise
@@ -67,6 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="one JSON line per kernel")
     ap.add_argument("--kinds", default="pool,reduce_all", help="region kinds, comma-separated (pool, reduce_all, conv)")
     ap.add_argument("--sass-dir", default=None, help="also write each kernel's SASS listing here")
+    ap.add_argument("--vec", action="store_true",
+                    help="also the vector form of windowed regions that have one (BLOCK 512 at 4 warps, 1024 at 4)")
     ap.add_argument("--block", type=int, action="append", default=[],
                     help="also compile with this BLOCK (outputs per program; repeatable)")
     args = ap.parse_args(argv)
@@ -79,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     from kernelpro.evaluate.loader import load_module
     from kernelpro.generate.expert.offline import compile_instead_of_launch
     from kernelpro.generate.expert.recognize import recognize
-    from kernelpro.generate.expert.render import default_params, gemm_params, render_candidate
+    from kernelpro.generate.expert.render import default_params, gemm_params, render_candidate, vec_eligible, vec_tile
     from kernelpro_plugins_sass.binaries import disassemble, sass_listing
     from kernelpro_plugins_sass.toolchain import find_tool
     from kernelpro_plugins_sass.features import kernel_features
@@ -102,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
             cubin = work / f"{problem}_{len(rows)}.cubin"
             cubin.write_bytes(compiled.asm["cubin"])
             if args.sass_dir:
-                label = "_".join(f"{k}{v}" for k, v in tile.items() if k in ("BLOCK", "BLOCK_M", "BLOCK_N", "precision"))
+                label = "_".join(f"{k}{v}" for k, v in tile.items() if k in ("BLOCK", "BLOCK_M", "BLOCK_N", "precision", "VEC"))
                 out = Path(args.sass_dir) / f"{problem}_{label}_w{num_warps}.sass"
                 out.parent.mkdir(parents=True, exist_ok=True)
                 listing = sass_listing(cubin)[0]
@@ -152,6 +154,9 @@ def main(argv: list[str] | None = None) -> int:
             rid = ids[0]
             variants += [(rid, {**base, "tiles": {**base["tiles"], rid: {**base["tiles"][rid], "BLOCK": block}}})
                          for block in [base["tiles"][rid]["BLOCK"]] + args.block]
+        if ids and args.vec and vec_eligible(rec.regions[int(ids[0][1:])]):
+            variants += [(ids[0], {**base, "tiles": {**base["tiles"], ids[0]: tile}})
+                         for tile in (vec_tile(), {**vec_tile(), "BLOCK": 1024})]
         if convs:  # the implicit-GEMM convolution of the Triton alternative, both precisions
             variants += [(convs[0], gemm_params(rec, precision)) for precision in ("tf32x3", "ieee")]
         for k, (rid, params) in enumerate(variants):
