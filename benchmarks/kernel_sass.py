@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     from kernelpro.evaluate.loader import load_module
     from kernelpro.generate.expert.offline import compile_instead_of_launch
     from kernelpro.generate.expert.recognize import recognize
-    from kernelpro.generate.expert.render import default_params, gemm_params, render_candidate, vec_eligible, vec_tile
+    from kernelpro.generate.expert.render import default_params, gemm_params, render_candidate
     from kernelpro_plugins_sass.binaries import disassemble, sass_listing
     from kernelpro_plugins_sass.toolchain import find_tool
     from kernelpro_plugins_sass.features import kernel_features
@@ -154,6 +154,8 @@ def main(argv: list[str] | None = None) -> int:
             rid = ids[0]
             variants += [(rid, {**base, "tiles": {**base["tiles"], rid: {**base["tiles"][rid], "BLOCK": block}}})
                          for block in [base["tiles"][rid]["BLOCK"]] + args.block]
+        if ids and args.vec:
+            from kernelpro.generate.expert.render import vec_eligible, vec_tile  # code after bench pass 5
         if ids and args.vec and vec_eligible(rec.regions[int(ids[0][1:])]):
             variants += [(ids[0], {**base, "tiles": {**base["tiles"], ids[0]: tile}})
                          for tile in (vec_tile(), {**vec_tile(), "BLOCK": 1024})]
