@@ -177,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(r))
         else:
             t = r["tile"]
-            tile = (f"BLOCK={t['BLOCK']:<5d}" if "BLOCK" in t else
+            tile = (f"BLOCK={t['BLOCK']:<5d}" + (" vec" if t.get("VEC") else "    ") if "BLOCK" in t else
                     f"{t['BLOCK_M']}x{t['BLOCK_N']}x{t['BLOCK_K']} {t.get('precision', '')} K={r['k']}")
             print(f"{r['problem']:8s} {tile} warps={t['num_warps']} "
                   f"index64={r['index64']!s:5s} instructions{' in loops' if r['in_loops'] else ''}="
