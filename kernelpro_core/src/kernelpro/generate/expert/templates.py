@@ -998,6 +998,35 @@ def _kp_{{ rid }}_kernel(x_ptr, out_ptr, {% if conv %}w_ptr, {% if has_bias %}b_
         DH: tl.constexpr, DW: tl.constexpr, {% for i in range(n_pro) %}FLAT{{ i }}: tl.constexpr, {% endfor %}INDEX64: tl.constexpr,
         DH_INSIDE: tl.constexpr,
         ROWS: tl.constexpr, BLOCK_W: tl.constexpr):
+{% set avg_count = op == "avg_pool" and not divisor_override %}
+{#- The average's divisor (both forms): the window clipped to the padded input
+    (count_include_pad) or to the input. In a tile without bounds checks every window lies
+    inside along W, so the W factor is KW and the divisor is one per row: its reciprocal is
+    taken once per row and broadcast to ``shape``. Sets ``scale``. -#}
+{% macro avg_scale(full, ind, shape) %}
+{% if avg_count %}
+{{ ind }}d0 = od * SD - PD
+{{ ind }}h0 = oh * SH - PH
+{{ ind }}d1 = tl.minimum(d0 + KD, ID + PD)
+{{ ind }}h1 = tl.minimum(h0 + KH, IH + PH)
+{% if not full %}
+{{ ind }}w0 = ow * SW - PW
+{{ ind }}w1 = tl.minimum(w0 + KW, IW + PW)
+{% endif %}
+{% set cnt = "count_row" if full else "count" %}
+{% if count_include_pad %}
+{{ ind }}{{ cnt }} = (d1 - d0) * (h1 - h0) * {{ "KW" if full else "(w1 - w0)" }}
+{% else %}
+{{ ind }}{{ cnt }} = (tl.minimum(d1, ID) - tl.maximum(d0, 0)) * (tl.minimum(h1, IH) - tl.maximum(h0, 0)) * \
+{{ ind }}    {{ "KW" if full else "(tl.minimum(w1, IW) - tl.maximum(w0, 0))" }}
+{% endif %}
+{% if full %}
+{{ ind }}scale = tl.broadcast_to(1.0 / count_row.to(tl.float32), {{ shape }})
+{% else %}
+{{ ind }}scale = 1.0 / count.to(tl.float32)
+{% endif %}
+{% endif %}
+{% endmacro %}
 {% if vec %}
 {#- Vector form (stride 1 and dilation 1 along W, no prologue): a thread computes 4
     neighbouring outputs of one row from NB aligned 16-byte loads of the inputs they share
@@ -1054,29 +1083,8 @@ def _kp_{{ rid }}_kernel(x_ptr, out_ptr, {% if conv %}w_ptr, {% if has_bias %}b_
 {% if divisor_override %}
 {{ ind }}y = acc / {{ divisor_override }}
 {% else %}
-{{ ind }}d0 = od * SD - PD
-{{ ind }}h0 = oh * SH - PH
-{{ ind }}d1 = tl.minimum(d0 + KD, ID + PD)
-{{ ind }}h1 = tl.minimum(h0 + KH, IH + PH)
-{% if full %}
-{# every window inside along W: the W factor is KW, one divisor for the row #}
-{% if count_include_pad %}
-{{ ind }}count_row = (d1 - d0) * (h1 - h0) * KW
-{% else %}
-{{ ind }}count_row = (tl.minimum(d1, ID) - tl.maximum(d0, 0)) * (tl.minimum(h1, IH) - tl.maximum(h0, 0)) * KW
-{% endif %}
-{{ ind }}y = acc * (1.0 / count_row.to(tl.float32))
-{% else %}
-{{ ind }}w0 = ow - PW
-{{ ind }}w1 = tl.minimum(w0 + KW, IW + PW)
-{% if count_include_pad %}
-{{ ind }}count = (d1 - d0) * (h1 - h0) * (w1 - w0)
-{% else %}
-{{ ind }}count = (tl.minimum(d1, ID) - tl.maximum(d0, 0)) * (tl.minimum(h1, IH) - tl.maximum(h0, 0)) * \
-{{ ind }}    (tl.minimum(w1, IW) - tl.maximum(w0, 0))
-{% endif %}
-{{ ind }}y = acc * (1.0 / count.to(tl.float32))
-{% endif %}
+{{ avg_scale(full, ind, "[BLOCK_W // 4, 4]") }}
+{{ ind }}y = acc * scale
 {% endif %}
 {% elif conv and has_bias %}
 {{ ind }}y = acc + tl.load(b_ptr + l1).to(tl.float32)
@@ -1248,46 +1256,16 @@ def _kp_{{ rid }}_kernel(x_ptr, out_ptr, {% if conv %}w_ptr, {% if has_bias %}b_
     n_cols = tl.minimum(OW - cb * BLOCK_W, BLOCK_W)
     w_inside = (cb * BLOCK_W * SW - PW >= 0) & ((cb * BLOCK_W + n_cols - 1) * SW - PW + (KW - 1) * DW < IW)
     full = w_inside & (n_cols == BLOCK_W) & ((rb + 1) * ROWS <= n_rows) & DH_INSIDE
-{% set avg_count = op == "avg_pool" and not divisor_override %}
-{% macro scale(mode) %}
-{% if avg_count %}
-        # the average's divisor: the window clipped to the padded input (count_include_pad)
-        # or to the input. In an unchecked tile every window lies inside along W, so the W
-        # factor is KW and the divisor is one per row: its reciprocal is taken once per row
-        d0 = od * SD - PD
-        h0 = oh * SH - PH
-        d1 = tl.minimum(d0 + KD, ID + PD)
-        h1 = tl.minimum(h0 + KH, IH + PH)
-{% if mode == "full" %}
-        w_count = KW
-{% else %}
-        w0 = ow * SW - PW
-        w1 = tl.minimum(w0 + KW, IW + PW)
-{% endif %}
-{% set cnt = "count_row" if mode == "full" else "count" %}
-{% if count_include_pad %}
-        {{ cnt }} = (d1 - d0) * (h1 - h0) * {{ "w_count" if mode == "full" else "(w1 - w0)" }}
-{% else %}
-        {{ cnt }} = (tl.minimum(d1, ID) - tl.maximum(d0, 0)) * (tl.minimum(h1, IH) - tl.maximum(h0, 0)) * \
-            {{ "w_count" if mode == "full" else "(tl.minimum(w1, IW) - tl.maximum(w0, 0))" }}
-{% endif %}
-{% if mode == "full" %}
-        scale = tl.broadcast_to(1.0 / count_row.to(tl.float32), [ROWS, BLOCK_W])
-{% else %}
-        scale = 1.0 / count.to(tl.float32)
-{% endif %}
-{% endif %}
-{% endmacro %}
     if full:
 {{ taps("full", "        ") }}
-{{ scale("full") }}
+{{ avg_scale(True, "        ", "[ROWS, BLOCK_W]") }}
     elif w_inside:
         cols_ok = mask
 {{ taps("cols", "        ") }}
-{{ scale("cols") }}
+{{ avg_scale(False, "        ", "[ROWS, BLOCK_W]") }}
     else:
 {{ taps("edge", "        ") }}
-{{ scale("edge") }}
+{{ avg_scale(False, "        ", "[ROWS, BLOCK_W]") }}
 {% if op == "avg_pool" %}
 {% if divisor_override %}
     y = acc / {{ divisor_override }}
