@@ -16,11 +16,11 @@ straight-line body once for BLOCK / threads outputs per thread; a full reduction
 loop body once per BLOCK / threads elements per thread. These are static counts, not
 timings: they say where a kernel's issue slots go, which a GPU run then confirms or not.
 A kernel with branches (the windowed kernels check bounds only in the tiles that need it)
-is counted whole, every path together; ``--sass-dir`` writes each listing, and with it
-each row also gives ``fallthrough``: the instructions executed along the path that takes no
-conditional branch (unconditional ones followed) up to the first unpredicated EXIT. In the
-windowed kernels compiled here that is the path of a tile without bounds checks (check it in
-the listing: the first conditional branch skips that tile's loads).
+is counted whole, every path together; each row also gives ``fallthrough``: the
+instructions executed along the path that takes no conditional branch (unconditional ones
+followed) up to the first unpredicated EXIT. In the windowed kernels compiled here that is
+the path of a tile without bounds checks; ``--sass-dir`` writes each listing, to check it
+(the first conditional branch skips that tile's loads).
 """
 
 from __future__ import annotations
@@ -35,29 +35,20 @@ REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "build" / "kernelbench_sample" / "sample.jsonl"
 
 
-def fallthrough_count(listing: str) -> int:
+def fallthrough_count(instructions: list) -> int:
     """Instructions executed along the path that takes no conditional branch (see the
-    module docstring)."""
-    import re
-
-    ins: list[str] = []
-    labels: dict[str, int] = {}
-    for line in listing.splitlines():
-        m = re.match(r"^\s*(\.L_x_\d+):", line)
-        if m:
-            labels[m.group(1)] = len(ins)
-            continue
-        m = re.match(r"^\s*/\*[0-9a-f]{4}\*/\s+(.*?)\s*;", line)
-        if m:
-            ins.append(m.group(1))
+    module docstring), over a kernel's parsed instructions (kernelpro_plugins_sass)."""
+    index = {ins.address: k for k, ins in enumerate(instructions)}
     i, n = 0, 0
-    while i < len(ins) and n < 100_000:
-        text = ins[i]
+    while i < len(instructions) and n < 100_000:
+        ins = instructions[i]
         n += 1
-        if text.startswith("EXIT"):
+        if ins.opcode == "EXIT" and ins.predicate is None:
             break
-        m = re.match(r"^BRA\s+`?\(?(\.L_x_\d+)", text)
-        i = labels[m.group(1)] if m and m.group(1) in labels else i + 1
+        if ins.opcode == "BRA" and ins.predicate is None and ins.branch_target in index:
+            i = index[ins.branch_target]
+        else:
+            i += 1
     return n
 
 
@@ -107,12 +98,9 @@ def main(argv: list[str] | None = None) -> int:
                 label = "_".join(f"{k}{v}" for k, v in tile.items() if k in ("BLOCK", "BLOCK_M", "BLOCK_N", "precision", "VEC"))
                 out = Path(args.sass_dir) / f"{problem}_{label}_w{num_warps}.sass"
                 out.parent.mkdir(parents=True, exist_ok=True)
-                listing = sass_listing(cubin)[0]
-                out.write_text(listing)
-                fallthrough = fallthrough_count(listing)
-            else:
-                fallthrough = None
+                out.write_text(sass_listing(cubin)[0])
             for k in disassemble(cubin).kernels:
+                fallthrough = fallthrough_count(list(k.instructions))
                 f = kernel_features(k)
                 looped = f.instructions_in_loops > 0
                 counted = f.instructions_in_loops if looped else f.instructions
@@ -133,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
                     "instructions_per_element": round(counted / per_thread, 1) if per_thread else None,
                     "fallthrough": fallthrough,
                     "fallthrough_per_element": (round(fallthrough / per_thread, 1)
-                                                if fallthrough is not None and per_thread else None)})
+                                                if per_thread else None)})
         return on_compiled
 
     for line in path.read_text().splitlines():
@@ -185,8 +173,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"div_setups={r['division_setups']} calls={r['division_calls']} "
                   + (f"per_element={r['instructions_per_element']}" if r["instructions_per_element"] is not None
                      else f"tensor_core_ops={r['tensor_core_ops']}")
-                  + (f" fallthrough={r['fallthrough']} ({r['fallthrough_per_element']} per element)"
-                     if r["fallthrough"] is not None else ""))
+                  + f" fallthrough={r['fallthrough']} ({r['fallthrough_per_element']} per element)")
     if not rows:
         print(f"no kernels of kinds {sorted(kinds)} in the suite")
     return 0
