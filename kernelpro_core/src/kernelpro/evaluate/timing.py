@@ -194,13 +194,13 @@ class Timer:
         """Median stream time of an empty call (event latency)."""
         return statistics.median(self.once2(lambda: None)[0][0] for _ in range(reps))
 
+    def _median_gap(self, fn: Callable[[], Any], reps: int) -> float:
+        """Median gap (``after - end``) of ``reps`` timed calls of ``fn``."""
+        return statistics.median(sy - ev for (ev, sy), _out in (self.once2(fn) for _ in range(reps)))
+
     def sync_gap_ms(self, reps: int = 50) -> float:
         """Median gap (``after - end``) of an empty call: the synchronization latency."""
-        gaps = []
-        for _ in range(reps):
-            (ev, sy), _out = self.once2(lambda: None)
-            gaps.append(sy - ev)
-        return statistics.median(gaps)
+        return self._median_gap(lambda: None, reps)
 
     def sync_gap_at_ms(self, stream_ms: float, reps: int = 15) -> float | None:
         """Median gap of a one-stream spin kernel whose stream time is about ``stream_ms``:
@@ -213,11 +213,7 @@ class Timer:
             ms = statistics.median(self.once2(lambda: _spin(probe))[0][0] for _ in range(5))
             self._cycles_per_ms = probe / max(ms, 1e-3)
         cycles = max(1, int(self._cycles_per_ms * stream_ms))
-        gaps = []
-        for _ in range(reps):
-            (ev, sy), _out = self.once2(lambda: _spin(cycles))
-            gaps.append(sy - ev)
-        return statistics.median(gaps)
+        return self._median_gap(lambda: _spin(cycles), reps)
 
     def interleaved(self, fns: dict[str, Callable[[], Any]], rounds: int,
                     before: Callable[[str, int], None] | None = None,
