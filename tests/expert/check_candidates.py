@@ -29,7 +29,8 @@ def check(name: str, workdir: Path) -> list[dict]:
     base = default_params(rec)
     variants = [base] + [c for c in moves.apply("smaller", None, base)][:1] + \
         [c for c in moves.apply("more_programs", None, base)][:1] + \
-        [c for c in moves.apply("persistent", None, base)][:1] if base["lower"] else []
+        [c for c in moves.apply("persistent", None, base)][:1] + \
+        moves.apply("precision", None, base)[:1] if base["lower"] else []  # precision: fast logs, where any
     rewrite = rewrite_params(rec)
     if rewrite is not None:  # the algebraic rewrite (library calls only)
         variants.append(rewrite)

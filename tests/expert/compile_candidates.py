@@ -31,7 +31,8 @@ def check(name: str, workdir: Path) -> None:
     rec = recognize(source)
     base = default_params(rec)
     variants = [base] + moves.apply("wider", None, base)[:1] + moves.apply("fewer_warps", None, base)[:1] \
-        + moves.apply("persistent", None, base)[:1] if base["lower"] else []
+        + moves.apply("persistent", None, base)[:1] + moves.apply("precision", None, base)[:1] \
+        if base["lower"] else []  # precision: fast logs, where a region computes any
     gemm = gemm_params(rec)
     if gemm is not None:
         variants += [gemm] + ([gemm_params(rec, "tf32x3")] if "precision" in str(gemm["tiles"]) else []) + \
@@ -57,6 +58,8 @@ def check(name: str, workdir: Path) -> None:
                             "num_warps": num_warps, "ptx_mma": "mma" in compiled.asm["ptx"],
                             "ptx_v4_loads": "ld.global.v4" in compiled.asm["ptx"],
                             "vec": any(t.get("VEC") for t in params.get("tiles", {}).values()),
+                            "fast_log": any(t.get("FASTLOG") for t in params.get("tiles", {}).values()),
+                            "ptx_lg2": "lg2.approx.f32" in compiled.asm["ptx"],
                             "shared_bytes": compiled.metadata.shared})
 
         compile_instead_of_launch(mod, record)

@@ -177,6 +177,9 @@ PROBLEMS = {
         "    def forward(self, p, q):\n        return F.kl_div(torch.log(p), q, reduction='batchmean')\n"
         "def get_inputs():\n    return [torch.rand(37, 300).softmax(dim=-1), torch.rand(37, 300).softmax(dim=-1)]\n"
         "def get_init_inputs():\n    return []\n"),
+    # natural logs in a pointwise chain (log, and softplus's log)
+    "log_softplus_chain": problem("", "        return torch.log(x.abs() + 1.0) * F.softplus(x) - 0.5\n",
+                                  "[torch.randn(9, 130)]"),
     "kl_div_log_target_sum": HEAD + (
         "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
         "    def forward(self, x, t):\n        return F.kl_div(x, t, reduction='sum', log_target=True)\n"

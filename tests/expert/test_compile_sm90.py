@@ -58,3 +58,14 @@ def test_vector_windows_load_16_bytes_at_a_time(compiled, name):
     specializes aligned pointers (compile_launch does the same)."""
     rows = [r for r in compiled if r["name"] == name and r["vec"]]
     assert len(rows) == 2 and all(r["ptx_v4_loads"] for r in rows), rows
+
+
+@pytest.mark.parametrize("name", ["kl_div_log", "log_softplus_chain"])
+def test_fast_logs_come_from_the_special_function_unit(compiled, name):
+    """FASTLOG 1: the kernel's logs are lg2.approx.f32 (no libdevice polynomial); the
+    exact variants have none. The interpreter runs the exact log in its place, so this
+    compile is the test's only view of the fast form."""
+    rows = [r for r in compiled if r["name"] == name]
+    fast = [r for r in rows if r["fast_log"]]
+    assert fast and all(r["ptx_lg2"] for r in fast), rows
+    assert all(not r["ptx_lg2"] for r in rows if not r["fast_log"]), rows

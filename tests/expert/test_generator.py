@@ -370,3 +370,25 @@ def test_large_forwards_get_no_graph_when_refined():
                                           tried=(root.params,)))
     assert kids and not any(d.params["graph"] for d in kids)
     assert kids[0].params["tiles"]["r0"]["BLOCK"] == 256  # compute bound: larger_tile first
+
+
+def test_logs_get_a_fast_form_second_at_the_root_and_when_compute_bound():
+    # bench pass 6 on the H200: L1 #98's KL divergence (two logs an element) at 75 % of the
+    # bandwidth with 74 % of its loop fp32 (libdevice's logf)
+    gen = ExpertGenerator()
+    root, second = gen.generate(request("kl_div_log", n=2))
+    assert root.params["tiles"]["r0"] == {"BLOCK": 2048, "num_warps": 4, "PER_SM": 4, "FASTLOG": 0}
+    assert second.params["tiles"]["r0"] == {**root.params["tiles"]["r0"], "FASTLOG": 1}
+    assert "_kp_fast_log(" not in root.source and "tl.log(" in root.source
+    assert "_kp_fast_log(" in second.source and "lg2.approx.f32" in second.source
+    # refining the exact root when compute bound: the fast log is the precision move
+    parent = ParentInfo(id="c0001", source=root.source, result=None, params=root.params,
+                        analysis=Analysis(bottleneck=Bottleneck(kind="compute", summary="s"), findings=()))
+    (kid,) = gen.generate(request("kl_div_log", parent=parent, tried=[root.params], n=1))
+    assert kid.params["tiles"]["r0"]["FASTLOG"] == 1
+    # once fast, or without logs, precision moves nothing
+    assert moves.apply_tile_move("precision", second.params["tiles"]["r0"]) is None
+    assert moves.apply_tile_move("precision", {"BLOCK": 1024, "num_warps": 4, "PER_SM": 0}) is None
+    # a pointwise chain with a log has the parameter; one without has not
+    assert gen.generate(request("log_softplus_chain", n=1))[0].params["tiles"]["r0"]["FASTLOG"] == 0
+    assert "FASTLOG" not in gen.generate(request("elementwise_chain", n=1))[0].params["tiles"]["r0"]

@@ -103,7 +103,7 @@ class ExpertGenerator(Generator):
                 alt = gemm_params(rec, "tf32x3")
                 if alt is not None and "tf32x3" in str(alt["tiles"]):
                     pool.append({**alt, "graph": False})
-                continue
+                # and then the lowered tiles' own precision move (fast logs), below
             pool.extend(moves.apply(move, rid, parent.params))
         return pool
 

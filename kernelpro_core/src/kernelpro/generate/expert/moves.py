@@ -24,7 +24,9 @@ issue_slots                                             more_warps
 bottleneck too_little_work / latency                    graph, more_programs, more_stages
 bottleneck memory                                       deeper_k, more_stages, wider, more_warps,
                                                         persistent
-bottleneck compute                                      precision, larger_tile (windowed kernels:
+bottleneck compute                                      precision (GEMM: tf32x3; a tile computing
+                                                        logs: log2 from the special-function
+                                                        unit), larger_tile (windowed kernels:
                                                         twice the outputs per program), smaller,
                                                         fewer_warps
 no analysis (profiling off, CPU)                        wider, smaller, more_warps, fewer_warps, graph,
@@ -43,7 +45,10 @@ between 2 and 8 warps; precision = fp32 products on tensor cores in three tf32 p
 (tf32x3) instead of full-precision FMAs (ieee); for a parent whose GEMMs are still in
 the library the generator turns ``precision`` into the Triton-GEMM alternative with
 tf32x3. Moves that name only GEMM parameters
-(deeper_k, more_stages, fewer_stages, larger_tile, precision) leave other tiles alone.
+(deeper_k, more_stages, fewer_stages, larger_tile) leave other tiles alone; ``precision``
+on a pointwise or full-reduction tile with ``FASTLOG`` 0 sets it to 1 (logs from the
+special-function unit: approximate, so the evaluator's tolerance decides), and on any
+other non-GEMM tile means nothing.
 
 Findings that name a kernel (``Finding.kernel``) steer the move to the region whose kernel
 it is (``_kp_<rid>_kernel``); otherwise every lowered region gets the move in turn.
@@ -136,9 +141,12 @@ def root_first(tiles: dict[str, dict[str, Any]]) -> tuple[str, ...]:
     grow first: in bench pass 5 on the H200, twice the outputs per program (BLOCK 256) made
     L1 #82's depthwise convolution 1.28 -> 0.83 ms, while halving the warps, the default
     order's earlier move, was never faster (L1 #44 2.56 -> 2.55, #46 2.82 -> 2.97, #82
-    1.28 -> 1.31, L2 #50 11.22 -> 11.33 ms)."""
+    1.28 -> 1.31, L2 #50 11.22 -> 11.33 ms). Tiles that compute logs try the fast log
+    first (``precision``; pass 6's L1 #98: see ``render.uses_log``)."""
     windowed = any("BLOCK" in t and "PER_SM" not in t for t in tiles.values())
-    return ("larger_tile",) if windowed else ()
+    # logs computed exactly: their special-function-unit form is the second root candidate
+    exact_log = any(t.get("FASTLOG") == 0 for t in tiles.values())
+    return (("larger_tile",) if windowed else ()) + (("precision",) if exact_log else ())
 
 
 def _clamp(key: str, value: int) -> int | None:
@@ -157,6 +165,13 @@ def apply_tile_move(move: str, tile: dict[str, int]) -> dict[str, int] | None:
     if "BLOCK_M" in tile:
         return apply_gemm_move(move, tile)
     t = dict(tile)
+    if move == "precision" and "BLOCK_M" not in t:
+        # a tile whose region computes logs: log2 from the special-function unit instead
+        # of libdevice's polynomial
+        if t.get("FASTLOG") != 0:
+            return None
+        t["FASTLOG"] = 1
+        return t
     if t.get("VEC"):
         # the vector windowed form: BLOCK outputs of a row, 4 per thread group
         if move == "larger_tile":

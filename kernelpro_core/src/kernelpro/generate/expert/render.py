@@ -9,7 +9,8 @@ tile is ``{"BLOCK", "num_warps"}``, a row kernel's ``{"BLOCK_R", "num_warps"}``,
 kernel's ``{"BLOCK_R", "CHUNK", "num_warps"}``, a column kernel's
 ``{"BLOCK_R", "BLOCK_I", "num_warps"}`` and a GEMM's ``{"BLOCK_M", "BLOCK_N", "BLOCK_K",
 "GROUP_M", "num_warps", "num_stages"}`` plus ``"precision"`` ("ieee" or "tf32x3") for fp32
-operands. GEMM regions overlap the pointwise regions they replace: ``lower`` holds one
+operands; a pointwise or full-reduction tile whose region computes a log also has
+``"FASTLOG"`` (0 or 1: :func:`uses_log`). GEMM regions overlap the pointwise regions they replace: ``lower`` holds one
 of :meth:`Recognition.alternatives`.
 """
 
@@ -40,6 +41,8 @@ SPACE = {
     "GROUP_M": (1, 64),
     "PER_SM": (0, 32),
     "num_stages": (1, 6),
+    # 1: natural logs from the special-function unit (see ``uses_log``)
+    "FASTLOG": (0, 1),
 }
 # Shared memory a GEMM's pipeline may take (H200: 227 KiB usable per block, less a margin
 # for the epilogue's layout conversion)
@@ -77,20 +80,33 @@ def reduced_extent(region: Region) -> int:
     return math.prod(region.shape[d:d + region.attrs.get("ndims", 1)])
 
 
+def uses_log(region: Region) -> bool:
+    """Whether a pointwise or full-reduction region computes a natural log (``log``,
+    ``xlogy``, ``softplus``, ``mish``, the log of a fused ``kl_div``): its tile then has
+    ``FASTLOG``, 0 for libdevice's logf (a polynomial of about twenty instructions), 1 for
+    log2 from the special-function unit times ln 2 (one instruction, approximate). In bench
+    pass 6 on the H200 L1 #98's KL divergence (two logs an element) kept the integer and
+    FMA pipes busier than DRAM: 75 % of the bandwidth, 74 % of its loop's instructions
+    fp32."""
+    return region.kind in ("pointwise", "reduce_all") and \
+        any("tl.log(" in POINTWISE[op][1] for op, _, _ in region.program)
+
+
 def default_tile(region: Region) -> dict[str, int]:
     """Starting tile: 1024-element blocks of 4 warps for pointwise (8 fp32 per thread,
     16-byte accesses); 128-element blocks of 4 warps for windowed kernels; a row kernel
     covers up to 4096 elements per step; a column kernel reads 64 contiguous inner
-    positions by 16 rows."""
+    positions by 16 rows. Logs start exact (``FASTLOG`` 0)."""
     kind = layout(region)
+    fast_log = {"FASTLOG": 0} if uses_log(region) else {}
     if region.kind == "reduce_all":
         # a persistent grid (4 programs per SM), each walking the elements with a grid stride,
         # 16 elements per thread a step: on the H200 (L1 #98, bench passes 4 and 5) 2048 per
         # step of 4 warps took 0.78-0.79 ms, 1024 took 1.19-1.20 ms
-        return {"BLOCK": 2048, "num_warps": 4, "PER_SM": 4}
+        return {"BLOCK": 2048, "num_warps": 4, "PER_SM": 4, **fast_log}
     if kind == "flat" and region.kind == "pointwise":
         # PER_SM: 0 = one program per block; k = a persistent grid of k programs per SM
-        return {"BLOCK": 1024, "num_warps": 4, "PER_SM": 0}
+        return {"BLOCK": 1024, "num_warps": 4, "PER_SM": 0, **fast_log}
     if kind == "flat":
         # windowed gathers (pooling, depthwise conv): one output per thread, so a warp's
         # load of one tap reads 32 neighbouring outputs' inputs (coalesced); with several
@@ -184,9 +200,13 @@ def program_lines(program: Any, inputs: list[str], prefix: str) -> tuple[list[st
     return lines, f"{prefix}{len(program) - 1}"
 
 
-def pointwise_body(region: Region) -> tuple[list[str], str]:
-    """The SSA lines of a pointwise region, in fp32, and the name of its result."""
-    return program_lines(region.program, [f"a{i}" for i in range(len(region.inputs))], "v")
+def pointwise_body(region: Region, tile: dict[str, Any] | None = None) -> tuple[list[str], str]:
+    """The SSA lines of a pointwise region, in fp32, and the name of its result; with
+    ``FASTLOG`` 1 in ``tile`` its logs call the candidate's ``_kp_fast_log``."""
+    lines, result = program_lines(region.program, [f"a{i}" for i in range(len(region.inputs))], "v")
+    if tile and tile.get("FASTLOG"):
+        lines = [line.replace("tl.log(", "_kp_fast_log(") for line in lines]
+    return lines, result
 
 
 def fused_bodies(region: Region) -> dict[str, Any]:
@@ -295,12 +315,12 @@ def render_kernel(rid: str, region: Region, tile: dict[str, Any]) -> str:
     if region.kind == "conv":
         return render_conv(rid, region, tile)
     if region.kind == "reduce_all":
-        body, result = pointwise_body(region)
+        body, result = pointwise_body(region, tile)
         return render(REDUCE_ALL, rid=rid, n_in=len(region.inputs), body=body, result=result,
                       reduction=region.attrs["reduction"], BLOCK=tile["BLOCK"], num_warps=tile["num_warps"],
                       PER_SM=tile["PER_SM"])
     if region.kind == "pointwise":
-        body, result = pointwise_body(region)
+        body, result = pointwise_body(region, tile)
         return render(POINTWISE_T, rid=rid, n_in=len(region.inputs), rank=max(1, len(region.shape)),
                       body=body, result=result, BLOCK=tile["BLOCK"], num_warps=tile["num_warps"],
                       persistent=int(tile.get("PER_SM", 0)))
@@ -364,14 +384,16 @@ def render_candidate(problem_source: str, recognition: Recognition, params: dict
     first imported (setting it inside the candidate is too late once the evaluator's
     process has imported triton, whose reductions are then compiled-only functions)."""
     ids = region_ids(recognition)
-    kernels, specs, lowered = [], [], []
+    kernels, specs, lowered, fast_log = [], [], [], False
     for rid, region in zip(ids, recognition.regions):
         if rid not in params["lower"]:
             continue
         kernels.append(render_kernel(rid, region, params["tiles"][rid]).strip("\n"))
         specs.append({**region.spec(), "rid": rid})
         lowered.append(rid)
+        fast_log = fast_log or bool(params["tiles"][rid].get("FASTLOG"))
     return render(CANDIDATE, description=describe(recognition, params),
                   params_json=json.dumps(params, sort_keys=True), problem_source=problem_source.rstrip(),
                   kernels=kernels,
-                  regions_json=json.dumps(specs), region_ids=lowered, graph=bool(params.get("graph")))
+                  regions_json=json.dumps(specs), region_ids=lowered, graph=bool(params.get("graph")),
+                  fast_log=fast_log)

@@ -390,6 +390,35 @@ def _kp_grouped_tile(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GR
     first_m = (pid // per_group) * GROUP_M
     rows_here = tl.minimum(n_m - first_m, GROUP_M)
     return first_m + (pid % per_group) % rows_here, (pid % per_group) // rows_here
+{% if fast_log %}
+
+
+@triton.jit
+def _kp_log_sfu(x):
+    """ln x as log2(x) from the special-function unit (PTX lg2.approx.f32, without .ftz:
+    subnormal inputs are kept; log2(0) = -inf, log2 of a negative number NaN) times ln 2:
+    one instruction where libdevice's logf is a polynomial of about twenty. An
+    approximation: the evaluator's tolerance check decides whether it stands."""
+    return tl.inline_asm_elementwise("lg2.approx.f32 $0, $1;", "=r,r", [x], dtype=tl.float32, is_pure=True,
+                                     pack=1) * 0.6931471805599453
+
+
+@triton.jit
+def _kp_log_exact(x):
+    return tl.log(x)
+
+
+# Triton's interpreter (TRITON_INTERPRET=1, tests off the GPU) runs no inline assembly:
+# there the exact log stands in for the fast one
+def _kp_interpreting():
+    if hasattr(triton, "knobs"):  # Triton 3.4 and later
+        return bool(triton.knobs.runtime.interpret)
+    import os
+    return os.environ.get("TRITON_INTERPRET", "0").lower() in ("1", "true", "on", "yes")
+
+
+_kp_fast_log = _kp_log_exact if _kp_interpreting() else _kp_log_sfu
+{% endif %}
 
 
 def _kp_pool_len(size, kernel, stride, pad, dilation, ceil_mode):
