@@ -91,6 +91,12 @@ def run(args: argparse.Namespace) -> int:
     problems = bench.select(bench.read_suite(SAMPLE), levels=list(LEVELS))
     if args.limit:
         problems = problems[:args.limit]
+    if args.first:
+        # only the order changes (which problems a short call reaches first), not the set
+        firsts = [f.strip() for f in args.first.split(",") if f.strip()]
+        rank = {p.key: next((i for i, f in enumerate(firsts) if p.key == f or p.key.startswith(f + "_")),
+                            len(firsts)) for p in problems}
+        problems = sorted(problems, key=lambda p: rank[p.key])
     shard = None
     if args.shard:
         i, n = (int(x) for x in args.shard.split("/"))
@@ -191,6 +197,9 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--config", default=None, help="YAML config (default: kernelpro's defaults)")
     r.add_argument("--out", default=None, help="bench directory (default: build/<generator>_bench)")
     r.add_argument("--limit", type=int, default=None)
+    r.add_argument("--first", default=None, metavar="KEYS",
+                   help="comma-separated problem keys or key prefixes (e.g. L1_98) to run first; the rest "
+                        "keep the sample's order")
     r.add_argument("--deadline-s", type=float, default=540.0, help="start no problem after this many seconds")
     r.add_argument("--shard", default=None, metavar="I/N",
                    help="run only problems I, I+N, ... (one shard per GPU: CUDA_VISIBLE_DEVICES=I); no tables")
