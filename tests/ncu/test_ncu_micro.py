@@ -150,3 +150,17 @@ def test_registry_shape():
         assert cls.applies_to and cls.applies_to <= kinds, cls.name
         assert all(isinstance(m, str) and "__" in m for m in cls.metrics), cls.name
         assert cls.Settings() is not None and cls.description
+
+
+def test_uncoalesced_partial_stores_that_waste_nothing_that_matters_are_not_reported():
+    """A full reduction's one fp32 partial per program: its stores use 4 of 32 bytes of a
+    sector, but 528 store sectors against 67 M load sectors waste nothing to speak of (bench
+    pass 7 on the H200, L1 #98's winner)."""
+    few = {M.GLD_BYTES_PER_SECTOR_PCT: 100.0, M.GLD_SECTORS: 67108864.0, M.GLD_REQUESTS: 1.68e7,
+           M.GST_BYTES_PER_SECTOR_PCT: 12.5, M.GST_SECTORS: 528.0, M.GST_REQUESTS: 528.0, M.MEM_THROUGHPUT_PCT: 80.0}
+    assert run(Mem.UncoalescedGlobalAccess, kernel("k", 1e6, **few)) == []
+    # the same stores as a tenth of the traffic: reported
+    many = {**few, M.GST_SECTORS: 67108864.0 / 9, M.GST_REQUESTS: 67108864.0 / 9}
+    (f,) = run(Mem.UncoalescedGlobalAccess, kernel("k", 1e6, **many))
+    check_finding(f, Mem.UncoalescedGlobalAccess)
+    assert "stores use 12.5%" in f.message
