@@ -147,3 +147,27 @@ def test_shards_claim_each_problem_once(tmp_path):
     assert script.claim(tmp_path, "L1_8_x") is True
     assert script.claim(tmp_path, "L1_8_x") is False
     assert script.claim(tmp_path, "L1_12_y") is True
+
+
+def test_code_digest_covers_the_first_party_plugins(tmp_path, monkeypatch):
+    """The micro-profilers steer the search: a change in a first-party plugin package is a
+    change in the code that optimized a problem."""
+    import importlib.util
+
+    from kernelpro import bench
+
+    pkg = tmp_path / "kernelpro_plugins_ncu"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("THRESHOLD = 0.02\n")
+    real = importlib.util.find_spec
+
+    def find_spec(name, *args, **kwargs):
+        if name == "kernelpro_plugins_ncu":
+            return importlib.util.spec_from_file_location(name, pkg / "__init__.py")
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
+    before = bench.code_digest()
+    assert bench.code_digest() == before  # deterministic
+    (pkg / "__init__.py").write_text("THRESHOLD = 0.05\n")
+    assert bench.code_digest() != before

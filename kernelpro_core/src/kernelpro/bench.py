@@ -115,17 +115,34 @@ def select(problems: list[SuiteProblem], levels: Iterable[int] | None = None, sa
 BENCH_META = "bench.json"  # per run directory: the code that ran it and its wall time
 
 
-def code_digest() -> str:
-    """A digest of the installed ``kernelpro`` package's Python sources (12 hex digits):
-    which code optimized a problem, with or without a git checkout (a bench may span
-    sessions and machines, and problems run by other code must be told apart)."""
-    import hashlib
+#: the project's own plugin packages: their findings steer the search, so their code is
+#: part of what optimized a problem (third-party plugins are not)
+FIRST_PARTY_PLUGINS = ("kernelpro_plugins_ncu", "kernelpro_plugins_sass", "kernelpro_plugins_nsys",
+                       "kernelpro_plugins_energy", "kernelpro_cute")
 
-    root = Path(__file__).resolve().parent
+
+def code_digest() -> str:
+    """A digest of the Python sources of the installed ``kernelpro`` package and of the
+    first-party plugin packages installed beside it (12 hex digits): which code optimized
+    a problem, with or without a git checkout (a bench may span sessions and machines,
+    and problems run by other code must be told apart). A plugin package that is not
+    installed adds its name only."""
+    import hashlib
+    import importlib.util
+
     h = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
-        h.update(str(path.relative_to(root)).encode())
-        h.update(path.read_bytes())
+    roots = [("kernelpro", Path(__file__).resolve().parent)]
+    for name in FIRST_PARTY_PLUGINS:
+        spec = importlib.util.find_spec(name)
+        origin = spec.origin if spec is not None else None
+        roots.append((name, Path(origin).resolve().parent if origin else None))
+    for name, root in roots:
+        h.update(name.encode())
+        if root is None:
+            continue
+        for path in sorted(root.rglob("*.py")):
+            h.update(str(path.relative_to(root)).encode())
+            h.update(path.read_bytes())
     return h.hexdigest()[:12]
 
 
