@@ -381,6 +381,9 @@ def test_logs_get_a_fast_form_second_at_the_root_and_when_compute_bound():
     assert second.params["tiles"]["r0"] == {**root.params["tiles"]["r0"], "FASTLOG": 1}
     assert "_kp_fast_log(" not in root.source and "tl.log(" in root.source
     assert "_kp_fast_log(" in second.source and "lg2.approx.f32" in second.source
+    from kernelpro.evaluate.guard import scan_source
+
+    assert scan_source(second.source) is None  # the evaluator's source scan lets it through
     # refining the exact root when compute bound: the fast log is the precision move
     parent = ParentInfo(id="c0001", source=root.source, result=None, params=root.params,
                         analysis=Analysis(bottleneck=Bottleneck(kind="compute", summary="s"), findings=()))

@@ -10,8 +10,8 @@ kernel's ``{"BLOCK_R", "CHUNK", "num_warps"}``, a column kernel's
 ``{"BLOCK_R", "BLOCK_I", "num_warps"}`` and a GEMM's ``{"BLOCK_M", "BLOCK_N", "BLOCK_K",
 "GROUP_M", "num_warps", "num_stages"}`` plus ``"precision"`` ("ieee" or "tf32x3") for fp32
 operands; a pointwise or full-reduction tile whose region computes a log also has
-``"FASTLOG"`` (0 or 1: :func:`uses_log`). GEMM regions overlap the pointwise regions they replace: ``lower`` holds one
-of :meth:`Recognition.alternatives`.
+``"FASTLOG"`` (0 or 1: :func:`uses_log`). GEMM regions overlap the pointwise regions they
+replace: ``lower`` holds one of :meth:`Recognition.alternatives`.
 """
 
 from __future__ import annotations
@@ -85,9 +85,9 @@ def uses_log(region: Region) -> bool:
     ``xlogy``, ``softplus``, ``mish``, the log of a fused ``kl_div``): its tile then has
     ``FASTLOG``, 0 for libdevice's logf (a polynomial of about twenty instructions), 1 for
     log2 from the special-function unit times ln 2 (one instruction, approximate). In bench
-    pass 6 on the H200 L1 #98's KL divergence (two logs an element) kept the integer and
-    FMA pipes busier than DRAM: 75 % of the bandwidth, 74 % of its loop's instructions
-    fp32."""
+    pass 6 on the H200 L1 #98's KL divergence (two logs an element) was classed
+    compute-bound (integer pipe 65 % busy) at 75 % of the bandwidth, 74 % of its loop's
+    instructions fp32; with fast logs (pass 7), memory-bound at 93 %."""
     return region.kind in ("pointwise", "reduce_all") and \
         any("tl.log(" in POINTWISE[op][1] for op, _, _ in region.program)
 

@@ -411,7 +411,7 @@ def _kp_log_exact(x):
 # Triton's interpreter (TRITON_INTERPRET=1, tests off the GPU) runs no inline assembly:
 # there the exact log stands in for the fast one
 def _kp_interpreting():
-    if hasattr(triton, "knobs"):  # Triton 3.4 and later
+    if hasattr(triton, "knobs"):  # Triton releases with knobs (3.5 and 3.6 here)
         return bool(triton.knobs.runtime.interpret)
     import os
     return os.environ.get("TRITON_INTERPRET", "0").lower() in ("1", "true", "on", "yes")
