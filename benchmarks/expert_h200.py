@@ -92,11 +92,7 @@ def run(args: argparse.Namespace) -> int:
     if args.limit:
         problems = problems[:args.limit]
     if args.first:
-        # only the order changes (which problems a short call reaches first), not the set
-        firsts = [f.strip() for f in args.first.split(",") if f.strip()]
-        rank = {p.key: next((i for i, f in enumerate(firsts) if p.key == f or p.key.startswith(f + "_")),
-                            len(firsts)) for p in problems}
-        problems = sorted(problems, key=lambda p: rank[p.key])
+        problems = order_first(problems, args.first)
     shard = None
     if args.shard:
         i, n = (int(x) for x in args.shard.split("/"))
@@ -149,6 +145,19 @@ def run(args: argparse.Namespace) -> int:
     print(bench.summary_table(summary))
     print(f"packed {tar_path} ({tar_path.stat().st_size} bytes)")
     return 0
+
+
+def order_first(problems: list, first: str) -> list:
+    """``problems`` with those named in ``first`` (comma-separated keys or key prefixes such
+    as ``L1_98``) first, in that order, and the rest in their own order: only the order
+    changes (which problems a short call reaches first), not the set."""
+    firsts = [f.strip() for f in first.split(",") if f.strip()]
+
+    def rank(p: object) -> int:
+        key = p.key  # type: ignore[attr-defined]
+        return next((i for i, f in enumerate(firsts) if key == f or key.startswith(f + "_")), len(firsts))
+
+    return sorted(problems, key=rank)
 
 
 def claim(claims: Path, key: str) -> bool:

@@ -149,6 +149,22 @@ def test_shards_claim_each_problem_once(tmp_path):
     assert script.claim(tmp_path, "L1_12_y") is True
 
 
+def test_first_orders_the_named_problems_first_and_keeps_the_set():
+    """benchmarks/expert_h200.py --first: a short call reaches the named problems first."""
+    import importlib.util
+    from types import SimpleNamespace
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "expert_h200.py"
+    spec = importlib.util.spec_from_file_location("expert_h200_bench", path)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    keys = ["L1_8_Matmul", "L1_12_Diag", "L1_82_conv", "L1_98_KL", "L2_8_x"]
+    problems = [SimpleNamespace(key=k) for k in keys]
+    ordered = [p.key for p in script.order_first(problems, "L1_98, L1_8")]
+    # a prefix names one problem (L1_8 is not L1_82), the rest keep their order
+    assert ordered == ["L1_98_KL", "L1_8_Matmul", "L1_12_Diag", "L1_82_conv", "L2_8_x"]
+
+
 def test_code_digest_covers_the_first_party_plugins(tmp_path, monkeypatch):
     """The micro-profilers steer the search: a change in a first-party plugin package is a
     change in the code that optimized a problem."""
