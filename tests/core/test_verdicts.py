@@ -70,3 +70,17 @@ def test_torch_compile_candidate_is_honest(tmp_path):
     res = evaluate(DATA / "tiny_problem.py", cand, device="cpu", config=attrs.evolve(FAST, timeout_s=240),
                    workdir=tmp_path / "w")
     assert res.verdict is Verdict.CORRECT, res.reason
+
+
+def test_a_candidate_that_sleeps_is_stopped_at_the_call_limit_not_the_whole_timeout(tmp_path):
+    """A first call may compile for minutes (first_call_timeout_s), but one that sits idle is
+    stopped once it has done nothing for the call limit (50 x the reference's call, at least
+    call_timeout_floor_s): seconds, not the 600 s of the whole evaluation's backstop."""
+    import time
+
+    cfg = attrs.evolve(FAST, timeout_s=600, first_call_timeout_s=300, call_timeout_floor_s=5)
+    t0 = time.monotonic()
+    res = _eval(tmp_path, "hangs.py", cfg)
+    assert res.verdict is Verdict.TIMEOUT, res.reason
+    assert "no work done, for 5 s" in res.reason and "stage: correctness" in res.reason, res.reason
+    assert time.monotonic() - t0 < 60

@@ -58,6 +58,14 @@ def gelu_problem(session_dir) -> Path:
 
 
 @pytest.fixture(scope="session")
+def gelu_problem_large(session_dir) -> Path:
+    """Calls of about a millisecond on a CPU: long enough for the clock cross-check to see a
+    candidate that reports a fraction of its time."""
+    return small_copy(REPO / "examples" / "fused_bias_gelu.py", session_dir / "fused_bias_gelu_large.py",
+                      {"ROWS": 1024, "COLS": 2048})
+
+
+@pytest.fixture(scope="session")
 def fast_config(session_dir) -> EvaluatorConfig:
     return EvaluatorConfig(trials=2, warmup_ms=1, rep_ms=5, min_reps=5, max_reps=20, rounds=2, timeout_s=60,
                            compile_timeout_s=180, time_compiled_reference=False,

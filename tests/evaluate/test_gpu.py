@@ -19,6 +19,14 @@ def gpu_problem(session_dir) -> Path:
                       {"ROWS": 1024, "COLS": 1024})
 
 
+@pytest.fixture(scope="module")
+def gpu_problem_large(session_dir) -> Path:
+    """Calls of a few tenths of a millisecond (256 MiB in, 256 MiB out): long enough for the
+    judge's clock to see a candidate that reports a fraction of its time."""
+    return small_copy(REPO / "examples" / "fused_bias_gelu.py", session_dir / "fused_bias_gelu_gpu_large.py",
+                      {"ROWS": 8192, "COLS": 8192})
+
+
 def gpu(name: str) -> Path:
     return GPU / f"{name}.py"
 
@@ -27,11 +35,12 @@ def test_honest_gpu_candidates_pass_with_compiled_baseline(run_eval, gpu_problem
     for cand, compiled in ((honest("same_ops"), True), (gpu("triton_gelu"), True),
                            (honest("manual_erf_gelu"), False), (honest("reused_output_buffer"), False)):
         result = run_eval(cand, gpu_problem, device="cuda", time_compiled_reference=compiled)
+        print("honest:", cand.name, result.verdict.value, result.reason, result.flags)
         assert result.verdict is Verdict.CORRECT, (cand.name, result.reason)
         assert (result.baseline_compiled is not None) is compiled, cand.name
         assert result.timing.method == "cuda_event+l2_flush"
         assert not any(f.startswith("side_stream_work") for f in result.flags), result.flags
-        assert not any(f.startswith("l2_persistence") for f in result.flags)
+        assert not any(f.startswith("l2_persistence") for f in result.flags), (cand.name, result.flags)
 
 
 def test_torch_compile_candidate_with_cuda_graphs_passes(run_eval, gpu_problem):
@@ -71,8 +80,9 @@ def test_stale_memory_during_timing_is_caught(run_eval, gpu_problem):
 
 
 def test_address_cache_is_caught_on_gpu(run_eval, gpu_problem):
+    # the candidate's inputs live at one address, refilled for every call: wrong at trial 1
     result = run_eval(cheater("caches_by_address"), gpu_problem, device="cuda")
-    assert result.verdict is Verdict.INTEGRITY, result.reason
+    assert result.verdict is Verdict.INCORRECT and "trial 1" in result.reason, result.reason
 
 
 @pytest.mark.parametrize("name", ["illegal_address", "device_assert"])
@@ -148,23 +158,6 @@ def test_small_copies_stay_on_the_gpu(run_eval, gpu_problem):
     assert result.measurements["evaluator"]["recheck_copies_on_device"] == 1.0
 
 
-def test_free_memory_poison_does_not_grow_the_cache():
-    """The poison fills the cache's free blocks only; it must not take new device memory
-    (a CUDA graph's private pool could not use it: L1 #8's graph candidate ran out of memory)."""
-    import torch
-
-    from kernelpro.evaluate import worker
-
-    held = [torch.empty(n, device="cuda") for n in (3 << 20, 5 << 20, 7 << 20, 11 << 20)]
-    del held[1], held[2]  # frees the 5 << 20 and 11 << 20 blocks (indices shift after the first)
-    torch.cuda.synchronize()
-    before = torch.cuda.memory_reserved()
-    worker._poison_free_memory("cuda")
-    assert torch.cuda.memory_reserved() <= before
-    probe = torch.empty(5 << 20, device="cuda")  # reuses a poisoned block
-    assert torch.isnan(probe).all()
-
-
 def test_sampled_rechecks_on_the_gpu(run_eval, gpu_problem):
     # outputs kept as samples drawn on the GPU (what happens to outputs too large to copy
     # whole): an honest candidate passes, a cached output and stale memory are caught
@@ -172,7 +165,7 @@ def test_sampled_rechecks_on_the_gpu(run_eval, gpu_problem):
     honest_result = run_eval(honest("same_ops"), gpu_problem, **kw)
     assert honest_result.verdict is Verdict.CORRECT, honest_result.reason
     assert honest_result.measurements["evaluator"]["recheck_sampled_elements"] == 4096
-    for cand in (cheater("caches_by_address"), gpu("stale_in_timing")):
+    for cand in (cheater("caches_by_count"), gpu("stale_in_timing")):
         result = run_eval(cand, gpu_problem, **kw)
         assert result.verdict is Verdict.INTEGRITY, (cand.name, result.reason)
         assert "timed call" in result.reason
@@ -189,3 +182,50 @@ def test_copies_split_between_gpu_and_host(run_eval, gpu_problem):
     notes = result.measurements["evaluator"]
     assert 1 <= notes["reference_outputs_on_device"] < 3, notes  # 2 trials + the N(0, 1) one
     assert notes["recheck_copies_on_device"] == 0 and notes["recheck_sampled_elements"] > 0
+
+
+# --- the trust boundary on the GPU: what the candidate's process says is checked from outside
+
+
+def test_rebound_event_timer_is_caught_by_the_judge_s_clock(run_eval, gpu_problem_large):
+    # enough calls for the median overheads to settle (with 20, their spread was 0.05 ms)
+    result = run_eval(gpu("rebinds_event_time"), gpu_problem_large, device="cuda", rep_ms=200, min_reps=200,
+                      max_reps=400)
+    print("rebinds_event_time:", result.verdict.value, result.reason, result.measurements.get("evaluator"))
+    assert result.verdict is Verdict.INTEGRITY, result.reason
+    assert "judge's clock" in result.reason
+
+
+def test_gpu_work_left_after_the_answer_is_caught(run_eval, gpu_problem_large):
+    result = run_eval(gpu("side_stream_unsynced"), gpu_problem_large, device="cuda")
+    print("side_stream_unsynced:", result.verdict.value, result.reason, result.measurements.get("evaluator"))
+    assert result.verdict is Verdict.INTEGRITY, result.reason
+
+
+def test_a_helper_process_on_cuda_ipc_memory_is_caught(run_eval, gpu_problem):
+    result = run_eval(gpu("ipc_helper"), gpu_problem, device="cuda")
+    print("ipc_helper:", result.verdict.value, result.reason)
+    assert result.verdict is Verdict.INTEGRITY, result.reason
+    assert "left processes running" in result.reason
+
+
+@pytest.mark.parametrize("name", ["slows_reference", "slows_problem_model"])
+def test_reaching_for_the_reference_changes_nothing_on_gpu(run_eval, gpu_problem_large, name):
+    result = run_eval(cheater(name), gpu_problem_large, device="cuda")
+    assert result.verdict is Verdict.CORRECT, result.reason
+    assert 0.7 < result.speedup < 1.4, (result.speedup, result.timing, result.baseline)
+
+
+def test_honest_candidates_leave_nothing_unaccounted_for(run_eval, gpu_problem, gpu_problem_large):
+    """What the cross-checks measure on honest candidates: recorded for the thresholds."""
+    for prob in (gpu_problem, gpu_problem_large):
+        for cand in (honest("same_ops"), gpu("triton_gelu")):
+            result = run_eval(cand, prob, device="cuda")
+            notes = result.measurements["evaluator"]
+            print(f"honest {cand.stem} on {prob.stem}: {result.verdict.value} "
+                  + " ".join(f"{k}={notes.get(k)!r}" for k in (
+                      "envelope_excess_ms", "envelope_excess_se_ms", "reference_overhead_ms",
+                      "candidate_overhead_ms", "gpu_busy_after_answer_ms", "candidate_idle_cpu_share",
+                      "reference_idle_cpu_share", "sandbox_landlock"))
+                  + f" ref={result.baseline_ms} cand={result.runtime_ms}")
+            assert result.verdict is Verdict.CORRECT, result.reason

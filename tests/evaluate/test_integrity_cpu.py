@@ -14,25 +14,75 @@ INTEGRITY = Verdict.INTEGRITY
 @pytest.mark.parametrize("name, verdict, reason", [
     ("modifies_inputs", INTEGRITY, "modified its inputs"),
     ("aliases_input", INTEGRITY, "shares memory with an input"),
-    ("caches_by_address", INTEGRITY, "timed call"),
+    # the candidate's inputs live at one address, refilled for every call: caught at trial 1
+    ("caches_by_address", Verdict.INCORRECT, "trial 1"),
     ("caches_by_count", INTEGRITY, "timed call"),
     ("tensor_subclass", INTEGRITY, "plain torch.Tensor"),
     ("lazy_object", INTEGRITY, "plain torch.Tensor"),
-    ("patches_perf_counter", INTEGRITY, "time.perf_counter"),
-    ("patches_evaluator_globals", INTEGRITY, "kernelpro.evaluate.timing._perf_counter"),
-    ("slows_reference", INTEGRITY, "torch.nn.functional.gelu"),
     ("inspects_frames", INTEGRITY, "stack frames"),
     ("thread_work", INTEGRITY, "threads"),
     ("executor_work", INTEGRITY, "threads"),
-    ("forges_result_pipe", INTEGRITY, "not signed"),
-    ("alters_reference", INTEGRITY, "reference model no longer produces its own outputs"),
+    ("forges_result_pipe", INTEGRITY, "broke the evaluation protocol"),
     ("wrong_dtype", Verdict.INCORRECT, "dtype"),
     ("relu_shortcut", Verdict.INCORRECT, "N(0,1) trial"),
+    # the comparison runs in the judge: patching the candidate's own copy of it changes nothing
+    ("patches_comparison", Verdict.INCORRECT, "trial 0"),
+    ("lingering_process", INTEGRITY, "left processes running"),
 ])
 def test_cheater_is_caught(run_eval, gelu_problem, name, verdict, reason):
     result = run_eval(cheater(name), gelu_problem)
     assert result.verdict is verdict, (result.verdict, result.reason)
     assert reason in result.reason
+
+
+@pytest.mark.parametrize("name", ["rebinds_timer_method", "patches_perf_counter"])
+def test_rewritten_timer_is_caught_by_the_judge_s_clock(run_eval, gelu_problem_large, name):
+    # the candidate's process reports 20x / 1000x shorter calls than they took; the judge's
+    # wall clock around each call, less the protocol's overhead measured on the reference, cannot
+    # contain them
+    result = run_eval(cheater(name), gelu_problem_large, rep_ms=100, min_reps=40, max_reps=60)
+    assert result.verdict is INTEGRITY, (result.verdict, result.reason)
+    assert "judge's clock" in result.reason
+
+
+@pytest.mark.parametrize("name", ["slows_reference", "slows_problem_model", "alters_reference"])
+def test_reaching_for_the_reference_changes_nothing(run_eval, gelu_problem_large, name):
+    # patching F.gelu, the problem module's Model.forward, or the reference model (found through
+    # the garbage collector) happens in the candidate's own process: the reference runs elsewhere
+    result = run_eval(cheater(name), gelu_problem_large)
+    assert result.verdict is Verdict.CORRECT, result.reason
+    # the same work as the reference: no real speedup (a 20 ms sleep per reference call would be 10x or more)
+    assert result.speedup < 2.0, (result.speedup, result.timing, result.baseline)
+
+
+def test_a_thread_left_working_is_seen_from_outside(run_eval, gelu_problem_large):
+    # the candidate disables the harness's own thread check; the judge still sees its process
+    # using CPU between calls, through /proc
+    result = run_eval(cheater("lingering_thread"), gelu_problem_large)
+    assert result.verdict is INTEGRITY, (result.verdict, result.reason)
+    assert "kept working between calls" in result.reason
+
+
+@pytest.mark.parametrize("guard", ["auto", "detect"])
+def test_files_outside_the_candidate_s_directory(run_eval, session_dir, guard):
+    from conftest import REPO, small_copy
+    from kernelpro.evaluate.sandbox import landlock_abi
+
+    where = session_dir / f"files_{guard}"
+    where.mkdir()
+    prob = small_copy(REPO / "examples" / "fused_bias_gelu.py", where / "problem.py", {"ROWS": 16, "COLS": 32})
+    (where / "victim.txt").write_text("keep me\n")
+    result = run_eval(cheater("writes_files"), prob, write_guard=guard)
+    if guard == "auto" and landlock_abi() > 0:
+        # prevented: the writes failed inside the candidate's process
+        assert result.verdict is Verdict.CORRECT, result.reason
+        assert (where / "victim.txt").read_text() == "keep me\n"
+        assert not (where / "planted.txt").exists()
+        assert result.measurements["evaluator"]["sandbox_landlock"] == 1.0
+    else:
+        # detected: the candidate is rejected
+        assert result.verdict is INTEGRITY, result.reason
+        assert "changed files outside its directory" in result.reason and "victim.txt (deleted)" in result.reason
 
 
 def test_forged_result_file_is_ignored(run_eval, gelu_problem):
@@ -74,9 +124,9 @@ def test_honest_candidates_pass(run_eval, gelu_problem, name):
     assert result.timing.n > 0 and result.baseline.n > 0
     notes = result.measurements["evaluator"]
     assert notes["rechecked_calls"] >= 1
-    # where the worker's time went: every stage it passed through, none longer than the job
+    # where the evaluation's time went: every stage it passed through, none longer than the job
     stages = {k[len("stage_"):-2]: v for k, v in notes.items() if k.startswith("stage_")}
-    assert {"reference", "poison", "guards", "compile", "build", "correctness", "timing", "verify"} <= set(stages), \
+    assert {"reference", "reference_outputs", "compile", "build", "correctness", "timing", "verify"} <= set(stages), \
         stages
     assert all(v >= 0 for v in stages.values()) and sum(stages.values()) <= result.wall_s + 1e-6
     assert stages["timing"] > 0
@@ -133,7 +183,7 @@ def test_less_accurate_candidate_still_fails_against_the_fp64_reference(run_eval
     assert "against fp64" in result.reason and "farther from the fp64 reference" in result.reason
 
 
-@pytest.mark.parametrize("name", ["caches_by_address", "caches_by_count"])
+@pytest.mark.parametrize("name", ["caches_by_count"])
 def test_sampled_rechecks_catch_cached_outputs(run_eval, gelu_problem, name):
     # the re-checked calls' outputs kept as 4 positions each (of 512): a cached output is
     # wrong at every position, so any sample shows it

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 
 import pytest
@@ -43,10 +42,10 @@ def test_hang_is_a_timeout_and_leaves_no_process(run_eval, gelu_problem, session
     result = run_eval(isolation("orphans"), gelu_problem, timeout_s=10)
     assert result.verdict is Verdict.TIMEOUT and "stage: correctness" in result.reason, result.reason
     assert time.monotonic() - t0 < 40
-    pidfiles = sorted(session_dir.glob("eval*_orphans/pids.txt"))
+    pidfiles = sorted(session_dir.glob("eval*_orphans/sandbox/pids.txt"))
     assert pidfiles, "the candidate did not record its children"
     child, daemon = (int(x) for x in pidfiles[-1].read_text().split())
     assert daemon > 0
     time.sleep(0.5)
-    assert not _alive(child), "a child in the worker's process group survived"
+    assert not _alive(child), "a child in the candidate's process group survived"
     assert not _alive(daemon), "a setsid() daemon survived"

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import subprocess
-import sys
-import textwrap
 
 import pytest
 import torch
@@ -60,50 +57,6 @@ def test_source_scan():
     assert guard.scan_source("        import kernelpro_cute\n") is None
     assert guard.scan_source("from kernelpro_cute.flags import build_flags\n") is None
     assert guard.scan_source("import torch\nx = torch.ones(3)\n") is None
-
-
-def test_snapshot_sees_replacements():
-    snap = guard.Snapshot()
-    real = torch.nn.functional.relu
-    try:
-        torch.nn.functional.relu = lambda x, inplace=False: x
-        assert "torch.nn.functional.relu" in snap.changed()
-    finally:
-        torch.nn.functional.relu = real
-    assert snap.changed() == []
-
-
-def test_snapshot_ignores_torch_compile_on_cpu():
-    snap = guard.Snapshot()
-    import torch._dynamo  # noqa: F401  (imported lazily by torch.compile)
-
-    assert snap.changed() == []
-
-
-def test_snapshot_does_not_import_dynamo_and_accepts_its_later_patches():
-    # a fresh interpreter: the snapshot must not pay for importing torch._dynamo (seconds
-    # per evaluation), and a candidate's torch.compile afterwards (dynamo's import-time
-    # wrappers, then its generation-tagging nn.Module.__init__/__setstate__) is no tampering
-    code = textwrap.dedent("""
-        import sys, torch
-        from kernelpro.evaluate import guard
-        snap = guard.Snapshot()
-        assert "torch._dynamo" not in sys.modules, "the snapshot imported dynamo"
-        import torch.nn as nn
-        f = torch.compile(lambda x: x * 2 + 1, backend="eager")
-        assert f(torch.ones(3)).tolist() == [3.0, 3.0, 3.0]
-        assert "patched_init" in nn.Module.__init__.__qualname__, nn.Module.__init__
-        assert snap.changed() == [], snap.changed()
-        # a closure over the original that is not torch's is still tampering
-        init = nn.Module.__init__
-        def mine(self, *a, **k):
-            init(self, *a, **k)
-        nn.Module.__init__ = mine
-        assert snap.changed() == ["torch.nn.Module.__init__"], snap.changed()
-        print("ok")
-    """)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
 
 
 def test_backend_flags_restore():
@@ -194,7 +147,7 @@ def test_arch_for_sm90a_sources(monkeypatch):
 
 
 def test_suspicious_speed_flags():
-    from kernelpro.evaluate.worker import suspicious_speed
+    from kernelpro.evaluate.judge import suspicious_speed
 
     h200 = next(s for s in SPECS if "h200" in s.match)
     # a 4096^3 fp32 GEMM cannot take less than 2*4096^3 / 495e12 s = 0.278 ms on an H200
@@ -283,44 +236,42 @@ def test_escaped_work_charges_only_gaps_above_the_sync_latency():
     assert escaped_work([], [], 0.01) == 0.0
 
 
-def test_a_long_one_stream_call_is_judged_against_a_control_of_its_length(monkeypatch):
+def test_a_long_one_stream_call_is_judged_against_a_control_of_its_length():
     """The synchronization's latency after a long wait is not side-stream work: a callable
     whose gap passes the empty-call threshold is compared with a same-length control."""
     from kernelpro.evaluate import timing
 
-    def fake_timer(control_gap: float | None) -> timing.Timer:
-        t = timing.Timer("cpu", warmup_ms=0.0, rep_ms=10.0, min_reps=20, max_reps=20)
-        t.cuda = True
-        t.flush = lambda: None
-        t.method = "cuda_event+l2_flush"
-
-        def once2(fn):
-            out = fn()
-            if out == "empty":
-                return (0.005, 0.005 + 0.014), None
-            # 3 ms on the stream; then the host took 0.11 ms longer to wake than after an empty call
-            return (3.0, 3.0 + 0.014 + 0.11), out
-
-        monkeypatch.setattr(t, "once2", once2)
-        monkeypatch.setattr(t, "sync_gap_ms", lambda reps=50: 0.014)
-        monkeypatch.setattr(t, "sync_gap_at_ms", lambda ms, reps=15: control_gap)
-        return t
-
+    # 3 ms on the stream; then the host took 0.11 ms longer to wake than after an empty call
+    samples = [timing.Sample(3.0, 3.0 + 0.014 + 0.11, 3.5) for _ in range(20)]
     # the control waking as late: nothing escaped, the stream time stands
-    t = fake_timer(0.014 + 0.105)
-    res = t.interleaved({"candidate": lambda: "call"}, rounds=2)
-    assert t.escaped_ms == {} and res["candidate"].method == "cuda_event+l2_flush"
-    assert res["candidate"].median_ms == 3.0 and abs(t.gap_matched_ms["candidate"] - 0.119) < 1e-9
-    # a control that wakes promptly: the 0.11 ms are charged, as before
-    t = fake_timer(0.015)
-    res = t.interleaved({"candidate": lambda: "call"}, rounds=2)
-    assert abs(t.escaped_ms["candidate"] - 0.109) < 1e-9
-    assert res["candidate"].method == "cuda_event+device_sync+l2_flush"
-    assert abs(res["candidate"].median_ms - (3.0 + 0.124 - 0.015)) < 1e-9
+    s = timing.summarize(samples, cuda=True, gap0_ms=0.014, control=lambda ms: 0.014 + 0.105)
+    assert s.escaped_ms == 0.0 and s.stats.method == "cuda_event+l2_flush"
+    assert s.stats.median_ms == 3.0 and abs(s.gap_matched_ms - 0.119) < 1e-9
+    # a control that wakes promptly: the 0.11 ms are charged
+    s = timing.summarize(samples, cuda=True, gap0_ms=0.014, control=lambda ms: 0.015)
+    assert abs(s.escaped_ms - 0.109) < 1e-9 and s.stats.method == "cuda_event+device_sync+l2_flush"
+    assert abs(s.stats.median_ms - (3.0 + 0.124 - 0.015)) < 1e-9
+    assert timing.reported(samples, s) == [s.stats.median_ms] * 20
     # no spin kernel in this torch: the empty-call latency decides
-    t = fake_timer(None)
-    t.interleaved({"candidate": lambda: "call"}, rounds=2)
-    assert abs(t.escaped_ms["candidate"] - 0.11) < 1e-9 and t.gap_matched_ms == {}
+    s = timing.summarize(samples, cuda=True, gap0_ms=0.014, control=lambda ms: None)
+    assert abs(s.escaped_ms - 0.11) < 1e-9 and s.gap_matched_ms is None
+
+
+def test_envelope_excess_is_what_the_reports_leave_out():
+    """A candidate whose process reports a fifth of its time leaves 4/5 of it unaccounted for
+    against the judge's clock; an honest one leaves the protocol's overhead, as the reference."""
+    from kernelpro.evaluate import timing
+
+    jitter = [0.01 * ((k * 7) % 5) for k in range(40)]
+    ref = [timing.Sample(2.0, 2.0, 2.0 + 0.3 + j) for j in jitter]
+    honest = [timing.Sample(1.0, 1.0, 1.0 + 0.3 + j) for j in reversed(jitter)]
+    cheat = [timing.Sample(0.2, 0.2, 1.0 + 0.3 + j) for j in jitter]
+    summ = lambda xs: timing.summarize(xs, cuda=False, gap0_ms=0.0)  # noqa: E731
+    excess, se = timing.envelope_excess(honest, summ(honest), ref, summ(ref))
+    assert abs(excess) < 1e-9 and se < 0.01
+    excess, se = timing.envelope_excess(cheat, summ(cheat), ref, summ(ref))
+    assert abs(excess - 0.8) < 1e-9 and se < 0.01
+    assert timing.median_se([1.0]) == float("inf")
 
 
 def test_reaper_kills_the_worker_when_its_parent_is_killed(tmp_path):
@@ -365,7 +316,7 @@ def test_reaper_kills_the_worker_when_its_parent_is_killed(tmp_path):
 
 
 def test_stage_seconds_sums_repeated_stages_and_ends_at_the_given_time():
-    from kernelpro.evaluate.worker import stage_seconds
+    from kernelpro.evaluate.judge import stage_seconds
 
     got = stage_seconds([("reference", 0.0), ("timing", 1.5), ("verify", 4.0), ("timing", 4.5)], 6.0)
     assert got == {"reference": 1.5, "timing": 4.0, "verify": 0.5}
@@ -455,9 +406,9 @@ def test_timed_calls_get_distinct_fp32_scale_factors():
     in fp32 (uniform draws could land within an ulp of each other: a content memo hit)."""
     import random
 
-    from kernelpro.evaluate import worker
+    from kernelpro.evaluate import inputs
 
-    warm, timed = worker.scale_draws(random.Random(7))
+    warm, timed = inputs.scale_draws(random.Random(7))
     factors = torch.tensor([1.0 + u * 1e-3 for u in warm + timed], dtype=torch.float32)
     assert len(warm) == len(timed) == 4096
     assert torch.unique(factors).numel() == len(factors)

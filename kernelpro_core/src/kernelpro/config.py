@@ -56,8 +56,14 @@ class EvaluatorConfig:
     trials: int = 5  # correctness trials, each with fresh inputs from another seed
     other_distribution: bool = True  # one more trial with inputs drawn from N(0, 1)
     tolerances: dict[str, Tolerance] = attrs.field(factory=_default_tolerances)
-    timeout_s: float = 600.0  # whole worker (compile + check + time)
+    timeout_s: float = 600.0  # the whole evaluation, a backstop: each stage has its own limit below
     compile_timeout_s: float = 300.0
+    load_timeout_s: float = 300.0  # importing the candidate and constructing ModelNew (and the reference)
+    first_call_timeout_s: float = 300.0  # a model's first forward (Triton and torch.compile compile there)
+    # every later call: call_timeout_factor x the reference's call, within floor .. ceiling
+    call_timeout_factor: float = 50.0
+    call_timeout_floor_s: float = 10.0
+    call_timeout_ceiling_s: float = 300.0
     warmup_ms: float = 25.0  # warm-up time per callable before timing
     rep_ms: float = 200.0  # timing budget per callable
     min_reps: int = 10
@@ -93,7 +99,18 @@ class EvaluatorConfig:
     cuda_arch: str = "auto"  # auto (the GPU's own, sm_90a when the source needs it) or e.g. "9.0", "9.0a"
     include_paths: list[str] = attrs.field(factory=list)  # added to every load_inline / load / nvcc build
     cuda_flags: list[str] = attrs.field(factory=list)  # added to nvcc's flags for every build
-    memory_limit_mb: int | None = None  # host address-space limit of the worker (cpu device only)
+    memory_limit_mb: int | None = None  # host address-space limit of the candidate's process (cpu device only)
+    # the cross-check of the candidate's reported times against the judge's clock: a call may
+    # not have taken longer than reported by more than max(slack_ms, slack_fraction x its time)
+    envelope_slack_ms: float = 0.05
+    envelope_slack_ms_cpu: float = 0.25  # on a CPU the processes' overheads differ more (0.07 ms seen)
+    envelope_slack_fraction: float = 0.1
+    # CPU the candidate's process may use between its calls, beyond the reference's (share of a core)
+    idle_cpu_share: float = 0.2
+    noisy_cv: float = 0.2  # a timing with a larger coefficient of variation is flagged noisy_timing
+    # auto: Landlock where the kernel has it, and a watch of the files around; landlock: refuse to
+    # evaluate without it; detect: the watch only (no Landlock)
+    write_guard: str = "auto"
 
     def __attrs_post_init__(self) -> None:
         if self.call_policy not in ("any", "no_torch_compute", "own_kernel"):
@@ -111,8 +128,18 @@ class EvaluatorConfig:
             raise ValueError(f"device_copy_share: expected a fraction in (0, 1], got {self.device_copy_share}")
         if self.trials < 1:
             raise ValueError(f"trials: expected a positive integer, got {self.trials}")
-        if self.timeout_s <= 0 or self.compile_timeout_s <= 0:
-            raise ValueError("timeout_s: timeouts must be positive")
+        for name in ("timeout_s", "compile_timeout_s", "load_timeout_s", "first_call_timeout_s",
+                     "call_timeout_factor", "call_timeout_floor_s", "call_timeout_ceiling_s"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name}: expected a positive number, got {getattr(self, name)}")
+        if self.call_timeout_floor_s > self.call_timeout_ceiling_s:
+            raise ValueError("call_timeout_floor_s: must not exceed call_timeout_ceiling_s")
+        for name in ("envelope_slack_ms", "envelope_slack_ms_cpu", "envelope_slack_fraction", "idle_cpu_share",
+                     "noisy_cv"):
+            if not getattr(self, name) >= 0:
+                raise ValueError(f"{name}: expected a number >= 0, got {getattr(self, name)}")
+        if self.write_guard not in ("auto", "landlock", "detect"):
+            raise ValueError(f"write_guard: expected one of auto, landlock, detect, got {self.write_guard!r}")
         if not re.fullmatch(r"auto|\d+\.\d+a?", self.cuda_arch):
             raise ValueError(f"cuda_arch: expected auto or a capability like 9.0 or 9.0a, got {self.cuda_arch!r}")
         for dtype, tol in self.tolerances.items():

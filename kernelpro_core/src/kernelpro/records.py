@@ -33,6 +33,7 @@ class Verdict(str, enum.Enum):
     OOM = "oom"  # host or device out of memory
     INTEGRITY = "integrity_violation"  # caught cheating the evaluator
     POLICY = "policy_violation"  # broke the configured call policy
+    PROBLEM_ERROR = "problem_error"  # the problem itself failed (its Model, inputs or outputs): not the candidate's fault
 
     def __str__(self) -> str:  # pragma: no cover - trivial
         return self.value

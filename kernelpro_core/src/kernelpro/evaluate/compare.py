@@ -317,3 +317,76 @@ def values_at(out: Any, sampled: Any, same_dtype: bool = True) -> tuple[list[Any
 def sampled_values(sampled: Any) -> list[Any]:
     """The kept values of ``sampled`` (flattened; non-tensor outputs as they were)."""
     return [s.values if isinstance(s, Sample) else s for s in flatten(sampled)]
+
+
+def read_back(leaves: list[dict[str, Any]], exported: list[bool], ref_out: Any, views: list[Any],
+              device_type: str | None = None, reference: bool = False) -> tuple[Comparison | None, Any]:
+    """A candidate's output as its harness described it (``leaves``, in :func:`flatten`
+    order, see :func:`kernelpro.evaluate.transport.describe_output`) and copied into the
+    judge's buffers (``views``, one per reference output tensor; ``exported[i]``: whether
+    leaf ``i`` was copied). Returns a failed :class:`Comparison` when the description
+    already fails the checks of :func:`compare` (count, type, layout, device, shape,
+    dtype, an output sharing memory with an input), else ``None`` and the output rebuilt
+    with the reference's nesting: the buffers in place of tensors, the harness's values in
+    place of the rest. ``reference``: the reference's own output, read against an example
+    of its structure: its non-tensor values are taken as described, and it may return (a
+    view of) its input."""
+    refs = flatten(ref_out)
+    if len(leaves) != len(refs):
+        return Comparison(False, f"expected {len(refs)} output(s), got {len(leaves)}"), None
+    values: list[Any] = []
+    k = 0
+    for i, (leaf, r) in enumerate(zip(leaves, refs)):
+        where = f"output {i}" if len(refs) > 1 else "output"
+        leaf = leaf if isinstance(leaf, dict) else {}
+        if not isinstance(r, _tensor_type):
+            if "v" not in leaf:
+                got = leaf.get("other") or ("a tensor" if "tensor" in leaf else "something else")
+                return Comparison(False, f"{where}: expected a {type(r).__name__}, got {got}", integrity=True), None
+            v = leaf["v"]
+            if type(v) is not type(r):
+                return Comparison(False, f"{where}: expected a {type(r).__name__}, got {type(v).__name__}",
+                                  integrity=True), None
+            if not reference and v != r:
+                return Comparison(False, f"{where}: expected {r!r}, got {v!r}"), None
+            values.append(v)
+            continue
+        view = views[k]
+        k += 1
+        t = leaf.get("tensor")
+        if not isinstance(t, dict):
+            got = leaf.get("other") or (type(leaf.get("v")).__name__ if "v" in leaf else "something else")
+            return Comparison(False, f"{where}: expected a plain torch.Tensor, got {got}", integrity=True), None
+        if not t.get("plain") or t.get("error"):
+            return Comparison(False, f"{where}: expected a plain torch.Tensor, got {t.get('type', '?')}"
+                              + (f" ({t['error']})" if t.get("error") else ""), integrity=True), None
+        if t.get("layout") != "torch.strided" or t.get("meta"):
+            return Comparison(False, f"{where}: expected a dense tensor with storage, got layout {t.get('layout')}"
+                              f"{' on meta' if t.get('meta') else ''}", integrity=True), None
+        if device_type is not None and t.get("device") != device_type:
+            return Comparison(False, f"{where}: on device {t.get('device')}, expected {device_type}",
+                              integrity=True), None
+        if tuple(t.get("shape") or ()) != tuple(r.shape):
+            return Comparison(False, f"{where}: shape {tuple(t.get('shape') or ())} != reference {tuple(r.shape)}"), None
+        if t.get("dtype") != str(r.dtype).replace("torch.", ""):
+            return Comparison(False, f"{where}: dtype torch.{t.get('dtype')} != reference {r.dtype}"), None
+        if t.get("alias") and not reference:
+            return Comparison(False, f"{where}: output shares memory with an input", integrity=True), None
+        if i >= len(exported) or not exported[i]:
+            return Comparison(False, f"{where}: the candidate's process did not hand the output back",
+                              integrity=True), None
+        values.append(view)
+    it = iter(values)
+    return None, _renest(ref_out, it)
+
+
+def replace_tensors(ref: Any, views: list[Any]) -> Any:
+    """``ref`` with its tensors replaced, in order, by ``views`` (other values kept)."""
+    it = iter(views)
+    return map_tensors(ref, lambda _t: next(it))
+
+
+def _renest(ref: Any, it: Any) -> Any:
+    if isinstance(ref, (list, tuple)):
+        return type(ref)(_renest(x, it) for x in ref)
+    return next(it)

@@ -184,8 +184,14 @@ def trim_compiler_log(text: str, max_errors: int = 8, context: int = 2, max_char
 
 
 def _child(entry: Path, candidate: Path) -> int:
-    """Import the candidate (building its code); write the outcome to ``entry/compile_child.json``."""
+    """Import the candidate (building its code); write the outcome to ``entry/compile_child.json``.
+    The process first confines itself to writing beneath ``entry`` (when the kernel has
+    Landlock, and unless ``evaluator.write_guard`` is ``detect``)."""
     out = entry / "compile_child.json"
+    if os.environ.pop("KERNELPRO_CONFINE", "1") == "1":
+        from kernelpro.evaluate.sandbox import confine
+
+        confine([entry])
     t0 = time.monotonic()
     try:
         install_build_hooks()
@@ -261,6 +267,10 @@ def compile_candidate(candidate_path: Path, *, config: Any, timeout_s: float | N
                                   cached=True, arch=arch, log=meta.get("log", ""), reason=meta.get("reason", ""))
         env = build_env(entry, arch=arch, include_paths=inc, cuda_flags=flags)
         env["CUDA_VISIBLE_DEVICES"] = ""
+        env["KERNELPRO_CONFINE"] = "0" if getattr(config, "write_guard", "auto") == "detect" else "1"
+        env["TMPDIR"] = str(entry / "tmp")
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+        (entry / "tmp").mkdir(exist_ok=True)
         if max_jobs:
             env["MAX_JOBS"] = str(max_jobs)
         (entry / "compile_child.json").unlink(missing_ok=True)

@@ -1,141 +1,21 @@
-"""Integrity guards of the worker process against a candidate that runs in it.
+"""First-line checks of a candidate, and the backend flags a model runs with.
 
-* :class:`Snapshot` records the identity of every callable attribute of the modules and
-  classes the measurement relies on (torch, torch.nn.functional, torch.Tensor, torch.cuda,
-  the nn module classes, time, the evaluator's own modules) before the candidate is
-  imported; :meth:`Snapshot.changed` names those replaced since. A candidate that patches
-  ``time.perf_counter``, ``torch.cuda.Event.elapsed_time``, the evaluator's captured
-  functions or an operator the reference calls (to slow the baseline down) is caught.
-* :func:`backend_flags` / :func:`restore_backend_flags`: the reference always runs with
-  the flags it was measured with (TF32 off, cuDNN settings), whatever the candidate set.
 * :func:`scan_source` rejects sources that reach into the evaluator (frame or garbage
-  collector introspection, the result channel, importing the evaluator's modules).
-* :func:`extra_threads` names Python threads the candidate left running.
-
-Residual risk (documented in docs/evaluation.md): code in the same process can always
-defeat in-process checks with enough effort (ctypes writes to memory, obfuscated
-introspection); these checks make cheating deliberate and visible, not impossible.
+  collector introspection, the result channel, importing the evaluator's modules) before
+  any of them runs. It makes the obvious attempts fail with a clear reason; the trust
+  boundary itself is the process boundary (docs/evaluation.md): a candidate that gets past
+  the scan only reaches its own process.
+* :func:`set_reference_precision`, :func:`backend_flags` / :func:`restore_backend_flags`:
+  the reference runs in fp32 without TF32; the candidate starts from the same settings and
+  the flags it changes are reported.
 """
 
 from __future__ import annotations
 
-import os
 import re
-import threading
-import time
-import types
 from typing import Any
 
 import torch
-
-_EVALUATOR_MODULES = (
-    "kernelpro.evaluate.worker", "kernelpro.evaluate.timing", "kernelpro.evaluate.compare",
-    "kernelpro.evaluate.loader", "kernelpro.evaluate.guard", "kernelpro.evaluate.channel",
-    "kernelpro.evaluate.gpu_state", "kernelpro.evaluate.policy", "kernelpro.evaluate.bounds",
-)
-
-
-def _targets() -> dict[str, Any]:
-    import statistics
-    import sys
-
-    import torch.nn as nn
-    import torch.nn.functional as F
-
-    out: dict[str, Any] = {
-        "torch": torch, "torch.nn.functional": F, "torch.Tensor": torch.Tensor,
-        "torch._C.TensorBase": torch._C.TensorBase, "torch.cuda": torch.cuda, "torch.cuda.Event": torch.cuda.Event,
-        "torch.nn.Module": nn.Module, "time": time, "statistics": statistics, "torch.linalg": torch.linalg,
-        "torch.fft": torch.fft, "torch.special": torch.special,
-    }
-    for name in dir(nn):
-        obj = getattr(nn, name, None)
-        if isinstance(obj, type) and issubclass(obj, nn.Module) and obj is not nn.Module:
-            out[f"torch.nn.{name}"] = obj
-    for name in _EVALUATOR_MODULES:
-        mod = sys.modules.get(name)
-        if mod is not None:
-            out[name] = mod
-    return out
-
-
-_TORCH_DIR = os.path.dirname(torch.__file__)
-
-
-def _callables(obj: Any) -> dict[str, Any]:
-    try:
-        items = vars(obj).items()
-    except TypeError:
-        return {}
-    return {k: v for k, v in items if callable(v) or isinstance(v, (staticmethod, classmethod, property))}
-
-
-def _torch_wrapper_of(new: Any, old: Any) -> bool:
-    """Whether ``new`` is torch's own wrapper of ``old``. torch._dynamo wraps a few functions
-    (e.g. ``torch.manual_seed``) when it is first imported: ``new.__wrapped__`` is ``old``.
-    The first torch.compile replaces ``nn.Module.__init__`` and ``__setstate__`` with
-    generation-tagging closures over the originals, without ``__wrapped__``: a function of
-    ``torch._dynamo.mutation_guard`` whose closure holds ``old``. Either way ``new``'s code
-    lives in torch's package directory."""
-    code = getattr(new, "__code__", None)
-    if code is None or not os.path.dirname(code.co_filename).startswith(_TORCH_DIR):
-        return False
-    if getattr(new, "__wrapped__", None) is old:
-        return True
-    if getattr(new, "__module__", None) != "torch._dynamo.mutation_guard":
-        return False
-    return any(_cell(c) is old for c in (getattr(new, "__closure__", None) or ()))
-
-
-def _cell(cell: Any) -> Any:
-    try:
-        return cell.cell_contents
-    except ValueError:  # an empty cell
-        return None
-
-
-def _settle_torch() -> None:
-    """Let torch make the patches it makes on first use before the snapshot is taken, where
-    that costs nothing: torch.compile (Dynamo) replaces ``nn.Module.__init__`` and
-    ``__setstate__`` with its generation-tagging versions the first time it runs. Only when
-    Dynamo is already imported: importing it here took seconds of every evaluation (the
-    ``guards`` stage, 3.8-7.0 s per candidate on the H200), and :func:`_torch_wrapper_of`
-    recognizes those patches when a candidate's torch.compile makes them later."""
-    import sys
-
-    guard_mod = sys.modules.get("torch._dynamo.mutation_guard")
-    install = getattr(guard_mod, "install_generation_tagging_init", None)
-    if install is None:
-        return
-    try:
-        install()
-    except Exception:
-        pass
-
-
-class Snapshot:
-    """The callables of the modules and classes the measurement relies on."""
-
-    def __init__(self) -> None:
-        _settle_torch()
-        self.targets = _targets()
-        self.objs = {name: _callables(obj) for name, obj in self.targets.items()}
-
-    def changed(self) -> list[str]:
-        """``module.attribute`` of every callable replaced or deleted since the snapshot."""
-        out = []
-        for name, obj in self.targets.items():
-            try:
-                live = vars(obj)
-            except TypeError:
-                continue
-            for key, old in self.objs[name].items():
-                if key not in live:
-                    out.append(f"{name}.{key}")
-                elif live[key] is not old and not _torch_wrapper_of(live[key], old):
-                    out.append(f"{name}.{key}")
-        return sorted(out)
-
 
 # --- backend flags -----------------------------------------------------------------------------
 
@@ -233,19 +113,3 @@ def scan_source(source: str) -> str | None:
             line = source.count("\n", 0, m.start()) + 1
             return f"the candidate {why} (line {line}: {m.group(0)!r})"
     return None
-
-
-# --- threads -----------------------------------------------------------------------------------
-
-
-def thread_idents() -> set[int]:
-    return {t.ident for t in threading.enumerate() if t.ident is not None}
-
-
-def extra_threads(before: set[int]) -> list[str]:
-    """Names of live Python threads started since ``before`` (daemon or not)."""
-    return [t.name for t in threading.enumerate() if t.ident not in before and t.is_alive()]
-
-
-def is_module(obj: Any) -> bool:
-    return isinstance(obj, types.ModuleType)

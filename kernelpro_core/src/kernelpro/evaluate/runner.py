@@ -1,17 +1,19 @@
-"""Parent side of evaluation: compile stage, worker process, time limit, verdicts.
+"""Parent side of evaluation: compile stage, the judge's process, time limit, verdicts.
 
 1. Compile stage (:mod:`kernelpro.evaluate.compile`): a candidate that builds native code
-   is built in its own process into a content-addressed cache entry (a hit costs nothing);
-   a compiler error or compile timeout is the verdict without starting the worker.
-2. The worker runs under :mod:`kernelpro.evaluate.reaper` in a new session, with the
-   cache entry as its build directory and the result channel of
-   :mod:`kernelpro.evaluate.channel` (a pipe and a token only the evaluator knows).
-3. How the worker ended decides the verdict when it sent no result: a signal is
-   ``crash`` (SIGSEGV, SIGABRT, ... named in the reason) or ``oom`` (SIGKILL: the
-   out-of-memory killer), a hang is ``timeout`` (``compile_timeout`` when it hung while
-   compiling), an exit without a result is ``exited``; a forged or duplicated result is
-   ``integrity_violation``. The reaper kills every process the candidate started, and the
-   process group is killed as well, so nothing is left behind.
+   is built in its own (confined) process into a content-addressed cache entry (a hit
+   costs nothing); a compiler error or compile timeout is the verdict without going on.
+2. The judge (:mod:`kernelpro.evaluate.judge`) runs under :mod:`kernelpro.evaluate.reaper`
+   in a new session, with the result channel of :mod:`kernelpro.evaluate.channel` (a pipe
+   and a token only the evaluator knows). It starts the reference's and the candidate's
+   harness processes itself; the candidate's gets an empty directory of its own
+   (``<workdir>/sandbox``) and may write nowhere else but its build-cache entry.
+3. How the judge ended decides the verdict when it sent no result (it always does unless
+   it was killed): over ``timeout_s`` is ``timeout`` with the stage it was in.
+4. Files the candidate must leave alone (the problem, its own source, the files beside
+   them) are watched (:class:`kernelpro.evaluate.sandbox.FileWatch`) from before the
+   compile stage to the end: any change is an ``integrity_violation``, whatever the judge
+   decided. Where the kernel has Landlock such writes fail in the first place.
 """
 
 from __future__ import annotations
@@ -30,19 +32,20 @@ import attrs
 from kernelpro.config import EvaluatorConfig, unstructure
 from kernelpro.evaluate import compile as build
 from kernelpro.evaluate.channel import FD_ENV, ChannelError, ParentEnd
+from kernelpro.evaluate.sandbox import FileWatch
 from kernelpro.records import CompileResult, EvalResult, Verdict, from_json
 
 SIGNAL_NAMES = {s.value: s.name for s in signal.Signals}  # canonical names (SIGABRT, not SIGIOT)
 
 
-# The variables a process needs to load a candidate's cached build exactly as the worker did
+# The variables a process needs to load a candidate's cached build exactly as its harness did
 # (a profiler given only the first two rebuilds load_inline code with torch's default flags).
 BUILD_ENV_KEYS = ("TORCH_EXTENSIONS_DIR", "TRITON_CACHE_DIR", "KERNELPRO_BUILD_DIR", "KERNELPRO_INCLUDE_PATHS",
                   "KERNELPRO_CUDA_FLAGS", "KERNELPRO_CUDA_ARCH", "TORCH_CUDA_ARCH_LIST")
 
 
 def build_env(build_dir: Path) -> dict[str, str]:
-    """Environment of a candidate's worker and of its profilers.
+    """Environment of a candidate's harness and of its profilers.
 
     ``build_dir`` may be a symlink to a build-cache entry (what :func:`evaluate` makes of
     the directory it is given): it is resolved, and the entry's architecture, include
@@ -87,17 +90,38 @@ def evaluate(
     language: str = "pytorch",
     compiled: build.CompileOutcome | None = None,
     reference_flops: float | None = None,
+    watch: list[Path] = (),
 ) -> EvalResult:
-    """Evaluate ``candidate_path`` against ``problem_path`` in a fresh worker process.
+    """Evaluate ``candidate_path`` against ``problem_path`` (see the module docstring).
 
     With ``candidate_path=None`` only the reference is timed (the baseline). ``compiled``:
     the outcome of :func:`kernelpro.evaluate.compile.compile_candidate` when the caller
     compiled ahead (``compile_many``); otherwise the compile stage runs here (a cache hit
     when the same source was built before). ``reference_flops``: the reference's FLOP
     count from the baseline job (its ``measurements["evaluator"]["flops"]``), so that the
-    worker need not count them again (a counted forward takes seconds on a GPU)."""
+    judge need not count them again (a counted forward takes seconds on a GPU).
+    ``watch``: more directories whose files the candidate must leave alone (a run
+    directory), besides the problem's and the candidate's."""
     workdir = Path(workdir).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
+    t0 = time.monotonic()
+    files = [Path(problem_path)] + ([Path(candidate_path)] if candidate_path else [])
+    # what the evaluator itself writes is not watched: the work and build directories, the build cache
+    ours = [workdir, build.cache_root(config.build_cache_dir)] + ([Path(build_dir)] if build_dir else [])
+    guard = FileWatch(files=files, dirs=[f.resolve().parent for f in files] + [Path(w) for w in watch], ignore=ours)
+    result = _evaluate(problem_path, candidate_path, device=device, config=config, workdir=workdir, seed=seed,
+                       measurements=measurements, build_dir=build_dir, language=language, compiled=compiled,
+                       reference_flops=reference_flops)
+    changed = guard.changed() if candidate_path is not None else []
+    if changed:
+        result = EvalResult(verdict=Verdict.INTEGRITY, reason="the candidate changed files outside its directory: "
+                            + "; ".join(changed[:5]), compile=result.compile, device=device)
+    return attrs.evolve(result, wall_s=time.monotonic() - t0)
+
+
+def _evaluate(problem_path: Path, candidate_path: Path | None, *, device: str, config: EvaluatorConfig,
+              workdir: Path, seed: int, measurements: list[tuple[type, Any]], build_dir: Path | None,
+              language: str, compiled: build.CompileOutcome | None, reference_flops: float | None) -> EvalResult:
     t0 = time.monotonic()
     stage_info: dict[str, Any] = {}
     if candidate_path is not None and config.compile_stage:
@@ -121,11 +145,29 @@ def evaluate(
         entry = Path(build_dir) if build_dir is not None else workdir / "build"
         entry.mkdir(parents=True, exist_ok=True)
         env = build_env(entry)
+    box = workdir / "sandbox"
+    if box.exists():
+        import shutil
+
+        shutil.rmtree(box, ignore_errors=True)
+    box.mkdir()
+    entry_dir = Path(entry).resolve()
     job = {
         "problem": str(Path(problem_path).resolve()),
         "candidate": str(Path(candidate_path).resolve()) if candidate_path else None,
         "device": device,
         "seed": seed,
+        "workdir": str(workdir),
+        # the candidate's harness: its own empty directory, and its build entry (Triton and
+        # torch.compile write there at the first call), are all it may write
+        "sandbox": {"dir": str(box), "writable": [str(box), str(entry_dir)],
+                    "confine": config.write_guard != "detect",
+                    "env": {"TORCHINDUCTOR_CACHE_DIR": str(entry_dir / "inductor"),
+                            "CUDA_CACHE_PATH": str(entry_dir / "cuda_cache"), "PYTHONDONTWRITEBYTECODE": "1"}},
+        # the reference's compiled kernels are cached where no candidate may write
+        "reference_env": {"TRITON_CACHE_DIR": str(build.cache_root(config.build_cache_dir) / "reference" / "triton"),
+                          "TORCHINDUCTOR_CACHE_DIR": str(build.cache_root(config.build_cache_dir) / "reference"
+                                                         / "inductor")},
         "language": language,
         "compile": stage_info,
         "evaluator": unstructure(config),
@@ -137,11 +179,12 @@ def evaluate(
         "status": str(workdir / "status.txt"),
         "reference_flops": reference_flops,
     }
-    for stale in ("result.json", "status.txt", "worker_rc"):
+    for stale in ("result.json", "status.txt", "judge_rc"):
         (workdir / stale).unlink(missing_ok=True)
     job_path = workdir / "job.json"
     job_path.write_text(json.dumps(job, indent=1))
-    result = _run_worker(job_path, workdir, env, config, device)
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    result = _run_judge(job_path, workdir, env, config, device)
     return attrs.evolve(result, wall_s=time.monotonic() - t0)
 
 
@@ -170,18 +213,18 @@ def _write_entry_settings(outcome: build.CompileOutcome, config: EvaluatorConfig
         pass
 
 
-def _run_worker(job_path: Path, workdir: Path, env: dict[str, str], config: EvaluatorConfig,
-                device: str) -> EvalResult:
+def _run_judge(job_path: Path, workdir: Path, env: dict[str, str], config: EvaluatorConfig,
+               device: str) -> EvalResult:
     channel = ParentEnd()
     env = dict(env)
     env[FD_ENV] = str(channel.write_fd)
     token_r, token_w = os.pipe()
     os.write(token_w, channel.token)
     os.close(token_w)
-    rc_path = workdir / "worker_rc"
-    log_path = workdir / "worker.log"
+    rc_path = workdir / "judge_rc"
+    log_path = workdir / "judge.log"
     argv = [sys.executable, "-m", "kernelpro.evaluate.reaper", str(rc_path), "--",
-            sys.executable, "-m", "kernelpro.evaluate.worker", str(job_path)]
+            sys.executable, "-m", "kernelpro.evaluate.judge", str(job_path)]
     timed_out = False
     with open(log_path, "wb") as log:
         try:
@@ -194,7 +237,7 @@ def _run_worker(job_path: Path, workdir: Path, env: dict[str, str], config: Eval
             proc.wait(timeout=config.timeout_s)
         except subprocess.TimeoutExpired:
             timed_out = True
-            _signal(proc.pid, signal.SIGTERM)  # the reaper kills the worker and every descendant
+            _signal(proc.pid, signal.SIGTERM)  # the reaper kills the judge and every descendant
             try:
                 proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
@@ -216,7 +259,7 @@ def _run_worker(job_path: Path, workdir: Path, env: dict[str, str], config: Eval
         try:
             return from_json(json.loads(payload), EvalResult)
         except Exception as exc:
-            return EvalResult(verdict=Verdict.CRASH, reason=f"unreadable worker result: {exc}", device=device)
+            return EvalResult(verdict=Verdict.CRASH, reason=f"unreadable evaluator result: {exc}", device=device)
     try:
         rc = int(rc_path.read_text().strip())
     except (OSError, ValueError):
@@ -224,11 +267,11 @@ def _run_worker(job_path: Path, workdir: Path, env: dict[str, str], config: Eval
     if rc < 0:
         sig = SIGNAL_NAMES.get(-rc, str(-rc))
         if -rc == signal.SIGKILL:
-            return EvalResult(verdict=Verdict.OOM, reason=f"worker killed by SIGKILL (stage: {stage}); "
+            return EvalResult(verdict=Verdict.OOM, reason=f"evaluator killed by SIGKILL (stage: {stage}); "
                               "usually the out-of-memory killer", device=device)
-        return EvalResult(verdict=Verdict.CRASH, reason=f"worker died from {sig} (stage: {stage})", device=device)
+        return EvalResult(verdict=Verdict.CRASH, reason=f"evaluator died from {sig} (stage: {stage})", device=device)
     tail = _tail(log_path)
-    return EvalResult(verdict=Verdict.EXITED, reason=f"worker exited with status {rc} without a result "
+    return EvalResult(verdict=Verdict.EXITED, reason=f"evaluator exited with status {rc} without a result "
                       f"(stage: {stage}){': ' + tail if tail else ''}", device=device)
 
 

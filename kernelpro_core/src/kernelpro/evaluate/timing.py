@@ -1,38 +1,40 @@
 """Timing methods, named and stated.
 
-``cuda_event+l2_flush`` (GPU): before every timed call the L2 cache is flushed by
-writing a buffer twice its size, outside the timed region. Three CUDA events are recorded
-on the current stream: ``start`` before the call, ``end`` right after it returns, and
-``after`` once the whole device has been synchronized. ``end - start`` is the call's time
-on its stream, without host round trips; ``after - end`` (the *gap*) is how long the
-device kept working on other streams after the call's own stream was done, plus the
-synchronization's latency. The latency alone is measured first on empty calls (``gap0``).
-For each callable, when the median gap exceeds ``gap0`` by more than
-``max(ESCAPE_ABS_MS, ESCAPE_REL x median stream time)``, the call left work on other
-streams that its stream never waited for: its samples become ``after - start - gap0``
-(everything up to the device being idle) and the method is named
-``cuda_event+device_sync+l2_flush``; :attr:`Timer.escaped_ms` records the excess. Work on
-a side stream that the call joins back (an event wait) is inside ``end - start`` anyway.
-Warm-up runs for ``warmup_ms``; the number of timed calls is chosen so their total is
-about ``rep_ms`` (within ``min_reps``..``max_reps``). Several callables are timed
-interleaved in rounds so that clock and thermal drift affect them alike. The statistic is
-the median; IQR and coefficient of variation are reported.
+Where each part runs. The reference and the candidate each run in a harness process of
+their own (:mod:`kernelpro.evaluate.harness`); the judge (:mod:`kernelpro.evaluate.judge`)
+drives both, one call at a time, and trusts only what it measures itself or what the
+reference's harness reports.
 
-The synchronization's latency grows with how long the host waited: on the H200, plain
-one-kernel Triton candidates of 0.8-3 ms showed gaps 0.05-0.12 ms above ``gap0`` in some
-worker processes, and were charged as if they had left work on other streams. So a
-callable whose gap passes the thresholds is compared again with a control of the same
-length: a one-stream spin kernel (``torch.cuda._sleep``) lasting the callable's median
-stream time, timed the same way; only the excess over the larger of the two latencies
-counts (:meth:`Timer.sync_gap_at_ms`).
+``cuda_event+l2_flush`` (GPU). Before every timed call the judge fills the harness's input
+buffers with the call's values and flushes the L2 by writing a buffer twice its size (its
+own kernels, then a device synchronization: outside the timed region). The harness records
+three CUDA events on its current stream: ``start`` before the call, ``end`` right after it
+returns, and ``after`` once its device is synchronized (:class:`EventTimer`). ``end -
+start`` is the call's time on its stream; ``after - end`` (the *gap*) is the
+synchronization's latency plus work the call left on streams it never waited for. The
+latency alone (``gap0``) is measured on empty calls. When a callable's median gap exceeds
+``gap0`` by more than ``max(ESCAPE_ABS_MS, ESCAPE_REL x median stream time)``, the gap is
+compared again with that of a one-stream spin kernel as long as the call (the host wakes
+later from a long synchronization than from an empty one); if it still exceeds it, the
+call left work on other streams: its samples become ``after - start - latency`` and the
+method is named ``cuda_event+device_sync+l2_flush`` (:func:`summarize`).
 
-``perf_counter`` (CPU): the same scheme with ``time.perf_counter`` around each call.
+``perf_counter`` (CPU): ``time.perf_counter`` around each call.
 
-Every function this module needs is captured at import time, before candidate code is
-imported into the process, so a candidate that patches ``torch.cuda.Event`` or
-``time.perf_counter`` does not change the measurement; after every timed call the timer
-also checks that neither its captured functions nor the public ones were replaced
-(:class:`TamperError`), and the worker compares a snapshot of all of torch's callables.
+Repetitions: warm-up for ``warmup_ms`` (at least 3 calls); then about ``rep_ms`` of calls
+per callable (``min_reps``..``max_reps``) in ``rounds`` rounds, the callables interleaved
+call block by call block (:func:`interleave`), so clock and thermal drift affect them
+alike. The statistic is the median; IQR and coefficient of variation are reported.
+
+The cross-check (:func:`envelope_excess`). Around every call the judge measures its own
+wall clock, from sending the call to receiving its answer (the *envelope*): the call, the
+synchronization, the copy of its outputs into the judge's buffers, two socket hops. The
+envelope minus the reported time is the protocol's overhead; the reference's harness runs
+the same protocol, so its overhead is known from trusted numbers. A candidate's process
+that reports shorter times than it took (its timer rewritten) shows a median overhead
+larger than the reference's by the time it hid; beyond ``max(envelope_slack_ms,
+envelope_slack_fraction x its median)`` plus three standard errors of the difference
+(the host's scheduling jitter, large on a busy machine) the judge rejects it.
 """
 
 from __future__ import annotations
@@ -41,18 +43,14 @@ import statistics
 import time
 from typing import Any, Callable, Sequence
 
-import torch
+import attrs
 
 from kernelpro.records import TimingStats
 
-_perf_counter = time.perf_counter
-_Event = torch.cuda.Event
-_event_record = torch.cuda.Event.record
-_event_elapsed = torch.cuda.Event.elapsed_time
-_event_sync = torch.cuda.Event.synchronize
-_cuda_sync = torch.cuda.synchronize
-_spin = getattr(torch.cuda, "_sleep", None)  # a one-stream kernel that spins for N clock cycles
-_empty = torch.empty
+#: side-stream work shorter than this (ms), or than ESCAPE_REL of the call's stream time,
+#: is within the jitter of the synchronization's wake-up and is not charged
+ESCAPE_ABS_MS = 0.015
+ESCAPE_REL = 0.03
 
 
 def stats(samples_ms: Sequence[float], method: str) -> TimingStats:
@@ -72,21 +70,6 @@ def stats(samples_ms: Sequence[float], method: str) -> TimingStats:
     )
 
 
-class L2Flusher:
-    def __init__(self, l2_bytes: int, device: str) -> None:
-        n = max(int(l2_bytes) * 2 // 4, 1 << 20)
-        self.buf = _empty(n, dtype=torch.int32, device=device)
-
-    def __call__(self) -> None:
-        self.buf.zero_()
-
-
-#: side-stream work shorter than this (ms), or than ESCAPE_REL of the call's stream time,
-#: is within the jitter of the synchronization's wake-up and is not charged
-ESCAPE_ABS_MS = 0.015
-ESCAPE_REL = 0.03
-
-
 def escaped_work(event_ms: Sequence[float], sync_ms: Sequence[float], gap0_ms: float) -> float:
     """Milliseconds the device kept working after the call's stream was done, beyond the
     synchronization latency ``gap0_ms``: the median gap's excess when it is above the
@@ -99,175 +82,157 @@ def escaped_work(event_ms: Sequence[float], sync_ms: Sequence[float], gap0_ms: f
     return 0.0
 
 
-class TamperError(Exception):
-    """A function the timer relies on was replaced while a timed call ran."""
+# --- harness side: one call at a time --------------------------------------------------------
 
 
-def _timer_functions() -> tuple[Any, ...]:
-    g = globals()
-    return (g["_perf_counter"], g["_Event"], g["_event_record"], g["_event_elapsed"], g["_event_sync"],
-            g["_cuda_sync"], g["_spin"], time.perf_counter, torch.cuda.synchronize, torch.cuda.Event.record,
-            torch.cuda.Event.elapsed_time)
+class EventTimer:
+    """Times one call in the harness's process (see the module docstring)."""
 
+    def __init__(self, device: str) -> None:
+        import torch
 
-class Timer:
-    """Times callables on one device; see the module docstring for the method."""
-
-    def __init__(self, device: str, warmup_ms: float, rep_ms: float, min_reps: int, max_reps: int,
-                 l2_bytes: int | None = None) -> None:
-        self.device = device
+        self.torch = torch
         self.cuda = device.startswith("cuda")
-        self.warmup_ms = warmup_ms
-        self.rep_ms = rep_ms
-        self.min_reps = min_reps
-        self.max_reps = max_reps
-        self._ids = tuple(id(f) for f in _timer_functions())
-        #: per callable, ms of work it left on other streams (only callables that did)
-        self.escaped_ms: dict[str, float] = {}
-        self.gap0_ms = 0.0
-        #: per flagged callable, the gap of its same-length one-stream control
-        self.gap_matched_ms: dict[str, float] = {}
         self._cycles_per_ms: float | None = None
+
+    def once(self, fn: Callable[[], Any]) -> tuple[float, float, Any]:
+        """(stream time, time up to device idle, what ``fn`` returned); on CPU both are the
+        ``perf_counter`` time."""
         if self.cuda:
-            if l2_bytes is None:
-                props = torch.cuda.get_device_properties(torch.cuda.current_device())
-                l2_bytes = getattr(props, "L2_cache_size", 64 << 20)
-            self.flush: Callable[[], None] | None = L2Flusher(l2_bytes, device)
-            self.method = "cuda_event+l2_flush"
-        else:
-            self.flush = None
-            self.method = "perf_counter"
-
-    def _check(self) -> None:
-        if tuple(id(f) for f in _timer_functions()) != self._ids:
-            raise TamperError("a timing function (perf_counter, torch.cuda.Event, synchronize) was replaced "
-                              "during a timed call")
-
-    def once(self, fn: Callable[[], Any]) -> tuple[float, Any]:
-        """One timed call: (milliseconds up to the device being idle, what ``fn`` returned)."""
-        (_ev, ms), out = self.once2(fn)
-        return ms, out
-
-    def once2(self, fn: Callable[[], Any]) -> tuple[tuple[float, float], Any]:
-        """One timed call: ((stream time, time up to device idle) in ms, what ``fn`` returned).
-        On CPU both are the perf_counter time."""
-        if self.cuda:
-            assert self.flush is not None
-            self.flush()
-            start, end, after = _Event(enable_timing=True), _Event(enable_timing=True), _Event(enable_timing=True)
-            _event_record(start)
+            ev = self.torch.cuda.Event
+            start, end, after = ev(enable_timing=True), ev(enable_timing=True), ev(enable_timing=True)
+            start.record()
             out = fn()
-            _event_record(end)
-            _cuda_sync()
-            _event_record(after)
-            _event_sync(after)
-            self._check()
-            return (float(_event_elapsed(start, end)), float(_event_elapsed(start, after))), out
-        t0 = _perf_counter()
+            end.record()
+            self.torch.cuda.synchronize()
+            after.record()
+            after.synchronize()
+            return float(start.elapsed_time(end)), float(start.elapsed_time(after)), out
+        t0 = time.perf_counter()
         out = fn()
-        t1 = _perf_counter()
-        self._check()
-        ms = (t1 - t0) * 1e3
-        return (ms, ms), out
+        ms = (time.perf_counter() - t0) * 1e3
+        return ms, ms, out
 
-    def warmup(self, fn: Callable[[], Any], after: Callable[[Any], None] | None = None,
-               before: Callable[[int], None] | None = None) -> float:
-        """Run ``fn`` for about ``warmup_ms`` (at least 3 calls); return the estimated time per call (ms): the
-        median warm-up call, so a slow first call (lazy initialization, autotuning) does not
-        shrink the number of timed calls. ``before(k)`` / ``after(out)`` run around warm-up
-        call ``k`` (0, 1, ...)."""
-        spent, times = 0.0, []
-        while True:
-            if before is not None:
-                before(len(times))
-            ms, out = self.once(fn)
-            if after is not None:
-                after(out)
-            del out
-            spent += ms
-            times.append(ms)
-            if (spent >= self.warmup_ms and len(times) >= 3) or len(times) >= 10_000:
-                break
-        return statistics.median(times)
-
-    def overhead_ms(self, reps: int = 50) -> float:
-        """Median stream time of an empty call (event latency)."""
-        return statistics.median(self.once2(lambda: None)[0][0] for _ in range(reps))
-
-    def _median_gap(self, fn: Callable[[], Any], reps: int) -> float:
+    def gap_ms(self, fn: Callable[[], Any], reps: int) -> float:
         """Median gap (``after - end``) of ``reps`` timed calls of ``fn``."""
-        return statistics.median(sy - ev for (ev, sy), _out in (self.once2(fn) for _ in range(reps)))
+        return statistics.median(sy - ev for ev, sy, _ in (self.once(fn) for _ in range(reps)))
 
-    def sync_gap_ms(self, reps: int = 50) -> float:
-        """Median gap (``after - end``) of an empty call: the synchronization latency."""
-        return self._median_gap(lambda: None, reps)
-
-    def sync_gap_at_ms(self, stream_ms: float, reps: int = 15) -> float | None:
-        """Median gap of a one-stream spin kernel whose stream time is about ``stream_ms``:
-        the synchronization's latency after the host waited that long. None without a
-        spin kernel in this torch."""
-        if not self.cuda or _spin is None:
+    def spin_gap_ms(self, stream_ms: float, reps: int = 15) -> float | None:
+        """Median gap of a one-stream spin kernel lasting about ``stream_ms``; None without
+        one in this torch."""
+        spin = getattr(self.torch.cuda, "_sleep", None)
+        if not self.cuda or spin is None:
             return None
         if self._cycles_per_ms is None:
             probe = 1 << 20
-            ms = statistics.median(self.once2(lambda: _spin(probe))[0][0] for _ in range(5))
+            ms = statistics.median(self.once(lambda: spin(probe))[0] for _ in range(5))
             self._cycles_per_ms = probe / max(ms, 1e-3)
         cycles = max(1, int(self._cycles_per_ms * stream_ms))
-        return self._median_gap(lambda: _spin(cycles), reps)
+        return self.gap_ms(lambda: spin(cycles), reps)
 
-    def interleaved(self, fns: dict[str, Callable[[], Any]], rounds: int,
-                    before: Callable[[str, int], None] | None = None,
-                    after: Callable[[str, int, Any], None] | None = None) -> dict[str, TimingStats]:
-        """Time each callable, alternating between them in ``rounds`` rounds.
 
-        ``before(name, i)`` runs before and ``after(name, i, output)`` after each timed
-        call, both outside the timed region (the worker refreshes inputs, re-checks outputs,
-        poisons the reference's outputs and resets device state there); ``i`` counts the
-        timed calls of one callable from 0; warm-up calls get ``before(name, -1 - k)`` and
-        ``after(name, -1, output)``."""
-        per_call = {}
-        for name, fn in fns.items():
-            warm_before = (lambda k, n=name: before(n, -1 - k)) if before else None
-            warm_after = (lambda out, n=name: after(n, -1, out)) if after else None
-            per_call[name] = max(self.warmup(fn, warm_after, warm_before), 1e-4)
-        gap0 = self.sync_gap_ms(30) if self.cuda else 0.0
-        self.gap0_ms = gap0
-        ev_samples: dict[str, list[float]] = {name: [] for name in fns}
-        sy_samples: dict[str, list[float]] = {name: [] for name in fns}
-        rounds = max(1, rounds)
-        reps = {name: max(1, max(self.min_reps, min(self.max_reps, int(self.rep_ms / per_call[name]))) // rounds)
-                for name in fns}
-        count = {name: 0 for name in fns}
-        for _ in range(rounds):
-            for name, fn in fns.items():
-                for _i in range(reps[name]):
-                    i = count[name]
-                    if before is not None:
-                        before(name, i)
-                    (ev, sy), out = self.once2(fn)
-                    ev_samples[name].append(ev)
-                    sy_samples[name].append(sy)
-                    if after is not None:
-                        after(name, i, out)
-                    del out
-                    count[name] += 1
-        result = {}
-        for name in fns:
-            if not self.cuda:
-                result[name] = stats(ev_samples[name], self.method)
-                continue
-            gap = gap0
-            escaped = escaped_work(ev_samples[name], sy_samples[name], gap)
-            if escaped > 0:
-                matched = self.sync_gap_at_ms(statistics.median(ev_samples[name]))
-                if matched is not None:
-                    self.gap_matched_ms[name] = matched
-                    gap = max(gap0, matched)
-                    escaped = escaped_work(ev_samples[name], sy_samples[name], gap)
-            if escaped > 0:
-                self.escaped_ms[name] = escaped
-                result[name] = stats([max(sy - gap, ev) for ev, sy in zip(ev_samples[name], sy_samples[name])],
-                                     "cuda_event+device_sync+l2_flush")
-            else:
-                result[name] = stats(ev_samples[name], self.method)
-        return result
+# --- judge side: scheduling and judging the samples ---------------------------------------------
+
+
+@attrs.frozen
+class Sample:
+    """One timed call: what its harness reported and what the judge measured around it."""
+
+    event_ms: float  # the call's time on its stream (harness)
+    sync_ms: float  # up to its device being idle (harness)
+    envelope_ms: float  # the judge's wall clock from sending the call to its answer
+
+
+def interleave(calls: dict[str, Callable[[int], Sample]], *, warmup_ms: float, rep_ms: float, min_reps: int,
+               max_reps: int, rounds: int) -> dict[str, list[Sample]]:
+    """Warm each callable up, then time them in ``rounds`` rounds, a block of calls of
+    each per round. ``calls[name](i)`` makes timed call ``i`` (``i < 0``: warm-up call
+    ``-1 - i``) and returns its sample."""
+    per_call: dict[str, float] = {}
+    for name, call in calls.items():
+        spent, times = 0.0, []
+        while True:
+            s = call(-1 - len(times))
+            spent += s.event_ms
+            times.append(s.event_ms)
+            if (spent >= warmup_ms and len(times) >= 3) or len(times) >= 10_000:
+                break
+        # the median: a slow first call (lazy set-up, autotuning) does not shrink the repetitions
+        per_call[name] = max(statistics.median(times), 1e-4)
+    rounds = max(1, rounds)
+    reps = {name: max(1, max(min_reps, min(max_reps, int(rep_ms / per_call[name]))) // rounds) for name in calls}
+    samples: dict[str, list[Sample]] = {name: [] for name in calls}
+    for _ in range(rounds):
+        for name, call in calls.items():
+            for _i in range(reps[name]):
+                samples[name].append(call(len(samples[name])))
+    return samples
+
+
+@attrs.frozen
+class Summary:
+    stats: TimingStats
+    escaped_ms: float = 0.0  # work left on other streams per call (0: none charged)
+    gap_matched_ms: float | None = None  # the same-length control's gap, when one was measured
+
+
+def summarize(samples: list[Sample], *, cuda: bool, gap0_ms: float,
+              control: Callable[[float], float | None] | None = None) -> Summary:
+    """The statistics of one callable's samples and the method they were taken with:
+    ``cuda_event+l2_flush``, or ``cuda_event+device_sync+l2_flush`` when it left work on
+    other streams. ``control(stream_ms)``: the gap of a one-stream spin of that length."""
+    ev = [s.event_ms for s in samples]
+    if not cuda:
+        return Summary(stats(ev, "perf_counter"))
+    sy = [s.sync_ms for s in samples]
+    gap, matched = gap0_ms, None
+    escaped = escaped_work(ev, sy, gap)
+    if escaped > 0 and control is not None:
+        matched = control(statistics.median(ev))
+        if matched is not None:
+            gap = max(gap0_ms, matched)
+            escaped = escaped_work(ev, sy, gap)
+    if escaped > 0:
+        return Summary(stats([max(s - gap, e) for e, s in zip(ev, sy)], "cuda_event+device_sync+l2_flush"),
+                       escaped, matched)
+    return Summary(stats(ev, "cuda_event+l2_flush"), 0.0, matched)
+
+
+def reported(samples: list[Sample], summary: Summary) -> list[float]:
+    """Each sample's time as :func:`summarize` counted it."""
+    if summary.stats.method == "cuda_event+device_sync+l2_flush":
+        gap = statistics.median(s.sync_ms - s.event_ms for s in samples) - summary.escaped_ms
+        return [max(s.sync_ms - gap, s.event_ms) for s in samples]
+    return [s.event_ms for s in samples]
+
+
+def overheads(samples: list[Sample], summary: Summary) -> list[float]:
+    """Each call's envelope minus its reported time: what the protocol added around it."""
+    return [s.envelope_ms - r for s, r in zip(samples, reported(samples, summary))]
+
+
+def overhead_ms(samples: list[Sample], summary: Summary) -> float:
+    """Median protocol overhead per call."""
+    return statistics.median(overheads(samples, summary))
+
+
+def median_se(xs: Sequence[float]) -> float:
+    """Standard error of the median of ``xs``, from a robust spread (IQR / 1.349)."""
+    n = len(xs)
+    if n < 4:
+        return float("inf") if n < 2 else abs(max(xs) - min(xs))
+    q = statistics.quantiles(xs, n=4)
+    return 1.2533 * (q[2] - q[0]) / 1.349 / n ** 0.5
+
+
+def envelope_excess(samples: list[Sample], summary: Summary, ref_samples: list[Sample],
+                    ref_summary: Summary) -> tuple[float, float]:
+    """How much longer per call the judge's clock says the candidate's calls took than its
+    harness reported, beyond the protocol's overhead measured the same way on the
+    reference; and the standard error of that difference (both in ms)."""
+    cand, ref = overheads(samples, summary), overheads(ref_samples, ref_summary)
+    return statistics.median(cand) - statistics.median(ref), (median_se(cand) ** 2 + median_se(ref) ** 2) ** 0.5
+
+
+def is_noisy(timing: TimingStats, max_cv: float) -> bool:
+    return timing.cv > max_cv

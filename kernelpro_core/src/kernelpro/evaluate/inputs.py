@@ -1,0 +1,86 @@
+"""The judge's inputs: drawn from the problem, lent to the harnesses, changed every timed call.
+
+Every trial's inputs are drawn once, in the judge, and kept there untouched; a harness
+only ever sees copies in its own buffers (:mod:`kernelpro.evaluate.transport`), refilled
+before each call. Timed calls see a trial's values scaled by a factor no earlier call
+used (:func:`fill`, :func:`scale_draws`), so no cache keyed by address or content can hit.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import torch
+
+
+def other_distribution(inputs: list[Any], seed: int) -> list[Any]:
+    """Inputs of another distribution: floating tensors redrawn from N(0, 1), on their own
+    device (a generator per device, seeded with ``seed``)."""
+    gens: dict[Any, torch.Generator] = {}
+    out = []
+    for x in inputs:
+        if isinstance(x, torch.Tensor) and x.is_floating_point():
+            if x.device not in gens:
+                gens[x.device] = torch.Generator(device=x.device).manual_seed(seed)
+            out.append(torch.randn(x.shape, generator=gens[x.device], dtype=torch.float32,
+                                   device=x.device).to(dtype=x.dtype))
+        else:
+            out.append(x)
+    return out
+
+
+def tensors(value: Any) -> list[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [t for x in value for t in tensors(x)]
+    return []
+
+
+def fill(views: list[torch.Tensor], src: list[Any], u: float = 0.0) -> None:
+    """Copy the tensors of ``src`` into ``views`` (a harness's input buffers, in
+    :func:`tensors` order) and scale the floating ones by ``1 + u * max(1e-3, 4 *
+    eps(dtype))`` (sign and zeros kept, values new)."""
+    for dst, s in zip(views, tensors(src)):
+        dst.copy_(s)
+        if dst.is_floating_point() and u:
+            dst.mul_(1.0 + u * max(1e-3, 4 * torch.finfo(dst.dtype).eps))
+
+
+def scale_draws(rng: random.Random, n: int = 4096) -> tuple[list[float], list[float]]:
+    """The ``u`` of :func:`fill` for warm-up and for timed calls: the grid ``+-(1 + k / n)``,
+    ``k < n``, shuffled and split in two, so no value is drawn twice."""
+    grid = [sign * (1.0 + k / n) for sign in (-1.0, 1.0) for k in range(n)]
+    rng.shuffle(grid)
+    return grid[:n], grid[n:]
+
+
+def unchanged(before: list[Any], after: list[torch.Tensor]) -> bool:
+    """Whether the tensors ``after`` (a harness's input buffers) still hold ``before``'s values
+    (NaN equal to NaN)."""
+    for b, a in zip(tensors(before), after):
+        if b.shape != a.shape or b.dtype != a.dtype:
+            return False
+        if b.is_floating_point() or b.is_complex():
+            same = (b == a) | (torch.isnan(b) & torch.isnan(a))
+            if not bool(same.all()):
+                return False
+        elif not torch.equal(b, a):
+            return False
+    return True
+
+
+def poison(value: Any) -> None:
+    """Overwrite tensors (NaN, or -1 for integers) before their memory is given back, so
+    nothing that later receives the same memory finds an answer in it."""
+    for t in tensors(value):
+        if t.numel() == 0:
+            continue
+        try:
+            if t.is_floating_point() or t.is_complex():
+                t.detach().fill_(float("nan"))
+            elif t.dtype != torch.bool:
+                t.detach().fill_(-1)
+        except RuntimeError:
+            pass  # an expanded view: not writable in place

@@ -1,0 +1,1077 @@
+"""The judge: one evaluation, decided in a process no candidate code runs in.
+
+    python -m kernelpro.evaluate.judge JOB.json      (started by runner.evaluate)
+
+The judge starts two harness processes (:mod:`kernelpro.evaluate.harness`): the
+*reference* harness builds the problem's model, the *candidate* harness confines itself
+and imports the candidate. The judge draws every input, keeps the reference's outputs,
+compares, decides the verdict and reports it over the signed result channel. It holds
+the only copies of what decides the verdict; the candidate's process holds none of them.
+
+Stages (each named in the job's status file and timed in
+``measurements.evaluator.stage_<name>_s``; docs/evaluation.md states the method):
+
+1. ``reference`` / ``reference_outputs``: the reference harness builds the model after the
+   seed (fp32, no TF32); the judge draws each trial's inputs and keeps the reference's
+   outputs (on the GPU while they fit in ``device_copy_share`` of its memory, else on the
+   host). ``degenerate_check``, ``bounds`` (bytes/FLOPs lower bound) and
+   ``compile_reference`` (``torch.compile`` of the reference) follow.
+2. ``compile`` / ``build``: the source scan, then the candidate harness imports the
+   candidate and builds ``ModelNew``.
+3. ``correctness``: trial by trial, the candidate's outputs are read back from the judge's
+   buffers and compared; inputs unmodified; no threads or processes left working.
+4. ``timing``: reference, compiled reference and candidate, interleaved call block by call
+   block; before each call the judge refills that harness's inputs with new values and
+   flushes the L2; around each call it measures its own clock (the envelope), the
+   harness's CPU time between calls and the processes it left.
+5. ``verify``: a sample of timed calls re-checked against the reference on the same
+   values; the envelope cross-check; ``reverify`` for suspicious speedups; measurements.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import random
+import secrets
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from kernelpro.evaluate import bounds, inputs as inp, procwatch, timing, transport
+from kernelpro.evaluate import compare as cmp
+from kernelpro.evaluate.channel import WorkerEnd
+from kernelpro.evaluate.guard import scan_source
+from kernelpro.evaluate.loader import load_module, make_inputs
+from kernelpro.evaluate.remote import HarnessEnded, Remote
+from kernelpro.evaluate.sandbox import set_undumpable
+from kernelpro.records import CompileResult, CorrectnessResult, EvalResult, Verdict, to_json
+
+#: default of ``evaluator.device_copy_share``: the share of the GPU's available memory the
+#: judge's own copies (the reference's outputs, whole re-check copies) may take
+DEVICE_COPY_SHARE = 0.25
+#: the environment of both harnesses on a CPU: OpenMP threads sleep as soon as a parallel region
+#: ends (spinning ones would look like work between calls), and glibc keeps freed heap memory
+#: (raised mmap and trim thresholds) instead of returning it to the kernel, so a call does not
+#: pay page faults on some calls and not on others (the times were bimodal, 1.5 and 7 ms)
+CPU_TIMING_ENV = {"OMP_WAIT_POLICY": "PASSIVE", "MALLOC_MMAP_THRESHOLD_": str(32 << 20),
+                  "MALLOC_TRIM_THRESHOLD_": str(64 << 30)}
+#: verdicts a harness may report for a failed request (never "correct")
+FAILURE_VERDICTS = {v.value for v in Verdict} - {Verdict.CORRECT.value}
+
+
+class Fail(Exception):
+    def __init__(self, verdict: Verdict, reason: str, **extra: Any) -> None:
+        super().__init__(reason)
+        self.verdict, self.reason, self.extra = verdict, reason, extra
+
+
+def stage_seconds(stages: list[tuple[str, float]], end: float) -> dict[str, float]:
+    """Seconds spent in each stage (a stage entered twice is summed), the last one up to ``end``."""
+    out: dict[str, float] = {}
+    for (name, t), nxt in zip(stages, [t for _, t in stages[1:]] + [end]):
+        out[name] = out.get(name, 0.0) + max(0.0, nxt - t)
+    return out
+
+
+def suspicious_speed(reference_ms: float, candidate_ms: float, bound: Any, ev: dict[str, Any]) -> list[str]:
+    """Flags for a speedup above ``max_speedup`` or a time below ``impossible_margin`` x the
+    physical lower bound (``bound``: a :class:`kernelpro.evaluate.bounds.Bound` or None)."""
+    out = []
+    speedup = reference_ms / max(candidate_ms, 1e-9)
+    if speedup > float(ev.get("max_speedup", 100.0)):
+        out.append(f"suspicious_speedup: {speedup:.1f}x exceeds evaluator.max_speedup")
+    if bound is not None and candidate_ms < float(ev.get("impossible_margin", 0.9)) * bound.lower_ms:
+        out.append(
+            f"physically_impossible: {candidate_ms:.4g} ms is below the lower bound "
+            f"{bound.lower_ms:.4g} ms for the reference's bytes and FLOPs on {bound.gpu} "
+            f"(memory {bound.memory_ms:.4g} ms, compute {bound.compute_ms:.4g} ms)")
+    return out
+
+
+def _number(answer: dict[str, Any], key: str) -> float:
+    """A time a harness reported, or a protocol failure when it is not a finite number >= 0."""
+    v = answer.get(key)
+    if not isinstance(v, (int, float)) or isinstance(v, bool) or not (0.0 <= float(v) < float("inf")):
+        raise Fail(Verdict.INTEGRITY, f"the candidate's process reported an impossible {key}: {v!r}")
+    return float(v)
+
+
+class IdleMeter:
+    """CPU time a harness's processes used between its calls (when only the judge works)."""
+
+    def __init__(self, remote: Remote) -> None:
+        self.remote = remote
+        self.pids = [remote.pid] if remote.pid else []
+        self.cpu_ns = 0
+        self.wall_s = 0.0
+        self._open: tuple[float, int] | None = None
+
+    def answered(self) -> None:
+        """A call's answer arrived: an idle interval begins."""
+        self._open = (time.monotonic(), self.remote.cpu_ns(self.pids))
+
+    def calling(self) -> None:
+        """A call is about to be sent: the idle interval ends."""
+        if self._open is not None:
+            t0, c0 = self._open
+            self.cpu_ns += max(0, self.remote.cpu_ns(self.pids) - c0)
+            self.wall_s += time.monotonic() - t0
+            self._open = None
+
+    @property
+    def share(self) -> float:
+        return self.cpu_ns / 1e9 / self.wall_s if self.wall_s > 0 else 0.0
+
+
+class Judge:
+    def __init__(self, job: dict[str, Any]) -> None:
+        self.job = job
+        self.ev: dict[str, Any] = job["evaluator"]
+        self.device: str = job["device"]
+        self.cuda = self.device.startswith("cuda")
+        self.seed = int(job["seed"])
+        self.workdir = Path(job["workdir"])
+        self.flags: list[str] = []
+        self.notes: dict[str, float] = {}
+        self.stages: list[tuple[str, float]] = []
+        self.t_start = time.monotonic()
+        self.gpu_name: str | None = None
+        self.ref: Remote | None = None
+        self.cand: Remote | None = None
+        self.ref_idle: IdleMeter | None = None
+        self.cand_idle: IdleMeter | None = None
+        self.buffers: list[transport.Buffer] = []
+        self.compile_res: CompileResult | None = None
+        self.bound: Any = None
+        self.ref_call_s = 0.0
+        self.share = float(self.ev.get("device_copy_share", DEVICE_COPY_SHARE))
+
+    # --- small helpers ----------------------------------------------------------------------------
+
+    def status(self, stage: str) -> None:
+        Path(self.job["status"]).write_text(stage)
+        self.stages.append((stage, time.monotonic()))
+
+    def fail(self, verdict: Verdict, reason: str, **extra: Any) -> Fail:
+        if self.compile_res is not None:
+            extra.setdefault("compile", self.compile_res)
+        return Fail(verdict, reason, **extra)
+
+    def call_limit(self) -> float:
+        """Seconds a call may take: ``call_timeout_factor`` x the reference's call, within
+        ``call_timeout_floor_s`` .. ``call_timeout_ceiling_s``."""
+        ev = self.ev
+        return min(max(float(ev["call_timeout_factor"]) * self.ref_call_s, float(ev["call_timeout_floor_s"])),
+                   float(ev["call_timeout_ceiling_s"]))
+
+    def ask(self, remote: Remote, msg: dict[str, Any], timeout: float, what: str, fds: list[int] = (),
+            idle_s: float | None = None) -> dict[str, Any]:
+        """A request whose failure (timeout, death, a failure answer) ends the evaluation."""
+        try:
+            answer = remote.request(msg, timeout, what, fds, idle_s=idle_s)
+        except HarnessEnded as end:
+            raise self.ended(remote, end) from None
+        if not answer.get("ok", False):
+            verdict = str(answer.get("verdict", "runtime_error"))
+            if verdict not in FAILURE_VERDICTS:
+                verdict = "runtime_error"
+            reason = str(answer.get("reason", "failed"))[:2000]
+            if remote is self.ref and answer.get("evaluator"):
+                raise Fail(Verdict.CRASH, f"{reason} ({what}, in the reference's process)")
+            if remote is self.ref:
+                raise Fail(Verdict.PROBLEM_ERROR, reason if verdict == "problem_error"
+                           else f"the reference failed ({what}): {reason}")
+            raise self.fail(Verdict(verdict), reason, log=str(answer.get("log", ""))[:8000])
+        return answer
+
+    def ended(self, remote: Remote, end: HarnessEnded) -> Fail:
+        stage = self.stages[-1][0] if self.stages else "start"
+        if remote is self.ref:
+            return Fail(Verdict.PROBLEM_ERROR, f"the reference's process ended ({end.reason}; stage: {stage})")
+        verdict = Verdict(end.verdict) if end.verdict in FAILURE_VERDICTS else Verdict.CRASH
+        if verdict is Verdict.TIMEOUT and stage in ("compile", "build"):
+            verdict = Verdict.COMPILE_TIMEOUT
+        return self.fail(verdict, f"{end.reason} (stage: {stage})")
+
+    def allocate(self, specs: list[dict[str, Any]]) -> tuple[list[transport.Buffer], list[dict[str, Any]]]:
+        bufs, out = [], []
+        for spec in specs:
+            buf = transport.Buffer.allocate(spec["nbytes"], self.device)
+            self.buffers.append(buf)
+            bufs.append(buf)
+            out.append({**spec, "buffer": buf.desc})
+        return bufs, out
+
+    def lend_inputs(self, remote: Remote, example: list[Any], what: str) -> list[torch.Tensor]:
+        """Allocate ``remote``'s input buffers shaped like ``example`` and lend them to it."""
+        try:
+            tree, tensors, specs = transport.describe_inputs(example)
+        except transport.TransportError as exc:
+            raise Fail(Verdict.PROBLEM_ERROR, str(exc)) from None
+        bufs, sent = self.allocate(specs)
+        views = [b.view(transport.dtype_of(s["dtype"]), tuple(s["shape"]), tuple(s["stride"]))
+                 for b, s in zip(bufs, specs)]
+        self.ask(remote, {"op": "inputs", "tree": tree, "specs": sent}, 60.0, what,
+                 fds=[b.fd for b in bufs if b.kind == "host"])
+        return views
+
+    def lend_outputs(self, remote: Remote, ref_out: Any, key: str, dtype: Callable[[torch.dtype], torch.dtype]
+                     = lambda d: d) -> list[torch.Tensor]:
+        """Allocate output buffers for the tensors of ``ref_out`` (dtypes mapped by ``dtype``)."""
+        specs = []
+        for t in cmp.tensors(ref_out):
+            dt = dtype(t.dtype)
+            specs.append({"dtype": transport.dtype_name(dt), "shape": list(t.shape),
+                          "nbytes": t.numel() * torch.empty((), dtype=dt).element_size()})
+        bufs, sent = self.allocate(specs)
+        views = [b.view(transport.dtype_of(s["dtype"]), tuple(s["shape"])) for b, s in zip(bufs, specs)]
+        self.ask(remote, {"op": "outputs", "key": key, "specs": sent}, 60.0, f"lending {key} output buffers",
+                 fds=[b.fd for b in bufs if b.kind == "host"])
+        return views
+
+    def read_back(self, answer: dict[str, Any], ref_out: Any, views: list[torch.Tensor],
+                  reference: bool = False) -> tuple[Any, Any]:
+        leaves = transport.output_leaves(answer.get("out"))
+        exported = answer.get("exported") or []
+        if not isinstance(exported, list):
+            exported = []
+        return cmp.read_back(leaves, [bool(x) for x in exported], ref_out, views, torch.device(self.device).type,
+                             reference=reference)
+
+    def sync(self) -> None:
+        if self.cuda:
+            torch.cuda.synchronize()
+
+    # --- the evaluation -----------------------------------------------------------------------------
+
+    def run(self) -> EvalResult:
+        baseline_job = self.job.get("candidate") is None
+        self.status("start")
+        self.start_harnesses(with_candidate=not baseline_job)
+        try:
+            self.reference()
+            self.reference_outputs()
+            self.degenerate_check()
+            self.estimate_bound()
+            self.compile_reference(baseline_job)
+            if baseline_job:
+                return self.time_baseline()
+            self.load_candidate()
+            self.correctness()
+            self.time_all()
+            self.verify()
+            self.reverify_if_suspicious()
+            self.measure()
+            return self.result()
+        finally:
+            self.stop_harnesses()
+
+    def start_harnesses(self, with_candidate: bool) -> None:
+        """Both harnesses start at once (each imports torch), before the judge's own import."""
+        env = dict(os.environ)
+        env.pop("KERNELPRO_RESULT_FD", None)
+        if not self.cuda:
+            env.update(CPU_TIMING_ENV)
+        ref_dir = self.workdir / "reference"
+        ref_dir.mkdir(exist_ok=True)
+        renv = {k: v for k, v in env.items() if k not in ("TORCH_EXTENSIONS_DIR", "KERNELPRO_BUILD_DIR")}
+        renv.update(self.job.get("reference_env", {}))
+        self.ref = Remote("reference", workdir=self.workdir, cwd=ref_dir, env=renv,
+                          hello={"role": "reference", "device": self.device})
+        if with_candidate:
+            box = Path(self.job["sandbox"]["dir"])
+            (box / "tmp").mkdir(parents=True, exist_ok=True)
+            cenv = dict(env)
+            cenv.update(self.job["sandbox"].get("env", {}))
+            cenv.update(TMPDIR=str(box / "tmp"), TORCHINDUCTOR_COMPILE_THREADS="1")
+            self.cand = Remote("candidate", workdir=self.workdir, cwd=box, env=cenv,
+                               hello={"role": "candidate", "device": self.device, "cwd": str(box),
+                                      "confine": bool(self.job["sandbox"].get("confine", True)),
+                                      "memory_limit_mb": self.ev.get("memory_limit_mb"),
+                                      "writable": self.job["sandbox"]["writable"]})
+
+    def stop_harnesses(self) -> None:
+        for r in (self.cand, self.ref):
+            if r is not None:
+                r.close()
+
+    # 1. reference ---------------------------------------------------------------------------------
+
+    def reference(self) -> None:
+        self.status("reference")
+        assert self.ref is not None
+        load = float(self.ev["load_timeout_s"])
+        try:
+            self.ref.hello(load)
+        except HarnessEnded as end:
+            raise self.ended(self.ref, end) from None
+        self.ref_idle = IdleMeter(self.ref)
+        if self.cuda:
+            self.gpu_name = torch.cuda.get_device_name()
+        try:
+            self.problem = load_module(self.job["problem"], "kernelpro_problem")
+        except Exception as exc:
+            raise Fail(Verdict.PROBLEM_ERROR, "the problem itself failed to load: " + _one_line(exc)) from None
+        self.tols, notes = tolerances(self.ev, self.problem)
+        if notes:
+            self.flags.append("problem_tolerances: " + "; ".join(notes))
+        self.ask(self.ref, {"op": "setup", "problem": self.job["problem"], "seed": self.seed}, load,
+                 "building the reference")
+
+    def draw_inputs(self, seed: int) -> list[Any]:
+        try:
+            return make_inputs(self.problem, seed, self.device)
+        except Exception as exc:
+            raise Fail(Verdict.PROBLEM_ERROR, "the problem's get_inputs() failed: " + _one_line(exc)) from None
+
+    def reference_outputs(self) -> None:
+        """Every trial's inputs (kept) and the reference's outputs on them (kept)."""
+        self.status("reference_outputs")
+        assert self.ref is not None
+        trials = int(self.ev["trials"])
+        self.input_sets: list[list[Any]] = [self.draw_inputs(self.seed + 1 + t) for t in range(trials)]
+        self.ref_in = self.lend_inputs(self.ref, self.input_sets[0], "lending the reference's inputs")
+        self.ref_outs: list[Any] = []
+        self.ref_views: list[torch.Tensor] | None = None
+        budget: list[float] = []
+        on_device: list[bool] = []
+        first = float(self.ev["first_call_timeout_s"])
+        call_s: list[float] = []
+
+        def keep(out: Any) -> Any:
+            if self.cuda and not budget:
+                budget.append(self.share * _available_device_bytes())
+            nbytes = sum(t.numel() * t.element_size() for t in cmp.tensors(out))
+            here = self.cuda and nbytes <= budget[0]
+            if here:
+                budget[0] -= nbytes
+            on_device.append(here)
+            return cmp.snapshot(out) if here else cmp.to_cpu(out)
+
+        def one(values: list[Any]) -> Any:
+            inp.fill(self.ref_in, values)
+            self.sync()
+            t0 = time.monotonic()
+            answer = self.ask(self.ref, {"op": "call", "export": self.ref_views is not None},
+                              first if not call_s else max(first, self.call_limit()), "the reference's forward")
+            call_s.append(time.monotonic() - t0)
+            if self.ref_views is None:  # the first call tells the output's structure
+                self.ref_example = _example(answer.get("out"), self.device)
+                self.ref_views = self.lend_outputs(self.ref, self.ref_example, "main")
+                exported = self.ask(self.ref, {"op": "export"}, 60.0, "handing back the reference's output")
+                answer = {**answer, "exported": exported.get("exported")}
+            self.ref_call_s = statistics.median(call_s)
+            err, out = self.read_back(answer, self.ref_example, self.ref_views, reference=True)
+            if err is not None:
+                raise Fail(Verdict.PROBLEM_ERROR, f"the reference's output cannot be read back: {err.message}")
+            return keep(out)
+
+        for values in self.input_sets:
+            self.ref_outs.append(one(values))
+        if self.ev.get("other_distribution", True):
+            values = inp.other_distribution(self.draw_inputs(self.seed + 1000), self.seed + 1000)
+            out = one(values)
+            if all(torch.isfinite(x).all() for x in cmp.tensors(out) if x.is_floating_point()):
+                self.input_sets.append(values)
+                self.ref_outs.append(out)
+            else:
+                self.flags.append("other_distribution_skipped: reference not finite on N(0,1) inputs")
+        self.notes["reference_outputs_on_device"] = float(sum(on_device[: len(self.ref_outs)]))
+        self.notes["reference_call_s"] = self.ref_call_s
+
+    def degenerate_check(self) -> None:
+        self.status("degenerate_check")
+        self.flags += degenerate(self.ref_outs, self.tols, int(self.ev["trials"]), on=self.device if self.cuda else None)
+
+    def estimate_bound(self) -> None:
+        spec = bounds.gpu_spec_for(self.gpu_name) if self.gpu_name else None
+        if not (self.cuda and spec is not None):
+            return
+        self.status("bounds")
+        assert self.ref is not None
+        inp.fill(self.ref_in, self.input_sets[0])
+        self.sync()
+        answer = self.ask(self.ref, {"op": "bounds", "l2_bytes": spec.l2_bytes, "flops": self.job.get("reference_flops")},
+                          max(60.0, 10 * self.call_limit()), "counting the reference's FLOPs")
+        work = bounds.Work(flops=float(answer["flops"]), bytes_min=float(answer["bytes_min"]), dtype=answer["dtype"])
+        self.bound = bounds.lower_bound(work, spec)
+        self.notes.update(flops=work.flops, bytes_min=work.bytes_min, lower_bound_ms=self.bound.lower_ms)
+
+    def compile_reference(self, baseline_job: bool) -> None:
+        self.compiled = False
+        if not (self.cuda and self.ev.get("time_compiled_reference", True)
+                and (baseline_job or self.ev.get("compiled_reference_per_candidate", True))):
+            return
+        self.status("compile_reference")
+        assert self.ref is not None
+        inp.fill(self.ref_in, self.input_sets[0])
+        self.sync()
+        answer = self.ask(self.ref, {"op": "compile"}, max(float(self.ev["first_call_timeout_s"]), self.call_limit()),
+                          "compiling the reference")
+        if answer.get("ok") and answer.get("reason") is None:
+            self.compiled = True
+
+    # 2. candidate -----------------------------------------------------------------------------------
+
+    def load_candidate(self) -> None:
+        source = Path(self.job["candidate"]).read_text()
+        self.source = source
+        why = scan_source(source)
+        if why:
+            raise Fail(Verdict.INTEGRITY, why)
+        self.status("compile")
+        assert self.cand is not None
+        load = float(self.ev["load_timeout_s"])
+        try:
+            hello = self.cand.hello(load)
+        except HarnessEnded as end:
+            raise self.ended(self.cand, end) from None
+        confined = str(hello.get("confined") or "")
+        self.notes["sandbox_landlock"] = float(confined.startswith("landlock"))
+        if self.ev.get("write_guard", "auto") == "landlock" and not confined.startswith("landlock"):
+            raise Fail(Verdict.RUNTIME_ERROR, f"evaluator.write_guard is landlock, but the candidate's process "
+                       f"could not be confined ({confined})")
+        stage = self.job.get("compile") or {}
+        t0 = time.monotonic()
+        answer = self.ask(self.cand, {"op": "load", "problem": self.job["problem"], "candidate": self.job["candidate"],
+                                      "seed": self.seed}, load, "importing the candidate", idle_s=self.call_limit())
+        self.compile_res = CompileResult(
+            ok=True, seconds=float(stage.get("compile_seconds") or answer.get("load_s") or time.monotonic() - t0),
+            cached=bool(stage.get("cached", False)), language=self.job.get("language", "pytorch"))
+        self.status("build")
+        self.ask(self.cand, {"op": "build"}, load, "constructing ModelNew", idle_s=self.call_limit())
+        self.cand_in = self.lend_inputs(self.cand, self.input_sets[0], "lending the candidate's inputs")
+        self.cand_views = self.lend_outputs(self.cand, self.ref_example, "main")
+        self.cand_idle = IdleMeter(self.cand)
+
+    # 3. correctness ------------------------------------------------------------------------------------
+
+    def cand_call(self, msg: dict[str, Any], timeout: float, what: str, idle_s: float | None = None) -> dict[str, Any]:
+        assert self.cand is not None and self.cand_idle is not None
+        self.cand_idle.calling()
+        answer = self.ask(self.cand, msg, timeout, what, idle_s=idle_s)
+        self.cand_idle.answered()
+        threads = answer.get("threads") or []
+        if threads:
+            raise self.fail(Verdict.INTEGRITY, f"{what}: the candidate left Python threads running after forward "
+                            f"returned ({', '.join(str(t) for t in threads[:3])}): work outside the timed call")
+        return answer
+
+    def correctness(self) -> None:
+        self.status("correctness")
+        policy = self.ev.get("call_policy", "any")
+        if policy == "own_kernel":
+            self.check_own_kernel()
+        trials = int(self.ev["trials"])
+        max_abs = max_rel = 0.0
+        first_out: Any = None
+        all_equal = True
+        self.exact_passed: list[str] = []
+        self.exact_unavailable: str | None = None
+        first = float(self.ev["first_call_timeout_s"])
+        for t, (values, ref_out) in enumerate(zip(self.input_sets, self.ref_outs)):
+            label = f"trial {t}" if t < trials else "N(0,1) trial"
+            inp.fill(self.cand_in, values)
+            self.sync()
+            msg: dict[str, Any] = {"op": "call", "export": True, "prefix": f"{label}: forward failed: "}
+            if policy in ("no_torch_compute", "own_kernel"):
+                msg["policy"] = policy
+            # the first call may compile for long (first_call_timeout_s) but not sit idle past the call limit
+            answer = self.cand_call(msg, first if t == 0 else self.call_limit(), label,
+                                    idle_s=self.call_limit() if t == 0 else None)
+            if answer.get("compute_ops"):
+                raise self.fail(Verdict.POLICY, f"call policy {policy}: forward calls PyTorch compute ops: "
+                                f"{', '.join(str(o) for o in answer['compute_ops'][:8])}")
+            err, out = self.read_back(answer, ref_out, self.cand_views)
+            if err is not None:
+                raise self.fail(Verdict.INTEGRITY if err.integrity else Verdict.INCORRECT, f"{label}: {err.message}",
+                                correctness=None if err.integrity else CorrectnessResult(False, t + 1, None, None,
+                                                                                        err.message))
+            if not inp.unchanged(values, self.cand_in):
+                raise self.fail(Verdict.INTEGRITY, f"{label}: the candidate modified its inputs")
+            c = cmp.compare(out, ref_out, self.tols, torch.device(self.device).type)
+            if not c.ok and c.integrity:
+                raise self.fail(Verdict.INTEGRITY, f"{label}: {c.message}")
+            if not c.ok:
+                second = self.second_opinion(out, ref_out, label, values)
+                if second is None or not second.ok:
+                    message = c.message if second is None else f"{c.message}; against fp64: {second.message}"
+                    raise self.fail(Verdict.INCORRECT, f"{label}: {message}",
+                                    correctness=CorrectnessResult(False, t + 1, c.max_abs_err, c.max_rel_err, message))
+            max_abs, max_rel = max(max_abs, c.max_abs_err), max(max_rel, c.max_rel_err)
+            if first_out is None:
+                first_out = cmp.snapshot(out)
+            elif all_equal:
+                all_equal = cmp.same_values(out, first_out)
+        n = len(self.input_sets)
+        if n > 1 and all_equal and not all(cmp.same_values(self.ref_outs[0], r) for r in self.ref_outs[1:]):
+            raise self.fail(Verdict.INTEGRITY, "the candidate's output is constant across trials while the "
+                            "reference's is not")
+        del first_out
+        self.check_processes("correctness")
+        self.correct = CorrectnessResult(True, n, max_abs, max_rel, "")
+        self.compare_backend_flags()
+
+    def check_own_kernel(self) -> None:
+        from kernelpro.evaluate import policy
+
+        own = policy.own_kernel_names(self.source)
+        if not self.cuda:
+            self.flags.append("own_kernel_unverified_on_cpu: kernels cannot be observed on a CPU; only "
+                              "no_torch_compute was enforced")
+            return
+        if not own:
+            raise self.fail(Verdict.POLICY, "call policy own_kernel: the source defines no __global__ or @triton.jit "
+                            "kernel")
+        inp.fill(self.cand_in, self.input_sets[0])
+        self.sync()
+        assert self.cand is not None
+        answer = self.ask(self.cand, {"op": "kernels"}, float(self.ev["first_call_timeout_s"]), "listing kernels")
+        kernels = [str(k) for k in answer.get("kernels", [])]
+        if not policy.uses_own_kernel(kernels, own):
+            raise self.fail(Verdict.POLICY, "call policy own_kernel: none of the kernels launched ("
+                            f"{', '.join(k[:60] for k in kernels[:5]) or 'none'}) is defined in the candidate "
+                            f"({', '.join(sorted(own)[:5])})")
+
+    def compare_backend_flags(self) -> None:
+        assert self.cand is not None and self.ref is not None
+        cand = self.ask(self.cand, {"op": "flags"}, 30.0, "reading backend flags").get("flags", {})
+        ref = self.ask(self.ref, {"op": "flags"}, 30.0, "reading backend flags").get("flags", {})
+        if isinstance(cand, dict) and cand != ref:
+            changed = sorted(k for k in ref if cand.get(k) != ref[k])
+            self.flags.append("backend_flags_changed: the candidate set " + ", ".join(changed)
+                              + "; the reference runs with its own settings in its own process")
+
+    def check_processes(self, where: str) -> None:
+        """No process the candidate started may outlive the call that started it."""
+        assert self.cand is not None
+        extra = self.cand.extra_processes()
+        if extra:
+            raise self.fail(Verdict.INTEGRITY, f"{where}: the candidate left processes running "
+                            f"({'; '.join(procwatch.command(p) for p in extra[:3])})")
+
+    def second_opinion(self, out: Any, ref_out: Any, label: str, values: list[Any], u: float = 0.0,
+                       pick: Any = None) -> cmp.Comparison | None:
+        """The reference run in float64 on ``values`` (scaled as a timed call's by ``u``), and
+        the candidate judged against it (:func:`kernelpro.evaluate.compare.compare_to_exact`);
+        None when not applicable. ``pick``: applied to the float64 output first (the
+        positions of a sampled output)."""
+        if not self.ev.get("fp64_second_opinion", True) or self.exact_unavailable is not None:
+            return None
+        if not any(t.dtype == torch.float32 for t in cmp.tensors(ref_out)):
+            return None
+        assert self.ref is not None
+        if not hasattr(self, "fp64_views"):
+            self.fp64_views = self.lend_outputs(self.ref, self.ref_example, "fp64",
+                                                lambda d: torch.float64 if d.is_floating_point else d)
+        inp.fill(self.ref_in, values, u)
+        self.sync()
+        try:
+            answer = self.ref.request({"op": "call", "model": "fp64", "export": True}, max(60.0, 20 * self.call_limit()),
+                                      "the reference in float64")
+        except HarnessEnded as end:
+            raise self.ended(self.ref, end) from None
+        if not answer.get("ok"):  # an op without float64 support: the first verdict stands
+            self.exact_unavailable = str(answer.get("reason", "failed"))[:300]
+            self.flags.append(f"fp64_second_opinion_unavailable: {self.exact_unavailable}")
+            return None
+        gold = cmp.replace_tensors(self.ref_example, self.fp64_views)
+        c = cmp.compare_to_exact(out, ref_out, pick(gold) if pick is not None else gold, self.tols,
+                                 float(self.ev.get("reference_error_factor", 2.0)))
+        if c.ok:
+            self.exact_passed.append(f"{label}: {c.message}")
+        return c
+
+    # 4. timing --------------------------------------------------------------------------------------------
+
+    def flusher(self) -> Callable[[], None]:
+        if not self.cuda:
+            return lambda: None
+        props = torch.cuda.get_device_properties(torch.cuda.current_device())
+        buf = torch.empty(max(int(getattr(props, "L2_cache_size", 64 << 20)) * 2 // 4, 1 << 20), dtype=torch.int32,
+                          device=self.device)
+        from kernelpro.evaluate.gpu_state import L2State
+
+        l2 = L2State()
+
+        def flush() -> None:
+            l2.reset([torch.cuda.current_stream().cuda_stream, 0])
+            buf.zero_()
+
+        return flush
+
+    def time_baseline(self) -> EvalResult:
+        self.status("timing")
+        summaries, _ = self.time_callables(with_candidate=False)
+        self.finish_notes()
+        return EvalResult(verdict=Verdict.CORRECT, reason="reference", baseline=summaries["reference"].stats,
+                          timing=summaries["reference"].stats,
+                          baseline_compiled=summaries["compiled"].stats if "compiled" in summaries else None,
+                          flags=tuple(self.flags), device=self.device, gpu_name=self.gpu_name,
+                          measurements={"evaluator": self.notes}, wall_s=time.monotonic() - self.t_start)
+
+    def time_all(self) -> None:
+        self.status("timing")
+        self.summaries, self.samples = self.time_callables(with_candidate=True)
+        if os.environ.get("KERNELPRO_KEEP_SAMPLES"):  # every timed call's (event, sync, envelope) ms
+            (self.workdir / "timing_samples.json").write_text(json.dumps(
+                {name: [[s.event_ms, s.sync_ms, s.envelope_ms] for s in xs] for name, xs in self.samples.items()}))
+
+
+    def time_callables(self, with_candidate: bool) -> tuple[dict[str, timing.Summary], dict[str, list[timing.Sample]]]:
+        ev = self.ev
+        assert self.ref is not None
+        flush = self.flusher()
+        k_sets = len(self.input_sets)
+        rng = random.Random(secrets.randbits(64))  # which calls see which values, and which are re-checked
+        order = [rng.randrange(k_sets) for _ in range(4096)]
+        for i in range(1, len(order)):  # consecutive calls always see different values
+            if k_sets > 1 and order[i] == order[i - 1]:
+                order[i] = (order[i] + 1) % k_sets
+        warm_u, timed_u = inp.scale_draws(rng)
+        self.kept: list[tuple[int, int, float, Any]] = []
+        recheck_n = max(1, int(ev.get("recheck_calls", 8)))
+        mode = ev.get("recheck_copies", "auto")
+        fits = self.cuda and mode != "sampled" and _output_bytes(self.ref_outs[0]) * (recheck_n + 1) <= \
+            self.share * _available_device_bytes()
+        self.sampler: Any = None
+        if mode == "sampled" or (mode == "auto" and self.cuda and not fits):
+            gen = torch.Generator(device=self.device)
+            gen.manual_seed(secrets.randbits(63))  # positions the candidate cannot predict
+            k_sample = max(1, int(ev.get("recheck_sample_elements", 1 << 20)))
+            self.sampler = lambda out: cmp.sample(out, k_sample, gen)
+            self.notes["recheck_sampled_elements"] = float(k_sample)
+        keep_copy = self.sampler or (cmp.snapshot if fits else cmp.to_cpu)
+        self.notes["recheck_copies_on_device"] = float(fits)
+        seen = {"n": 0}
+        prep_after: dict[str, list[float]] = {}
+        last = {"name": None}
+        l2_found: list[str] = []
+        limit = self.call_limit()
+        limit_first = max(float(ev["first_call_timeout_s"]), limit)
+
+        def call(name: str, remote: Remote, views_in: list[torch.Tensor], model: str) -> Callable[[int], timing.Sample]:
+            meter = self.cand_idle if remote is self.cand else self.ref_idle
+            warmed = {"n": 0}
+
+            def one(i: int) -> timing.Sample:
+                j = order[(-1 - i) % len(order)] if i < 0 else order[i % len(order)]
+                u = warm_u[(-1 - i) % len(warm_u)] if i < 0 else timed_u[i % len(timed_u)]
+                self.sync()  # the judge's own earlier work (a re-check copy) is not this preparation's
+                t_p = time.perf_counter()
+                inp.fill(views_in, self.input_sets[j], u)
+                flush()
+                self.sync()
+                if last["name"] is not None:
+                    prep_after.setdefault(last["name"], []).append((time.perf_counter() - t_p) * 1e3)
+                if meter is not None:
+                    meter.calling()
+                msg = {"op": "call", "model": model, "time": True, "export": True, "reset_l2": True,
+                       "prefix": "timed run failed: "}
+                t0 = time.perf_counter()
+                try:
+                    answer = remote.request(msg, limit_first if warmed["n"] == 0 else limit,
+                                            f"timed call of the {name}")
+                except HarnessEnded as end:
+                    raise self.ended(remote, end) from None
+                t1 = time.perf_counter()
+                if meter is not None:
+                    meter.answered()
+                warmed["n"] += 1
+                last["name"] = name
+                if not answer.get("ok"):
+                    raise self._failed_answer(remote, answer, "timed call")
+                sample = timing.Sample(_number(answer, "event_ms"), _number(answer, "sync_ms"), (t1 - t0) * 1e3)
+                if remote is self.cand:
+                    self.after_candidate_call(answer, i, j, u, keep_copy, seen, recheck_n, rng, l2_found)
+                return sample
+
+            return one
+
+        calls: dict[str, Callable[[int], timing.Sample]] = {"reference": call("reference", self.ref, self.ref_in, "main")}
+        if self.compiled:
+            calls["compiled"] = call("compiled", self.ref, self.ref_in, "compiled")
+        if with_candidate:
+            assert self.cand is not None
+            calls["candidate"] = call("candidate", self.cand, self.cand_in, "main")
+        samples = timing.interleave(calls, warmup_ms=float(ev["warmup_ms"]), rep_ms=float(ev["rep_ms"]),
+                                    min_reps=int(ev["min_reps"]), max_reps=int(ev["max_reps"]),
+                                    rounds=int(ev["rounds"]))
+        if with_candidate:
+            self.check_processes("timing")
+        summaries = {}
+        for name in calls:
+            remote = self.cand if name == "candidate" else self.ref
+            assert remote is not None
+            gap0 = _number(self.ask(remote, {"op": "gap0", "reps": 30}, 60.0, "measuring the sync latency"), "ms") \
+                if self.cuda else 0.0
+
+            def control(stream_ms: float, remote: Remote = remote) -> float | None:
+                a = self.ask(remote, {"op": "spin_gap", "stream_ms": stream_ms}, max(60.0, 50 * stream_ms / 1e3),
+                             "timing a same-length control")
+                return None if a.get("ms") is None else _number(a, "ms")
+
+            summaries[name] = timing.summarize(samples[name], cuda=self.cuda, gap0_ms=gap0, control=control)
+            if name == "reference" or (name == "candidate" and self.cuda):
+                self.notes["sync_gap_ms" if name == "reference" else "candidate_sync_gap_ms"] = gap0
+        for name, s in summaries.items():
+            if s.escaped_ms > 0:
+                self.notes[f"{name}_escaped_ms"] = s.escaped_ms
+            if s.gap_matched_ms is not None:
+                self.notes[f"{name}_sync_gap_matched_ms"] = s.gap_matched_ms
+            self.notes[f"{name}_overhead_ms"] = timing.overhead_ms(samples[name], s)
+        self.prep_after = {k: statistics.median(v) for k, v in prep_after.items() if v}
+        if l2_found:
+            self.flags.append("l2_persistence_reset: the candidate left " + "; ".join(l2_found[:3])
+                              + " (reset before every timed call)")
+        return summaries, samples
+
+    def _failed_answer(self, remote: Remote, answer: dict[str, Any], what: str) -> Fail:
+        verdict = str(answer.get("verdict", "runtime_error"))
+        verdict = verdict if verdict in FAILURE_VERDICTS else "runtime_error"
+        reason = str(answer.get("reason", "failed"))[:2000]
+        if remote is self.ref:
+            return Fail(Verdict.PROBLEM_ERROR, f"the reference failed ({what}): {reason}")
+        return self.fail(Verdict(verdict), reason)
+
+    def after_candidate_call(self, answer: dict[str, Any], i: int, j: int, u: float, keep_copy: Any,
+                             seen: dict[str, int], recheck_n: int, rng: random.Random, l2_found: list[str]) -> None:
+        """Checks after each timed call of the candidate, and the re-check reservoir."""
+        threads = answer.get("threads") or []
+        if threads:
+            raise self.fail(Verdict.INTEGRITY, f"the candidate left Python threads running after a timed call "
+                            f"({', '.join(str(t) for t in threads[:3])})")
+        for f in answer.get("l2") or []:
+            if str(f) not in l2_found:
+                l2_found.append(str(f)[:200])
+        if i < 0:
+            return
+        err, out = self.read_back(answer, self.ref_outs[0], self.cand_views)
+        if err is not None:
+            raise self.fail(Verdict.INTEGRITY, f"timed call {i} returned a wrong output: {err.message}")
+        # reservoir sample of the timed calls; the latest always in the last slot
+        seen["n"] += 1
+        item = (i, j, u)
+        copy = self.sampler or cmp.snapshot
+        if len(self.kept) < recheck_n:
+            self.kept.append((*item, keep_copy(out)))
+            return
+        r = rng.randrange(seen["n"])
+        if r < recheck_n - 1:
+            *prev, prev_out = self.kept[-1]
+            self.kept[r] = (*prev, keep_copy(prev_out) if keep_copy is cmp.to_cpu else prev_out)
+        self.kept[-1] = (*item, copy(out))
+
+    # 5. after timing ------------------------------------------------------------------------------------------
+
+    def verify(self) -> None:
+        """Re-check the kept timed calls; the cross-checks of what the candidate's process reported."""
+        self.status("verify")
+        assert self.ref is not None
+        for i, j, u, kept in self.kept:
+            inp.fill(self.ref_in, self.input_sets[j], u)
+            self.sync()
+            answer = self.ask(self.ref, {"op": "call", "export": True}, max(60.0, self.call_limit()),
+                              "the reference's re-check")
+            err, expected = self.read_back(answer, self.ref_example, self.ref_views, reference=True)
+            if err is not None:
+                raise Fail(Verdict.PROBLEM_ERROR, f"the reference's output cannot be read back: {err.message}")
+            pick: Callable[[Any], Any] | None = None
+            if self.sampler is not None:
+                want, why = cmp.values_at(expected, kept)
+                if why:
+                    raise self.fail(Verdict.INTEGRITY, f"timed call {i} returned a wrong output: {why}")
+                got, expected_at = cmp.sampled_values(kept), want
+                pick = functools.partial(_values_at, kept)
+            else:
+                got, expected_at = kept, expected
+            c = cmp.compare(got, expected_at, self.tols, compute_device=self.device if self.cuda else None)
+            if not c.ok and not c.integrity:
+                second = self.second_opinion(got, expected_at, f"timed call {i}", self.input_sets[j], u, pick)
+                c = second if second is not None and second.ok else c
+            if not c.ok:
+                raise self.fail(Verdict.INTEGRITY, f"timed call {i} returned a wrong output (results cached across "
+                                f"calls or an input-dependent shortcut): {c.message}")
+        self.notes["rechecked_calls"] = float(len(self.kept))
+        self.cross_check()
+        self.extra_flags()
+
+    def cross_check(self) -> None:
+        """What the candidate's process said, against what the judge saw from outside: its CPU
+        between calls, the GPU after its answers, and the time its calls took."""
+        self.check_idle_cpu()
+        self.check_gpu_after_answer()
+        self.check_envelope()
+
+    def check_idle_cpu(self) -> None:
+        for who, meter in (("candidate", self.cand_idle), ("reference", self.ref_idle)):
+            if meter is not None:
+                self.notes[f"{who}_idle_cpu_share"] = meter.share
+        if self.ref_idle is None or self.cand_idle is None or self.cand_idle.wall_s <= 0:
+            return
+        extra = self.cand_idle.share - self.ref_idle.share
+        if extra > float(self.ev["idle_cpu_share"]) and self.cand_idle.cpu_ns > 5e6:
+            raise self.fail(Verdict.INTEGRITY, f"the candidate's process kept working between calls: "
+                            f"{self.cand_idle.cpu_ns / 1e6:.1f} ms of CPU in {self.cand_idle.wall_s * 1e3:.0f} ms "
+                            f"when it should have been idle ({self.cand_idle.share:.0%} of a core; the "
+                            f"reference's {self.ref_idle.share:.0%}): threads or processes working outside "
+                            f"its calls")
+
+    def check_gpu_after_answer(self) -> None:
+        if not (self.cuda and "candidate" in self.prep_after and "reference" in self.prep_after):
+            return
+        base = self.prep_after["reference"]
+        late = self.prep_after["candidate"] - base
+        self.notes["gpu_busy_after_answer_ms"] = late
+        if late > max(float(self.ev["envelope_slack_ms"]), 0.25 * base):
+            raise self.fail(Verdict.INTEGRITY, f"the GPU was still busy after the candidate's process answered: "
+                            f"the judge's preparation of the next call took {late:.3g} ms longer after the "
+                            f"candidate's calls than after the reference's (work left running past the call)")
+
+    def check_envelope(self) -> None:
+        ev = self.ev
+        cand, ref = self.summaries["candidate"], self.summaries["reference"]
+        excess, se = timing.envelope_excess(self.samples["candidate"], cand, self.samples["reference"], ref)
+        self.notes["envelope_excess_ms"] = excess
+        self.notes["envelope_excess_se_ms"] = se
+        slack = float(ev["envelope_slack_ms"] if self.cuda else ev.get("envelope_slack_ms_cpu", 0.25))
+        allowed = max(slack, float(ev["envelope_slack_fraction"]) * cand.stats.median_ms) + 3 * se
+        if excess > allowed:
+            raise self.fail(Verdict.INTEGRITY, f"the candidate's process reported {cand.stats.median_ms:.4g} ms per "
+                            f"call, but the judge's clock around its calls allows no less than "
+                            f"{cand.stats.median_ms + excess:.4g} ms (the protocol's overhead measured on the "
+                            f"reference removed): {excess:.4g} ms per call unaccounted for, more than the "
+                            f"{allowed:.3g} ms allowed")
+
+    def extra_flags(self) -> None:
+        cand = self.summaries["candidate"]
+        if cand.escaped_ms > 0:
+            self.flags.append(f"side_stream_work: the candidate left about {cand.escaped_ms:.3f} ms of work per call "
+                              "on streams its own stream never waited for; its time runs to device idle")
+        noisy = float(self.ev.get("noisy_cv", 0.2))
+        loud = [f"{name} cv {s.stats.cv:.2f}" for name, s in self.summaries.items()
+                if name in ("reference", "candidate") and s.stats.cv > noisy]
+        if loud:
+            self.flags.append(f"noisy_timing: {', '.join(loud)} above evaluator.noisy_cv {noisy:g}; the speedup is "
+                              "not reliable until the candidate is timed again")
+
+    def reverify_if_suspicious(self) -> None:
+        suspicious = suspicious_speed(self.summaries["reference"].stats.median_ms,
+                                      self.summaries["candidate"].stats.median_ms, self.bound, self.ev)
+        if not suspicious:
+            return
+        self.status("reverify")
+        n = int(self.ev.get("reverify_trials", 10))
+        for t in range(n):
+            values = self.draw_inputs(self.seed + 5000 + t)
+            inp.fill(self.ref_in, values)
+            self.sync()
+            assert self.ref is not None
+            answer = self.ask(self.ref, {"op": "call", "export": True}, max(60.0, self.call_limit()),
+                              "the reference's re-verification")
+            err, ref = self.read_back(answer, self.ref_example, self.ref_views, reference=True)
+            if err is not None:
+                raise Fail(Verdict.PROBLEM_ERROR, f"the reference's output cannot be read back: {err.message}")
+            ref = cmp.snapshot(ref)
+            inp.fill(self.cand_in, values)
+            self.sync()
+            answer = self.cand_call({"op": "call", "export": True, "prefix": "re-verification: forward failed: "},
+                                    self.call_limit(), f"re-verification trial {t}")
+            err, out = self.read_back(answer, ref, self.cand_views)
+            c = err if err is not None else cmp.compare(out, ref, self.tols, torch.device(self.device).type)
+            if not c.ok and not c.integrity and err is None:
+                second = self.second_opinion(out, ref, f"re-verification trial {t}", values)
+                c = second if second is not None and second.ok else c
+            if not c.ok:
+                raise self.fail(Verdict.INTEGRITY, f"{suspicious[0].split(':')[0]}: re-verification trial {t} "
+                                f"failed: {c.message}")
+        self.flags += [s + f" (re-verified with {n} more trials)" for s in suspicious]
+
+    def measure(self) -> None:
+        """Extra measurements (energy, ...): the judge runs them, the harnesses make the calls."""
+        self.measurements: dict[str, dict[str, float]] = {}
+        for spec in self.job.get("measurements", []):
+            self.status(f"measure:{spec['name']}")
+            try:
+                m = _load_measurement(spec)
+                reason = m.unavailable_reason(self.device)
+                if reason:
+                    self.flags.append(f"measurement_unavailable: {spec['name']}: {reason}")
+                    continue
+                inp.fill(self.ref_in, self.input_sets[0])
+                inp.fill(self.cand_in, self.input_sets[0])
+                self.sync()
+                assert self.ref is not None and self.cand is not None
+                ref_m = m.measure(*self.remote_calls(self.ref))
+                cand_m = m.measure(*self.remote_calls(self.cand))
+                self.measurements[spec["name"]] = {**{f"{k}": v for k, v in cand_m.items()},
+                                                   **{f"reference_{k}": v for k, v in ref_m.items()}}
+            except Fail:
+                raise
+            except Exception as exc:
+                self.flags.append(f"measurement_failed: {spec['name']}: {_one_line(exc)}")
+
+    def remote_calls(self, remote: Remote) -> tuple[Callable[[], None], Callable[[], None]]:
+        """``call``: queue one call in ``remote`` (no answer awaited); ``sync``: wait until the
+        calls queued so far are done (a failure among them ends the evaluation)."""
+        limit = max(60.0, self.call_limit())
+
+        def call() -> None:
+            remote.send({"op": "run"})
+
+        def sync() -> None:
+            self.ask(remote, {"op": "sync"}, limit * 20, "a measurement's calls")
+
+        return call, sync
+
+    def finish_notes(self) -> None:
+        self.notes.update({f"stage_{name}_s": v for name, v in stage_seconds(self.stages, time.monotonic()).items()})
+
+    def result(self) -> EvalResult:
+        if self.exact_passed:
+            self.flags.append(f"fp64_second_opinion: {len(self.exact_passed)} check(s) failed the tolerance against "
+                              f"the fp32 reference and passed against the reference in float64 (first: "
+                              f"{self.exact_passed[0]})")
+        self.finish_notes()
+        measurements = dict(self.measurements)
+        measurements["evaluator"] = self.notes
+        return EvalResult(
+            verdict=Verdict.CORRECT, compile=self.compile_res, correctness=self.correct,
+            timing=self.summaries["candidate"].stats, baseline=self.summaries["reference"].stats,
+            baseline_compiled=self.summaries["compiled"].stats if "compiled" in self.summaries else None,
+            flags=tuple(self.flags), measurements=measurements, device=self.device, gpu_name=self.gpu_name,
+            wall_s=time.monotonic() - self.t_start)
+
+
+# --- helpers ---------------------------------------------------------------------------------------------
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    first = text.splitlines()[0] if text else ""
+    return f"{type(exc).__name__}: {first}"[:500]
+
+
+def _values_at(sampled: Any, gold: Any) -> Any:
+    """``gold``'s values (the float64 reference's output) at the positions of ``sampled``."""
+    return cmp.values_at(gold, sampled, same_dtype=False)[0]
+
+
+def _available_device_bytes() -> int:
+    """The driver's free memory plus the allocator cache's free blocks."""
+    free, _total = torch.cuda.mem_get_info()
+    return free + torch.cuda.memory_reserved() - torch.cuda.memory_allocated()
+
+
+def _output_bytes(out: Any) -> int:
+    return sum(t.numel() * t.element_size() for t in cmp.tensors(out))
+
+
+def _example(desc: Any, device: str) -> Any:
+    """An output value of the described structure (empty tensors of its shapes and dtypes,
+    values as given): what the judge allocates buffers after."""
+    if isinstance(desc, dict) and ("list" in desc or "tuple" in desc):
+        items = [_example(x, device) for x in desc.get("list", desc.get("tuple", []))]
+        return items if "list" in desc else tuple(items)
+    if isinstance(desc, dict) and isinstance(desc.get("tensor"), dict):
+        t = desc["tensor"]
+        return torch.empty(tuple(t["shape"]), dtype=transport.dtype_of(t["dtype"]), device="meta")
+    if isinstance(desc, dict) and "v" in desc:
+        return desc["v"]
+    raise Fail(Verdict.PROBLEM_ERROR, f"the reference returned something that is not a tensor, a number or a list "
+               f"of them ({desc.get('other') if isinstance(desc, dict) else desc!r})")
+
+
+def tolerances(ev: dict[str, Any], problem: Any) -> tuple[dict[str, tuple[float, float]], list[str]]:
+    """Per-dtype (atol, rtol): the config's, overridden by the problem's
+    ``KERNELPRO_TOLERANCES = {"float32": (atol, rtol), ...}``."""
+    tol = {k: (float(v["atol"]), float(v["rtol"])) for k, v in ev["tolerances"].items()}
+    notes: list[str] = []
+    own = getattr(problem, "KERNELPRO_TOLERANCES", None)
+    if own is not None:
+        if not isinstance(own, dict):
+            raise Fail(Verdict.PROBLEM_ERROR, "the problem's KERNELPRO_TOLERANCES must be a dict "
+                       "{dtype name: (atol, rtol)}")
+        for key, value in own.items():
+            try:
+                atol, rtol = (float(v) for v in value)
+            except (TypeError, ValueError):
+                raise Fail(Verdict.PROBLEM_ERROR, f"KERNELPRO_TOLERANCES[{key!r}]: expected (atol, rtol)") from None
+            if atol < 0 or rtol < 0:
+                raise Fail(Verdict.PROBLEM_ERROR, f"KERNELPRO_TOLERANCES[{key!r}]: atol and rtol must be >= 0")
+            tol[str(key).replace("torch.", "")] = (atol, rtol)
+            notes.append(f"{key}: atol={atol:g} rtol={rtol:g}")
+    return tol, notes
+
+
+def degenerate(ref_outs: list[Any], tols: dict[str, tuple[float, float]], trials: int,
+               on: str | None = None) -> list[str]:
+    """Flags for a reference whose outputs a trivial candidate would match (``on``: where
+    the comparisons compute)."""
+    flags = []
+    if trials > 1 and all(cmp.same_values(ref_outs[0], r) for r in ref_outs[1:trials]):
+        flags.append("degenerate_reference: the reference output does not depend on the inputs")
+    floats = [r for r in ref_outs if any(x.is_floating_point() for x in cmp.tensors(r))]
+    if floats:
+        zeros = all(cmp.compare(cmp.map_tensors(r, torch.zeros_like), r, tols, stop_early=True,
+                                compute_device=on).ok for r in floats)
+        if zeros:
+            flags.append("degenerate_reference: an all-zeros output passes the tolerance")
+        else:
+            def const(x: torch.Tensor) -> torch.Tensor:
+                if not x.is_floating_point() or x.numel() == 0:
+                    return x
+                return torch.full_like(x, float(x.mean(dtype=torch.float64)))
+
+            if all(cmp.compare(cmp.map_tensors(r, const), r, tols, stop_early=True, compute_device=on).ok
+                   for r in floats):
+                flags.append("degenerate_reference: a constant output (the mean) passes the tolerance")
+    return flags
+
+
+def _load_measurement(spec: dict[str, Any]) -> Any:
+    import importlib
+
+    from kernelpro.config import structure
+
+    mod_name, _, qual = spec["import"].partition(":")
+    cls = getattr(importlib.import_module(mod_name), qual)
+    settings_cls = getattr(cls, "Settings", None)
+    settings = structure(spec.get("settings") or {}, settings_cls) if settings_cls else None
+    return cls(settings)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    set_undumpable()
+    channel = WorkerEnd()  # reads the token and closes stdin
+    job = json.loads(Path(argv[0]).read_text())
+    judge = Judge(job)
+    try:
+        result = judge.run()
+    except Fail as f:
+        result = EvalResult(
+            verdict=f.verdict, reason=f.reason,
+            compile=f.extra.get("compile") or (CompileResult(ok=False, log=f.extra.get("log", ""))
+                                               if f.verdict is Verdict.COMPILE_ERROR else None),
+            correctness=f.extra.get("correctness"), flags=tuple(judge.flags), device=job["device"],
+            gpu_name=judge.gpu_name)
+    except BaseException as exc:  # a fault of the judge itself: said as such, never blamed on the candidate
+        import traceback
+
+        traceback.print_exc()  # into the evaluation directory's judge.log
+        result = EvalResult(verdict=Verdict.CRASH, reason=f"the evaluator failed: {_one_line(exc)}",
+                            flags=tuple(judge.flags), device=job["device"])
+    channel.send(json.dumps(to_json(result)))
+    sys.stdout.flush()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

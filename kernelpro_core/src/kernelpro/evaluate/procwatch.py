@@ -1,0 +1,83 @@
+"""What a harness process and its descendants are doing, read by the judge from ``/proc``.
+
+The kernel's accounts cannot be rewritten by the process they describe, so they are how
+the judge checks, from outside, that a candidate did no work where none is allowed:
+
+* :func:`cpu_ns`: CPU time (nanoseconds) of a whole process, threads that already ended
+  included (its CPU-time clock, ``clock_gettime`` on ``(~pid << 3) | 2``): read when a
+  call's answer arrives and again just before the next call, the difference is work the
+  candidate's threads did between calls;
+* :func:`descendants`: the processes below the harness's reaper (re-parented orphans
+  included), so a process the candidate started and left running is seen.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+
+def cpu_ns(pid: int) -> int:
+    """CPU time of process ``pid`` in nanoseconds, every thread it ever ran included (0 when
+    it is gone)."""
+    try:
+        return time.clock_gettime_ns((~pid << 3) | 2)  # the kernel's per-process CPUCLOCK_SCHED clock
+    except OSError:
+        pass
+    # no such clock readable: the live threads' accounts (threads that ended are missed)
+    total = 0
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat", "rb") as fh:
+                total += int(fh.read().split(maxsplit=1)[0])
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
+
+
+def tree_cpu_ns(pids: list[int]) -> int:
+    return sum(cpu_ns(p) for p in pids)
+
+
+def _parents() -> dict[int, int]:
+    out: dict[int, int] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        # pid (comm) state ppid ...: comm may hold spaces and parentheses
+        fields = stat[stat.rfind(b")") + 2:].split()
+        if len(fields) > 1 and fields[0] != b"Z":
+            out[int(name)] = int(fields[1])
+    return out
+
+
+def descendants(root: int) -> list[int]:
+    """Live (not zombie) processes below ``root``, nearest first."""
+    parents = _parents()
+    kids: dict[int, list[int]] = {}
+    for pid, ppid in parents.items():
+        kids.setdefault(ppid, []).append(pid)
+    out: list[int] = []
+    todo = list(kids.get(root, []))
+    while todo:
+        pid = todo.pop(0)
+        out.append(pid)
+        todo.extend(kids.get(pid, []))
+    return out
+
+
+def command(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return fh.read().replace(b"\0", b" ").decode(errors="replace").strip()[:120]
+    except OSError:
+        return "?"

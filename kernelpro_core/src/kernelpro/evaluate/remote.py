@@ -1,0 +1,195 @@
+"""The judge's handle on a harness process: start it, ask it, time it out, tell how it ended.
+
+Each harness runs under its own reaper (:mod:`kernelpro.evaluate.reaper`), in a new
+session, with one end of a socket pair; the judge keeps the other. Every request has a
+deadline; a harness that misses it is killed with everything it started, and a harness
+that dies answers with the way it died (signal, exit status), read from the reaper's
+record of it, not from anything the harness said.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from kernelpro.evaluate import procwatch
+from kernelpro.evaluate.harness import FD_ENV
+from kernelpro.evaluate.protocol import Channel, Closed, ProtocolError, Timeout
+
+SIGNAL_NAMES = {s.value: s.name for s in signal.Signals}  # canonical names (SIGABRT, not SIGIOT)
+
+
+class HarnessEnded(Exception):
+    """A request got no answer. ``verdict``/``reason`` say why (a Verdict value and a line)."""
+
+    def __init__(self, verdict: str, reason: str) -> None:
+        super().__init__(reason)
+        self.verdict, self.reason = verdict, reason
+
+
+class _Idle(Exception):
+    """A harness that is waited for did no work for too long."""
+
+
+class Remote:
+    def __init__(self, role: str, *, workdir: Path, cwd: Path, env: dict[str, str], hello: dict[str, Any]) -> None:
+        self.role = role
+        self.rc_path = workdir / f"{role}_rc"
+        self.log_path = workdir / f"{role}.log"
+        self.rc_path.unlink(missing_ok=True)
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        env = dict(env)
+        env[FD_ENV] = str(theirs.fileno())
+        argv = [sys.executable, "-m", "kernelpro.evaluate.reaper", str(self.rc_path), "--",
+                sys.executable, "-m", "kernelpro.evaluate.harness"]
+        with open(self.log_path, "wb") as log:
+            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                         env=env, cwd=str(cwd), start_new_session=True, pass_fds=(theirs.fileno(),))
+        theirs.close()
+        self.chan = Channel(mine)
+        self.pid: int | None = None  # the harness itself, once it said hello (checked against /proc)
+        self.confined: str | None = None
+        self.chan.send(hello)
+
+    # --- requests ---------------------------------------------------------------------------------
+
+    def hello(self, timeout: float) -> dict[str, Any]:
+        answer = self.request(None, timeout, "starting")
+        kids = procwatch.descendants(self.proc.pid)
+        # the harness's word for its pid is believed only when the kernel agrees
+        self.pid = int(answer.get("pid", -1)) if int(answer.get("pid", -1)) in kids else (kids[0] if kids else None)
+        self.confined = answer.get("confined")
+        return answer
+
+    def send(self, msg: dict[str, Any], fds: list[int] = ()) -> None:
+        try:
+            self.chan.send(msg, fds)
+        except OSError:
+            raise self.ended("sending a request") from None
+
+    def request(self, msg: dict[str, Any] | None, timeout: float, what: str, fds: list[int] = (),
+                idle_s: float | None = None) -> dict[str, Any]:
+        """Send ``msg`` (None: just wait) and return the answer; raises :class:`HarnessEnded`
+        when none comes within ``timeout`` seconds, or (``idle_s``) when the harness and what
+        it started used no CPU for ``idle_s`` seconds while it was being waited for (a long
+        first call that compiles works; one that sleeps or waits on nothing is stopped
+        early), or when the harness is gone."""
+        if msg is not None:
+            self.send(msg, fds)
+        try:
+            answer = self._wait(timeout, idle_s) if idle_s is not None and idle_s < timeout else self.chan.recv(timeout)
+        except Timeout:
+            self.kill()
+            raise HarnessEnded("timeout", f"no answer within {timeout:.3g} s ({what})") from None
+        except _Idle:
+            self.kill()
+            raise HarnessEnded("timeout", f"no answer, and no work done, for {idle_s:.3g} s ({what})") from None
+        except Closed:
+            raise self.ended(what) from None
+        except ProtocolError as exc:
+            self.kill()
+            raise HarnessEnded("integrity_violation", f"the {self.role}'s process broke the evaluation protocol "
+                               f"({exc}; {what})") from None
+        return answer
+
+    def _wait(self, timeout: float, idle_s: float) -> dict[str, Any]:
+        end = time.monotonic() + timeout
+        busy_at, cpu = time.monotonic(), self.cpu_ns(self.processes())
+        while True:
+            left = end - time.monotonic()
+            if left <= 0:
+                raise Timeout()
+            try:
+                return self.chan.recv(min(1.0, left))
+            except Timeout:
+                pass
+            now_cpu = self.cpu_ns(self.processes())
+            if now_cpu - cpu > 10_000_000:  # 10 ms of CPU since the last look: still working
+                busy_at = time.monotonic()
+            cpu = now_cpu
+            if time.monotonic() - busy_at > idle_s:
+                raise _Idle()
+
+    # --- the end ----------------------------------------------------------------------------------
+
+    def ended(self, what: str) -> HarnessEnded:
+        """How the harness ended, from its reaper's record."""
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.kill()
+        try:
+            rc = int(self.rc_path.read_text().strip())
+        except (OSError, ValueError):
+            rc = self.proc.returncode if self.proc.returncode is not None else -1
+        if rc < 0:
+            sig = SIGNAL_NAMES.get(-rc, str(-rc))
+            if -rc == signal.SIGKILL:
+                return HarnessEnded("oom", f"the {self.role}'s process was killed by SIGKILL ({what}); usually "
+                                    "the out-of-memory killer")
+            return HarnessEnded("crash", f"the {self.role}'s process died from {sig} ({what})")
+        tail = _tail(self.log_path)
+        return HarnessEnded("exited", f"the {self.role}'s process exited with status {rc} without a result ({what})"
+                            f"{': ' + tail if tail else ''}")
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Ask the harness to leave; kill it (and what it started) if it does not."""
+        try:
+            self.chan.send({"op": "exit"})
+            self.chan.recv(timeout)
+        except (OSError, Closed, Timeout, ProtocolError):
+            pass
+        self.kill()
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            _signal(self.proc.pid, signal.SIGTERM)  # the reaper kills the harness and its descendants
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+        _kill_group(self.proc.pid)
+        if self.proc.poll() is None:
+            _signal(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        self.chan.close()
+
+    # --- what /proc says -----------------------------------------------------------------------------
+
+    def processes(self) -> list[int]:
+        """Live processes below the reaper: the harness and whatever it left running."""
+        return procwatch.descendants(self.proc.pid)
+
+    def extra_processes(self) -> list[int]:
+        return [p for p in self.processes() if p != self.pid]
+
+    def cpu_ns(self, pids: list[int] | None = None) -> int:
+        return procwatch.tree_cpu_ns(pids if pids is not None else ([self.pid] if self.pid else []))
+
+
+def _signal(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _tail(path: Path, n: int = 1) -> str:
+    try:
+        lines = [ln for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
+    except OSError:
+        return ""
+    return " | ".join(lines[-n:])[:300]
