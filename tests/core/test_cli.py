@@ -43,8 +43,6 @@ def test_eval_incorrect_exits_1():
     ["eval", "missing.py", str(DATA / "good.py")],
     ["eval", PROBLEM, "missing.py"],
     ["eval", str(DATA / "good.py"), str(DATA / "good.py")],  # not a problem: no Model
-    ["eval", PROBLEM, str(DATA / "no_modelnew.py")],
-    ["eval", PROBLEM, str(DATA / "syntax_error.py")],
     ["eval", PROBLEM, str(DATA / "good.py"), "-c", "missing.yaml"],
     ["eval", PROBLEM, str(DATA / "good.py"), "--device", "tpu"],
     ["optimize", PROBLEM, "--generator", "no_such_generator", "--device", "cpu"],
@@ -58,6 +56,26 @@ def test_bad_input_exits_2_with_one_line(args):
     assert "Traceback" not in res.stderr
     errors = [ln for ln in res.stderr.splitlines() if ln.strip() and not ln.startswith("warning:")]
     assert errors, res.stderr
+
+
+@pytest.mark.parametrize("name, reason", [("no_modelnew.py", "no class ModelNew"),
+                                          ("syntax_error.py", "syntax error at line")])
+def test_broken_candidate_is_its_verdict_exit_1_with_json(name, reason):
+    res = kernelpro("eval", PROBLEM, str(DATA / name), "--device", "cpu", "-c", str(FAST), "--json")
+    assert res.returncode == 1, (res.stdout, res.stderr)
+    out = json.loads(res.stdout)
+    assert out["verdict"] == "invalid" and reason in out["reason"] and out["correct"] is False
+
+
+def test_problem_whose_inputs_fail_is_the_problem_s_fault_exit_2(tmp_path):
+    prob = tmp_path / "bad_inputs.py"
+    prob.write_text((DATA / "tiny_problem.py").read_text().replace(
+        "    return [torch.rand(64, 128)]", "    raise ValueError('no data today')"))
+    res = kernelpro("eval", str(prob), str(DATA / "good.py"), "--device", "cpu", "-c", str(FAST), "--json")
+    assert res.returncode == 2, (res.stdout, res.stderr)
+    assert json.loads(res.stdout)["verdict"] == "problem_error"
+    assert "get_inputs() failed: ValueError: no data today" in res.stderr
+    assert "Traceback" not in res.stderr
 
 
 def test_missing_problem_names_what_is_missing():

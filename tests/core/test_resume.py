@@ -54,5 +54,5 @@ def test_resume_refuses_other_problem(tmp_path):
     other = tmp_path / "other.py"
     other.write_text((DATA / "tiny_problem.py").read_text().replace("1.7", "2.0"))
     res = kernelpro("optimize", str(other), "--resume", str(run), "--device", "cpu", "--quiet")
-    assert res.returncode == 1
+    assert res.returncode == 2
     assert "holds a run of another problem" in res.stderr

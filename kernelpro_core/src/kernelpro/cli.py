@@ -76,33 +76,41 @@ def cli() -> None:
 
 
 @cli.command()
-@click.argument("problem", type=click.Path(dir_okay=False))
+@click.argument("problem", type=click.Path(dir_okay=False), required=False)
 @click.option("-c", "--config", "config_path", type=click.Path(dir_okay=False), help="YAML config file.")
-@click.option("-o", "--output", "run_dir", type=click.Path(file_okay=False), help="Run directory.")
+@click.option("-o", "--output", "run_dir", type=click.Path(file_okay=False), help="Run directory (a new one).")
 @click.option("--device", type=click.Choice(["cuda", "cpu"]), help="Where candidates run (default: auto).")
 @click.option("--budget", type=int, help="Candidates to evaluate.")
 @click.option("--generator", help="Code generator (see `kernelpro plugins`).")
 @click.option("--search", "search", help="Search policy: greedy, mcts, beam, ...")
 @click.option("--reward", help="Reward: log_speedup, energy, ...")
-@click.option("--resume", "resume_dir", type=click.Path(file_okay=False), help="Continue a killed run.")
+@click.option("--resume", "resume_dir", type=click.Path(file_okay=False),
+              help="Continue a killed run (PROBLEM may be left out: the run directory has it).")
 @click.option("--quiet", is_flag=True, help="No progress display.")
-def optimize(problem: str, config_path: str | None, run_dir: str | None, device: str | None, budget: int | None,
+def optimize(problem: str | None, config_path: str | None, run_dir: str | None, device: str | None, budget: int | None,
              generator: str | None, search: str | None, reward: str | None, resume_dir: str | None,
              quiet: bool) -> None:
     """Optimize PROBLEM: generate, evaluate, profile and search candidates.
 
     Writes a run directory (candidates.jsonl, candidates/, best.py, report.md, tree.json).
-    Exit 0 when a correct candidate was found, 1 when none was.
+    Exit 0 when a correct candidate was found, 1 when none was, 2 for a bad invocation (a
+    run directory that is in use, already holds a run without --resume, or is not one).
     """
-    from kernelpro.loop import RunError, SetupError, optimize as run_optimize, resolve_device
+    from kernelpro.loop import InvocationError, RunError, SetupError, optimize as run_optimize, resolve_device
     from kernelpro.problem import ProblemError, load_problem
 
     if resume_dir:
         run_path = Path(resume_dir)
+        if not (run_path / "problem.py").is_file():
+            raise Abort(f"{run_path}: not a run directory (no problem.py)")
         if config_path is None and (run_path / "config.yaml").exists():
             config_path = str(run_path / "config.yaml")
         if run_dir and Path(run_dir) != run_path:
             raise Abort("--resume and -o name different directories")
+        if problem is None:
+            problem = str(run_path / "problem.py")
+    elif problem is None:
+        raise Abort("missing PROBLEM (it may be left out only with --resume RUN_DIR)")
     overrides: dict[str, Any] = {"device": device, "budget": budget}
     if generator:
         overrides["generator"] = {"name": generator, "params": {}}
@@ -136,12 +144,12 @@ def optimize(problem: str, config_path: str | None, run_dir: str | None, device:
         with progress.live():
             summary = run_optimize(prob, config, plugins, run_path, dev, resume=bool(resume_dir),
                                    progress=progress.callbacks())
-    except SetupError as exc:
+    except (SetupError, InvocationError) as exc:
         raise Abort(str(exc), EXIT_USAGE) from None
     except RunError as exc:
         raise Abort(str(exc), EXIT_FAIL) from None
     except KeyboardInterrupt:
-        click.echo(f"interrupted; continue with: kernelpro optimize {problem} --resume {run_path}", err=True)
+        click.echo(f"interrupted; continue with: kernelpro optimize --resume {run_path}", err=True)
         sys.exit(130)
     best = summary["best_speedup"]
     click.echo(
@@ -213,7 +221,10 @@ class _progress:
             if self.prog is not None:
                 self.prog.advance(self.task)
 
-        return Progress(baseline=baseline, candidate=candidate, message=lambda s: say(s))
+        def warn(text: str) -> None:
+            self.console.print(f"warning: {text}", highlight=False, markup=False)
+
+        return Progress(baseline=baseline, candidate=candidate, message=lambda s: say(s), warning=warn)
 
 
 # --- eval ----------------------------------------------------------------------------------
@@ -230,14 +241,16 @@ def eval_cmd(problem: str, candidate: str, config_path: str | None, device: str 
              workdir: str | None) -> None:
     """Evaluate CANDIDATE against PROBLEM: correctness, then timing against the reference.
 
-    Exit 0 when the candidate is correct, 1 when it is not.
+    Exit 0 when the candidate is correct, 1 when it is not (a candidate that breaks the
+    contract included: verdict invalid), 2 when the invocation, the config or the problem is
+    at fault. With --json one JSON object is printed in every case that has a verdict.
     """
     import tempfile
 
     from kernelpro.evaluate.runner import evaluate
     from kernelpro.loop import RunError, resolve_device
-    from kernelpro.problem import ProblemError, detect_language, load_candidate, load_problem
-    from kernelpro.records import to_json
+    from kernelpro.problem import CandidateError, ProblemError, detect_language, load_candidate, load_problem
+    from kernelpro.records import EvalResult, Verdict
 
     config = load_config_or_abort(config_path, {"device": device})
     plugins = load_plugins(config.plugins.block)
@@ -248,21 +261,38 @@ def eval_cmd(problem: str, candidate: str, config_path: str | None, device: str 
         raise Abort("invalid configuration") from None
     try:
         prob = load_problem(problem)
-        source = load_candidate(candidate, prob)
         dev = resolve_device(config.device)
     except (ProblemError, RunError) as exc:
         raise Abort(str(exc)) from None
-    tmp = None
-    if workdir is None:
-        tmp = tempfile.TemporaryDirectory(prefix="kernelpro-eval-")
-        workdir = tmp.name
     try:
-        result = evaluate(Path(problem), Path(candidate), device=dev, config=config.evaluator,
-                          workdir=Path(workdir), seed=config.seed, measurements=measurements,
-                          language=detect_language(source))
-    finally:
-        if tmp is not None:
-            tmp.cleanup()
+        source = load_candidate(candidate, prob)
+        result = None
+    except CandidateError as exc:  # the candidate's verdict, as in a run's candidates.jsonl
+        source, result = "", EvalResult(verdict=Verdict.INVALID, reason=str(exc), device=dev)
+    except ProblemError as exc:  # unreadable: a bad invocation
+        raise Abort(str(exc)) from None
+    if result is None:
+        tmp = None
+        if workdir is None:
+            tmp = tempfile.TemporaryDirectory(prefix="kernelpro-eval-")
+            workdir = tmp.name
+        try:
+            result = evaluate(Path(problem), Path(candidate), device=dev, config=config.evaluator,
+                              workdir=Path(workdir), seed=config.seed, measurements=measurements,
+                              language=detect_language(source))
+        finally:
+            if tmp is not None:
+                tmp.cleanup()
+    _print_eval(result, as_json)
+    if result.verdict is Verdict.PROBLEM_ERROR:  # the problem's fault, not the candidate's
+        click.echo(f"error: {result.reason}", err=True)
+        sys.exit(EXIT_USAGE)
+    sys.exit(0 if result.correct else EXIT_FAIL)
+
+
+def _print_eval(result: Any, as_json: bool) -> None:
+    from kernelpro.records import to_json
+
     if as_json:
         out = {
             "correct": result.correct,
@@ -279,15 +309,14 @@ def eval_cmd(problem: str, candidate: str, config_path: str | None, device: str 
             "result": to_json(result),
         }
         click.echo(json.dumps(out, indent=2))
+        return
+    if result.correct:
+        click.echo(f"correct: {result.runtime_ms:.4f} ms vs reference {result.baseline_ms:.4f} ms "
+                   f"-> {result.speedup:.2f}x ({result.device})")
     else:
-        if result.correct:
-            click.echo(f"correct: {result.runtime_ms:.4f} ms vs reference {result.baseline_ms:.4f} ms "
-                       f"-> {result.speedup:.2f}x ({result.device})")
-        else:
-            click.echo(f"{result.verdict.value}: {result.reason}")
-        for flag in result.flags:
-            click.echo(f"flag: {flag}")
-    sys.exit(0 if result.correct else EXIT_FAIL)
+        click.echo(f"{result.verdict.value}: {result.reason}")
+    for flag in result.flags:
+        click.echo(f"flag: {flag}")
 
 
 # --- profile / analyze -------------------------------------------------------------------
@@ -312,13 +341,21 @@ def profile(problem: str, candidate: str, config_path: str | None, device: str |
     from kernelpro.profile.pipeline import Profiler
     from kernelpro.plugins import UnknownName
 
+    from kernelpro.problem import CandidateError
+
     config = load_config_or_abort(config_path, {"device": device})
     plugins = load_plugins(config.plugins.block)
     try:
         prob = load_problem(problem)
-        load_candidate(candidate, prob)
         dev = resolve_device(config.device)
     except (ProblemError, RunError) as exc:
+        raise Abort(str(exc)) from None
+    try:
+        load_candidate(candidate, prob)
+    except CandidateError as exc:
+        click.echo(f"not profiled: candidate is invalid: {exc}", err=True)
+        sys.exit(EXIT_FAIL)
+    except ProblemError as exc:
         raise Abort(str(exc)) from None
     keep = workdir is not None
     base = Path(workdir) if keep else Path(tempfile.mkdtemp(prefix="kernelpro-profile-"))
@@ -326,6 +363,8 @@ def profile(problem: str, candidate: str, config_path: str | None, device: str |
         build = base / "build"
         result = evaluate(Path(problem), Path(candidate), device=dev, config=config.evaluator,
                           workdir=base / "eval", seed=config.seed, build_dir=build)
+        if result.verdict.value == "problem_error":
+            raise Abort(result.reason)
         if not result.correct:
             click.echo(f"not profiled: candidate is {result.verdict.value}: {result.reason}", err=True)
             sys.exit(EXIT_FAIL)

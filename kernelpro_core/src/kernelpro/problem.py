@@ -20,6 +20,11 @@ class ProblemError(Exception):
     """The file is not a usable problem or candidate; the message is one line."""
 
 
+class CandidateError(ProblemError):
+    """The candidate breaks the contract (syntax error, no ModelNew, a signature that does not
+    match the problem's): the candidate's verdict (``invalid``), not a bad invocation."""
+
+
 @attrs.frozen
 class Problem:
     name: str
@@ -69,7 +74,8 @@ def _parse(source: str, what: str, path: Path | str) -> ast.Module:
     try:
         return ast.parse(source, filename=str(path))
     except SyntaxError as exc:
-        raise ProblemError(f"{path}: {what} has a syntax error at line {exc.lineno}: {exc.msg}") from None
+        error = CandidateError if what == "candidate" else ProblemError
+        raise error(f"{path}: {what} has a syntax error at line {exc.lineno}: {exc.msg}") from None
 
 
 def parse_problem(source: str, name: str = "problem", path: Path | None = None) -> Problem:
@@ -109,23 +115,23 @@ def load_problem(path: str | Path) -> Problem:
 
 
 def check_candidate(source: str, problem: Problem, where: str = "candidate") -> None:
-    """Static contract check of a candidate against its problem; raises ProblemError."""
+    """Static contract check of a candidate against its problem; raises CandidateError."""
     tree = _parse(source, "candidate", where)
     cls = _class_def(tree, "ModelNew")
     if cls is None:
         # allow ModelNew bound by assignment (ModelNew = SomethingElse)
         if not _has_function(tree, "ModelNew"):
-            raise ProblemError(f"{where}: candidate defines no class ModelNew")
+            raise CandidateError(f"{where}: candidate defines no class ModelNew")
         return
     fwd = _method_args(cls, "forward")
     if fwd is not None and problem.forward_args and not _compatible(fwd, problem.forward_args):
-        raise ProblemError(
+        raise CandidateError(
             f"{where}: ModelNew.forward({', '.join(fwd)}) does not match "
             f"Model.forward({', '.join(problem.forward_args)})"
         )
     init = _method_args(cls, "__init__")
     if init is not None and not _compatible(init, problem.init_args):
-        raise ProblemError(
+        raise CandidateError(
             f"{where}: ModelNew.__init__({', '.join(init)}) does not match "
             f"Model.__init__({', '.join(problem.init_args)})"
         )

@@ -48,10 +48,15 @@ def write_report(opt: "Optimizer", summary: dict[str, Any], best: dict[str, Any]
         res = opt.results[best["id"]]
         lines += [
             f"`{best['id']}` ({best['description']}): {_ms(best['runtime_ms'])} ms against the eager "
-            f"reference's {_ms(best['baseline_ms'])} ms measured in the same process: **{_x(best['speedup'])}**"
+            f"reference's {_ms(best['baseline_ms'])} ms measured in the same evaluation (interleaved): "
+            f"**{_x(best['speedup'])}**"
             + (f"; torch.compile of the reference: {_ms(best['compiled_baseline_ms'])} ms"
                if best.get("compiled_baseline_ms") else "")
             + ". Saved as `best.py`.",
+            "",
+            "The best is the correct candidate with the highest reward whose timing is not flagged "
+            "`noisy_timing`; a noisy one is timed again first (`retimes.jsonl`)"
+            + (" and this one was: its numbers are the second timing's." if best.get("retimed") else "."),
             "",
         ]
         if res.timing:

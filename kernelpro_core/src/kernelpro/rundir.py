@@ -10,7 +10,9 @@ loses nothing that was evaluated.
     analyses/<id>.json   bottleneck and findings of profiled candidates
     profiles.jsonl       profiles taken after a candidate's record (profiling.when: expand)
     profiles/<id>/       raw profile data per level
-    evals/<id>/          the worker's job, log and result
+    evals/<id>/          the evaluation's job, logs, and the candidate's own directory (sandbox/)
+    retimes.jsonl        candidates timed again because their timing was noisy (the newer result)
+    .lock                held by the process running in this directory
     builds/<id>/         the candidate's compiled binaries (torch_extensions, triton)
     tree.json            the search tree and the policy's state
     best.py              the best correct candidate
@@ -68,6 +70,45 @@ class RunDir:
             fh.write(line + "\n")
             fh.flush()
             os.fsync(fh.fileno())
+
+    def lock(self) -> Any:
+        """An exclusive lock on the directory (an open file; held until it is closed or the
+        process ends), or None when another process holds it."""
+        import fcntl
+
+        fh = open(self.path / ".lock", "a+")
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.close()
+            return None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"{os.getpid()}\n")
+        fh.flush()
+        return fh
+
+    def lock_holder(self) -> int | None:
+        try:
+            return int((self.path / ".lock").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            return None
+
+    def read_jsonl(self, name: str) -> list[dict[str, Any]]:
+        """The JSON objects of a JSON-lines file of the run (a torn last line is skipped)."""
+        out = []
+        try:
+            text = (self.path / name).read_text()
+        except OSError:
+            return out
+        for line in text.splitlines():
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(obj, dict):
+                out.append(obj)
+        return out
 
     def records(self) -> list[dict[str, Any]]:
         if not self.records_path.exists():

@@ -1,7 +1,8 @@
 """A test-only plugin distribution. It contributes a generator that echoes the reference
 (optionally broken on purpose), a reward, and lifecycle observers that log events to the
 file named by KERNELPRO_TESTPLUGIN_LOG. Setting KERNELPRO_TESTPLUGIN_FAIL makes the
-import fail, to test how load failures are reported."""
+import fail, to test how load failures are reported; KERNELPRO_TESTPLUGIN_MUTATE makes the
+observer try to change the record it is handed (the loop hands it a read-only copy)."""
 
 from __future__ import annotations
 
@@ -70,6 +71,8 @@ def kernelpro_run_started(run):
 @hookimpl
 def kernelpro_candidate_evaluated(run, record):
     _log("candidate_evaluated", id=record["id"], verdict=record["verdict"])
+    if os.environ.get("KERNELPRO_TESTPLUGIN_MUTATE"):
+        record["speedup"] = 999.0
 
 
 @hookimpl

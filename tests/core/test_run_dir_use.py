@@ -1,0 +1,76 @@
+"""How a run directory may be used: one process at a time, a new run only in a new
+directory, --resume with the run directory alone; observers cannot change a run's data."""
+
+from __future__ import annotations
+
+import json
+
+from helpers import DATA, FAST, kernelpro
+from kernelpro.rundir import RunDir
+
+PROBLEM = str(DATA / "tiny_problem.py")
+
+
+def _optimize(run, *extra, env=None, budget="1"):
+    return kernelpro("optimize", PROBLEM, "-c", str(FAST), "--device", "cpu", "--budget", budget,
+                     "--generator", "testplugin_echo", "-o", str(run), "--quiet", *extra, env=env)
+
+
+def test_a_run_directory_in_use_is_refused_at_once(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    held = RunDir(run).lock()  # another process's run, as far as the second one can tell
+    assert held is not None
+    res = _optimize(run)
+    assert res.returncode == 2, res.stderr
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "is in use by another kernelpro process" in lines[0], res.stderr
+    assert not (run / "candidates.jsonl").exists()  # nothing was evaluated into it
+    held.close()
+    assert _optimize(run).returncode == 0
+
+
+def test_reusing_a_run_directory_needs_resume_and_resume_needs_no_problem(tmp_path):
+    run = tmp_path / "run"
+    assert _optimize(run).returncode == 0
+    again = _optimize(run)
+    assert again.returncode == 2
+    assert "already holds a run; use --resume" in again.stderr and "Traceback" not in again.stderr
+    # the run directory has the problem: --resume alone continues it
+    res = kernelpro("optimize", "--resume", str(run), "--device", "cpu", "--budget", "2", "--quiet")
+    assert res.returncode == 0, res.stderr
+    assert len((run / "candidates.jsonl").read_text().splitlines()) == 2
+    missing = kernelpro("optimize", "--device", "cpu")
+    assert missing.returncode == 2 and "missing PROBLEM" in missing.stderr
+    not_a_run = kernelpro("optimize", "--resume", str(tmp_path), "--device", "cpu")
+    assert not_a_run.returncode == 2 and "not a run directory" in not_a_run.stderr
+
+
+def test_an_observer_cannot_change_the_run(tmp_path):
+    run = tmp_path / "run"
+    cfg = tmp_path / "c.yaml"  # no re-timing of noisy timings: the best's numbers stay those of its record
+    cfg.write_text(FAST.read_text().replace("evaluator:\n", "evaluator:\n  noisy_cv: 100.0\n"))
+    res = kernelpro("optimize", PROBLEM, "-c", str(cfg), "--device", "cpu", "--budget", "2",
+                    "--generator", "testplugin_echo", "-o", str(run), "--quiet", env={"KERNELPRO_TESTPLUGIN_MUTATE": "1"})
+    assert res.returncode == 0, res.stderr
+    assert "plugin 'testplugin' failed in kernelpro_candidate_evaluated: TypeError" in res.stderr
+    records = [json.loads(line) for line in (run / "candidates.jsonl").read_text().splitlines()]
+    summary = json.loads((run / "summary.json").read_text())
+    best = next(r for r in records if r["id"] == summary["best_id"])
+    assert summary["best_speedup"] == best["speedup"] != 999.0
+
+
+def test_a_noisy_best_is_timed_again_before_it_wins(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(FAST.read_text().replace("evaluator:\n", "evaluator:\n  noisy_cv: 0.0\n"))  # every timing noisy
+    run = tmp_path / "run"
+    res = kernelpro("optimize", PROBLEM, "-c", str(cfg), "--device", "cpu", "--budget", "2",
+                    "--generator", "testplugin_echo", "-o", str(run), "--quiet")
+    assert res.returncode == 0, res.stderr
+    summary = json.loads((run / "summary.json").read_text())
+    retimes = [json.loads(line) for line in (run / "retimes.jsonl").read_text().splitlines()]
+    # the top one is timed again until the top one has been (a re-timed one may drop below another)
+    assert 1 <= len(retimes) <= 3 and summary["best_id"] in [r["id"] for r in retimes]
+    last = [r for r in retimes if r["id"] == summary["best_id"]][-1]["result"]
+    assert summary["best_speedup"] == last["baseline"]["median_ms"] / last["timing"]["median_ms"]
+    assert "this one was: its numbers are the second timing's" in (run / "report.md").read_text()
