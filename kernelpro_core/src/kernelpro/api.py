@@ -264,11 +264,12 @@ class ArchHeuristic(Plugin):
         return []
 
 
-# --- Measurements (inside the evaluation worker) -----------------------------------------
+# --- Measurements (taken by the evaluation's judge) ---------------------------------------
 
 
 class Measurement(Plugin):
-    """A measurement taken in the evaluation worker for the reference and the candidate."""
+    """A measurement taken by the evaluation's judge for the reference and the candidate;
+    each model's calls run in its own process (``call`` queues one there, ``sync`` waits)."""
 
     def unavailable_reason(self, device: str) -> str | None:
         return None

@@ -236,7 +236,7 @@ class _progress:
 @click.option("-c", "--config", "config_path", type=click.Path(dir_okay=False), help="YAML config file.")
 @click.option("--device", type=click.Choice(["cuda", "cpu"]), help="Where to run (default: auto).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-@click.option("--workdir", type=click.Path(file_okay=False), help="Keep the worker's files here.")
+@click.option("--workdir", type=click.Path(file_okay=False), help="Keep the evaluation's files here.")
 def eval_cmd(problem: str, candidate: str, config_path: str | None, device: str | None, as_json: bool,
              workdir: str | None) -> None:
     """Evaluate CANDIDATE against PROBLEM: correctness, then timing against the reference.
@@ -488,7 +488,7 @@ def config_validate(file: str) -> None:
 
 
 def _terminated(signum: int, frame: Any) -> None:
-    # SIGTERM unwinds like Ctrl-C, so evaluation workers are killed by their finally blocks
+    # SIGTERM unwinds like Ctrl-C, so evaluation processes are killed by their finally blocks
     raise KeyboardInterrupt
 
 

@@ -92,7 +92,7 @@ def kernelpro_register_analyzers(register: Callable[[type], None]) -> None:
 
 @hookspec
 def kernelpro_register_measurements(register: Callable[[type], None]) -> None:
-    """Register measurements taken inside the evaluation worker next to timing
+    """Register measurements the evaluation takes next to timing
     (subclasses of :class:`kernelpro.api.Measurement`), for example energy.
 
     :param register: call ``register(MeasurementClass)`` for each measurement.

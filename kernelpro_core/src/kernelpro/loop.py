@@ -415,11 +415,11 @@ class Optimizer:
                               language=language, compiled=compiled, reference_flops=self._reference_flops())
         except ProblemError as exc:
             result = EvalResult(verdict=Verdict.INVALID, reason=str(exc), device=self.device)
-        # the speedup is against the reference timed in the same process as the candidate; the
+        # the speedup is against the reference timed in the same evaluation as the candidate; the
         # compiled reference too, unless it is timed once per problem (in the baseline job)
         compiled_ms, compiled_from = None, None
         if result.baseline_compiled is not None:
-            compiled_ms, compiled_from = result.baseline_compiled.median_ms, "candidate worker"
+            compiled_ms, compiled_from = result.baseline_compiled.median_ms, "candidate evaluation"
         elif result.correct and self.baseline is not None and self.baseline.baseline_compiled is not None:
             compiled_ms, compiled_from = self.baseline.baseline_compiled.median_ms, "baseline job"
         t_profile = time.monotonic()
@@ -451,7 +451,7 @@ class Optimizer:
             "flags": list(result.flags),
             "measurements": result.measurements,
             "usage": pending.get("usage", {}),
-            # wall time of this candidate's evaluation (worker included) and profiling
+            # wall time of this candidate's evaluation (all its processes included) and profiling
             # (profile: None when profiling.when = expand; profiles.jsonl has the later ones)
             "seconds": {"evaluate": t_profile - t_eval,
                         "profile": t_done - t_profile if self.config.profiling.when == "each" else None},

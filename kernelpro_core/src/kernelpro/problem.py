@@ -3,7 +3,7 @@
 A problem is a Python source defining ``class Model(nn.Module)``, ``get_inputs()`` and
 ``get_init_inputs()``. A candidate defines ``class ModelNew`` with the same constructor
 and forward signature. Both are checked statically here (no code runs in the calling
-process); they are executed only inside evaluation workers.
+process); they are executed only inside evaluation processes.
 """
 
 from __future__ import annotations

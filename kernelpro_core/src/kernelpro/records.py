@@ -27,9 +27,9 @@ class Verdict(str, enum.Enum):
     COMPILE_TIMEOUT = "compile_timeout"
     RUNTIME_ERROR = "runtime_error"  # a Python exception while running
     CUDA_ERROR = "cuda_error"  # sticky CUDA error: illegal address, device assert, ...
-    TIMEOUT = "timeout"  # the worker outlived its time limit
-    CRASH = "crash"  # segfault, abort: the worker died from a signal
-    EXITED = "exited"  # the worker exited on its own (os._exit, sys.exit) without a result
+    TIMEOUT = "timeout"  # a stage outlived its time limit
+    CRASH = "crash"  # segfault, abort: the candidate's process died from a signal
+    EXITED = "exited"  # the candidate's process exited on its own (os._exit, sys.exit) without a result
     OOM = "oom"  # host or device out of memory
     INTEGRITY = "integrity_violation"  # caught cheating the evaluator
     POLICY = "policy_violation"  # broke the configured call policy

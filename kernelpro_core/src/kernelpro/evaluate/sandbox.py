@@ -7,7 +7,8 @@ candidate is imported:
 * **Landlock** (Linux 5.13+, ``landlock_restrict_self``): the process and everything it
   starts may create, write, truncate, rename or delete files only beneath the directories
   it is given (its own empty working directory, its build-cache entry) and write only the
-  device files CUDA needs. Reading stays allowed (torch, headers, the problem file).
+  device files CUDA needs and ``/proc`` (the CUDA driver writes there while it
+  initializes). Reading stays allowed (torch, headers, the problem file).
   Landlock also stops the process from ptracing or reading the memory of processes
   outside its domain (the judge, the evaluating program), and, where the kernel has ABI 6,
   from signalling them; with ABI 4 it cannot bind or connect TCP sockets.
@@ -121,7 +122,9 @@ def confine(writable: Iterable[str | os.PathLike[str]], *, devices: bool = True,
 
     Returns a short description of what holds ("landlock abi 7: writes beneath 3
     directories; signals scoped; tcp denied; capabilities dropped") or, when Landlock is
-    unavailable, a line starting with ``"unconfined:"`` saying why."""
+    unavailable, a line starting with ``"unconfined:"`` saying why. ``devices``: also allow
+    the device files CUDA writes and ``/proc``; ``net``, ``scope``, ``caps``: deny TCP, scope
+    signals and abstract sockets to the domain, drop capabilities (each on by default)."""
     libc = _libc()
     notes: list[str] = []
     if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
