@@ -36,8 +36,11 @@ class Timeout(Exception):
 class Channel:
     """One end of a socket pair speaking this protocol."""
 
-    def __init__(self, sock: socket.socket) -> None:
+    def __init__(self, sock: socket.socket, accept_fds: bool = True) -> None:
+        """``accept_fds`` False: descriptors the other side sends are closed on arrival (the
+        judge takes none from a harness)."""
         self.sock = sock
+        self.accept_fds = accept_fds
         self._buf = bytearray()
         self._fds: list[int] = []
 
@@ -91,7 +94,11 @@ class Channel:
             if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
                 got = array.array("i")
                 got.frombytes(payload[: len(payload) - (len(payload) % got.itemsize)])
-                self._fds.extend(got)
+                if self.accept_fds:
+                    self._fds.extend(got)
+                else:
+                    for fd in got:
+                        _close(fd)
         if not data:
             raise Closed("the other process closed the connection")
         self._buf += data
@@ -119,3 +126,12 @@ class Channel:
             self.sock.close()
         except OSError:
             pass
+
+
+def _close(fd: int) -> None:
+    import os
+
+    try:
+        os.close(fd)
+    except OSError:
+        pass

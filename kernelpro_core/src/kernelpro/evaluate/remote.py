@@ -52,7 +52,7 @@ class Remote:
             self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                          env=env, cwd=str(cwd), start_new_session=True, pass_fds=(theirs.fileno(),))
         theirs.close()
-        self.chan = Channel(mine)
+        self.chan = Channel(mine, accept_fds=False)
         self.pid: int | None = None  # the harness itself, once it said hello (checked against /proc)
         self.confined: str | None = None
         self.chan.send(hello)

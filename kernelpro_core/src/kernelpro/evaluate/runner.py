@@ -90,7 +90,6 @@ def evaluate(
     language: str = "pytorch",
     compiled: build.CompileOutcome | None = None,
     reference_flops: float | None = None,
-    watch: list[Path] = (),
 ) -> EvalResult:
     """Evaluate ``candidate_path`` against ``problem_path`` (see the module docstring).
 
@@ -99,16 +98,14 @@ def evaluate(
     compiled ahead (``compile_many``); otherwise the compile stage runs here (a cache hit
     when the same source was built before). ``reference_flops``: the reference's FLOP
     count from the baseline job (its ``measurements["evaluator"]["flops"]``), so that the
-    judge need not count them again (a counted forward takes seconds on a GPU).
-    ``watch``: more directories whose files the candidate must leave alone (a run
-    directory), besides the problem's and the candidate's."""
+    judge need not count them again (a counted forward takes seconds on a GPU)."""
     workdir = Path(workdir).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     files = [Path(problem_path)] + ([Path(candidate_path)] if candidate_path else [])
     # what the evaluator itself writes is not watched: the work and build directories, the build cache
     ours = [workdir, build.cache_root(config.build_cache_dir)] + ([Path(build_dir)] if build_dir else [])
-    guard = FileWatch(files=files, dirs=[f.resolve().parent for f in files] + [Path(w) for w in watch], ignore=ours)
+    guard = FileWatch(files=files, dirs=[f.resolve().parent for f in files], ignore=ours)
     result = _evaluate(problem_path, candidate_path, device=device, config=config, workdir=workdir, seed=seed,
                        measurements=measurements, build_dir=build_dir, language=language, compiled=compiled,
                        reference_flops=reference_flops)

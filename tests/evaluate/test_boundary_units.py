@@ -1,0 +1,142 @@
+"""Unit tests of the pieces of the trust boundary: the judge-harness protocol, shared
+buffers and value trees, reading an output back, the file watch and the process accounts."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+from kernelpro.evaluate import compare as cmp
+from kernelpro.evaluate import procwatch, transport
+from kernelpro.evaluate.protocol import Channel, ProtocolError, Timeout
+from kernelpro.evaluate.sandbox import FileWatch
+
+
+def _pair(accept_fds: bool = True) -> tuple[Channel, Channel]:
+    a, b = socket.socketpair()
+    return Channel(a, accept_fds=accept_fds), Channel(b)
+
+
+def test_messages_round_trip_and_waits_have_deadlines():
+    judge, harness = _pair()
+    harness.send({"ok": True, "event_ms": 0.5, "out": {"tuple": [{"v": 3}, {"v": None}]}})
+    assert judge.recv(1.0) == {"ok": True, "event_ms": 0.5, "out": {"tuple": [{"v": 3}, {"v": None}]}}
+    t0 = time.monotonic()
+    with pytest.raises(Timeout):
+        judge.recv(0.2)
+    assert time.monotonic() - t0 < 1.0
+
+
+@pytest.mark.parametrize("raw, why", [
+    (b"\x7f\xff\xff\xff", "more than"),  # a length beyond MAX_MESSAGE
+    (b"\x00\x00\x00\x05hello", "unreadable message"),
+    (b"\x00\x00\x00\x02[]", "must be a JSON object"),
+])
+def test_what_is_not_a_message_is_a_protocol_error(raw, why):
+    judge, harness = _pair()
+    harness.sock.sendall(raw)
+    with pytest.raises(ProtocolError, match=why):
+        judge.recv(1.0)
+
+
+def test_the_judge_keeps_no_descriptor_a_harness_sends():
+    judge, harness = _pair(accept_fds=False)
+    r, w = os.pipe()
+    harness.send({"ok": True}, fds=[r])
+    assert judge.recv(1.0) == {"ok": True}
+    assert judge._fds == []
+    os.close(r)
+    os.close(w)
+
+
+def test_host_buffers_are_shared_through_their_descriptor():
+    buf = transport.Buffer.allocate(4 * 6, "cpu")
+    other = transport.Buffer.open(buf.desc, "cpu", os.dup(buf.fd))  # as a harness opens it
+    mine = buf.view(torch.float32, (2, 3))
+    theirs = other.view(torch.float32, (2, 3))
+    mine.copy_(torch.arange(6, dtype=torch.float32).reshape(2, 3))
+    assert torch.equal(theirs, mine)
+    theirs.mul_(2)
+    assert mine[1, 2].item() == 10.0
+
+
+def test_ipc_handles_keep_their_nul_bytes():
+    raw = bytes([0, 1, 2, 0, 255] * 12 + [0, 0, 7, 9])
+    assert transport.handle_bytes(transport.handle_of(raw)) == raw
+
+
+def test_input_trees_keep_layouts_that_can_be_kept():
+    x = torch.randn(4, 6)
+    t = x.t()  # transposed: its strides are kept
+    e = torch.randn(6).expand(4, 6)  # expanded: elements share memory, passed contiguous
+    tree, tensors, specs = transport.describe_inputs([t, 3, [e, None]])
+    assert tree == [{"t": 0}, {"v": 3}, {"list": [{"t": 1}, {"v": None}]}]
+    assert specs[0]["stride"] == [1, 6] and specs[1]["stride"] == [6, 1]
+    views = [transport.Buffer.allocate(s["nbytes"], "cpu").view(transport.dtype_of(s["dtype"]), tuple(s["shape"]),
+                                                                tuple(s["stride"])) for s in specs]
+    for v, src in zip(views, tensors):
+        v.copy_(src)
+    rebuilt = transport.build_tree(tree, views)
+    assert torch.equal(rebuilt[0], t) and rebuilt[1] == 3 and torch.equal(rebuilt[2][0], e)
+    with pytest.raises(transport.TransportError, match="only tensors"):
+        transport.describe_inputs([object()])
+
+
+def test_an_output_is_read_back_only_as_the_reference_s():
+    ref = (torch.ones(2, 3), 7)
+    view = torch.zeros(2, 3)
+    good = transport.describe_output((torch.ones(2, 3), 7), [])
+    err, out = cmp.read_back(transport.output_leaves(good), [True, False], ref, [view], "cpu")
+    assert err is None and out[0] is view and out[1] == 7
+
+    def why(value, exported=(True, False), inputs=()):
+        leaves = transport.output_leaves(transport.describe_output(value, list(inputs)))
+        err, _ = cmp.read_back(leaves, list(exported), ref, [view], "cpu")
+        return err
+
+    x = torch.ones(2, 3)
+    assert "expected 2 output(s), got 1" in why(torch.ones(2, 3)).message
+    assert why((torch.ones(3, 2), 7)).message.startswith("output 0: shape (3, 2)")
+    assert "dtype torch.float64" in why((torch.ones(2, 3, dtype=torch.float64), 7)).message
+    assert why((x, 7), inputs=[x]).integrity
+    assert "expected 7, got 8" in why((torch.ones(2, 3), 8)).message
+    assert why((torch.ones(2, 3), 7), exported=(False, False)).integrity  # not handed back
+
+
+def test_the_file_watch_sees_writes_creations_and_deletions_beside_the_problem(tmp_path):
+    (tmp_path / "problem.py").write_text("x = 1\n")
+    (tmp_path / "victim.txt").write_text("keep\n")
+    (tmp_path / "evals").mkdir()
+    watch = FileWatch(files=[tmp_path / "problem.py"], dirs=[tmp_path], ignore=[tmp_path / "ours"])
+    (tmp_path / "evals" / "c0001").mkdir()  # below a watched directory: the evaluator's own
+    (tmp_path / "ours").mkdir()
+    (tmp_path / "__pycache__").mkdir()
+    assert watch.changed() == []
+    (tmp_path / "victim.txt").unlink()
+    (tmp_path / "planted.txt").write_text("x\n")
+    time.sleep(0.01)
+    (tmp_path / "problem.py").write_text("x = 2  # longer\n")
+    changed = watch.changed()
+    assert any("victim.txt (deleted)" in c for c in changed)
+    assert any("planted.txt (created)" in c for c in changed)
+    assert any("problem.py (modified)" in c for c in changed)
+
+
+def test_another_process_s_cpu_clock_counts_threads_that_ended():
+    code = ("import threading, time\n"
+            "def burn():\n    end = time.perf_counter() + 0.3\n    while time.perf_counter() < end: pass\n"
+            "t = threading.Thread(target=burn); t.start(); t.join()\nprint('done', flush=True)\ntime.sleep(30)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "done"
+        assert procwatch.cpu_ns(proc.pid) >= 0.25e9  # the burning thread is gone; its time is not
+        assert proc.pid in procwatch.descendants(os.getpid())
+    finally:
+        proc.kill()
+        proc.wait()
