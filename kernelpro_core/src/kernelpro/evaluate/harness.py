@@ -36,10 +36,8 @@ from kernelpro.evaluate import policy, transport
 from kernelpro.evaluate.compile import install_build_hooks, trim_compiler_log
 from kernelpro.evaluate.guard import backend_flags, set_reference_precision
 from kernelpro.evaluate.loader import build_model, load_module
-from kernelpro.evaluate.protocol import Channel, Closed
+from kernelpro.evaluate.protocol import FD_ENV, Channel, Closed
 from kernelpro.evaluate.timing import EventTimer
-
-FD_ENV = "KERNELPRO_HARNESS_FD"
 CANDIDATE_MODULE = "kernelpro_candidate"
 
 

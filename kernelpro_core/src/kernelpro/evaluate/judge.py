@@ -1,6 +1,6 @@
 """The judge: one evaluation, decided in a process no candidate code runs in.
 
-    python -m kernelpro.evaluate.judge JOB.json      (started by runner.evaluate)
+    python -m kernelpro.evaluate.judge_main JOB.json      (started by runner.evaluate)
 
 The judge starts two harness processes (:mod:`kernelpro.evaluate.harness`): the
 *reference* harness builds the problem's model, the *candidate* harness confines itself
@@ -36,7 +36,6 @@ import os
 import random
 import secrets
 import statistics
-import sys
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -45,22 +44,14 @@ import torch
 
 from kernelpro.evaluate import bounds, inputs as inp, procwatch, timing, transport
 from kernelpro.evaluate import compare as cmp
-from kernelpro.evaluate.channel import WorkerEnd
 from kernelpro.evaluate.guard import scan_source
 from kernelpro.evaluate.loader import load_module, make_inputs
 from kernelpro.evaluate.remote import HarnessEnded, Remote
-from kernelpro.evaluate.sandbox import set_undumpable
-from kernelpro.records import CompileResult, CorrectnessResult, EvalResult, Verdict, to_json
+from kernelpro.records import CompileResult, CorrectnessResult, EvalResult, Verdict
 
 #: default of ``evaluator.device_copy_share``: the share of the GPU's available memory the
 #: judge's own copies (the reference's outputs, whole re-check copies) may take
 DEVICE_COPY_SHARE = 0.25
-#: the environment of both harnesses on a CPU: OpenMP threads sleep as soon as a parallel region
-#: ends (spinning ones would look like work between calls), and glibc keeps freed heap memory
-#: (raised mmap and trim thresholds) instead of returning it to the kernel, so a call does not
-#: pay page faults on some calls and not on others (the times were bimodal, 1.5 and 7 ms)
-CPU_TIMING_ENV = {"OMP_WAIT_POLICY": "PASSIVE", "MALLOC_MMAP_THRESHOLD_": str(32 << 20),
-                  "MALLOC_TRIM_THRESHOLD_": str(64 << 30)}
 #: verdicts a harness may report for a failed request (never "correct")
 FAILURE_VERDICTS = {v.value for v in Verdict} - {Verdict.CORRECT.value}
 
@@ -134,7 +125,10 @@ class IdleMeter:
 
 
 class Judge:
-    def __init__(self, job: dict[str, Any]) -> None:
+    """One evaluation; ``ref`` and ``cand``: the harnesses, started by
+    :mod:`kernelpro.evaluate.judge_main` (``cand`` None for the baseline job)."""
+
+    def __init__(self, job: dict[str, Any], ref: Remote, cand: Remote | None) -> None:
         self.job = job
         self.ev: dict[str, Any] = job["evaluator"]
         self.device: str = job["device"]
@@ -146,8 +140,8 @@ class Judge:
         self.stages: list[tuple[str, float]] = []
         self.t_start = time.monotonic()
         self.gpu_name: str | None = None
-        self.ref: Remote | None = None
-        self.cand: Remote | None = None
+        self.ref: Remote | None = ref
+        self.cand: Remote | None = cand
         self.ref_idle: IdleMeter | None = None
         self.cand_idle: IdleMeter | None = None
         self.buffers: list[transport.Buffer] = []
@@ -257,7 +251,6 @@ class Judge:
     def run(self) -> EvalResult:
         baseline_job = self.job.get("candidate") is None
         self.status("start")
-        self.start_harnesses(with_candidate=not baseline_job)
         try:
             self.reference()
             self.reference_outputs()
@@ -275,30 +268,6 @@ class Judge:
             return self.result()
         finally:
             self.stop_harnesses()
-
-    def start_harnesses(self, with_candidate: bool) -> None:
-        """Both harnesses start at once (each imports torch), before the judge's own import."""
-        env = dict(os.environ)
-        env.pop("KERNELPRO_RESULT_FD", None)
-        if not self.cuda:
-            env.update(CPU_TIMING_ENV)
-        ref_dir = self.workdir / "reference"
-        ref_dir.mkdir(exist_ok=True)
-        renv = {k: v for k, v in env.items() if k not in ("TORCH_EXTENSIONS_DIR", "KERNELPRO_BUILD_DIR")}
-        renv.update(self.job.get("reference_env", {}))
-        self.ref = Remote("reference", workdir=self.workdir, cwd=ref_dir, env=renv,
-                          hello={"role": "reference", "device": self.device})
-        if with_candidate:
-            box = Path(self.job["sandbox"]["dir"])
-            (box / "tmp").mkdir(parents=True, exist_ok=True)
-            cenv = dict(env)
-            cenv.update(self.job["sandbox"].get("env", {}))
-            cenv.update(TMPDIR=str(box / "tmp"), TORCHINDUCTOR_COMPILE_THREADS="1")
-            self.cand = Remote("candidate", workdir=self.workdir, cwd=box, env=cenv,
-                               hello={"role": "candidate", "device": self.device, "cwd": str(box),
-                                      "confine": bool(self.job["sandbox"].get("confine", True)),
-                                      "memory_limit_mb": self.ev.get("memory_limit_mb"),
-                                      "writable": self.job["sandbox"]["writable"]})
 
     def stop_harnesses(self) -> None:
         for r in (self.cand, self.ref):
@@ -1062,33 +1031,3 @@ def _load_measurement(spec: dict[str, Any]) -> Any:
     settings_cls = getattr(cls, "Settings", None)
     settings = structure(spec.get("settings") or {}, settings_cls) if settings_cls else None
     return cls(settings)
-
-
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    set_undumpable()
-    channel = WorkerEnd()  # reads the token and closes stdin
-    job = json.loads(Path(argv[0]).read_text())
-    judge = Judge(job)
-    try:
-        result = judge.run()
-    except Fail as f:
-        result = EvalResult(
-            verdict=f.verdict, reason=f.reason,
-            compile=f.extra.get("compile") or (CompileResult(ok=False, log=f.extra.get("log", ""))
-                                               if f.verdict is Verdict.COMPILE_ERROR else None),
-            correctness=f.extra.get("correctness"), flags=tuple(judge.flags), device=job["device"],
-            gpu_name=judge.gpu_name)
-    except BaseException as exc:  # a fault of the judge itself: said as such, never blamed on the candidate
-        import traceback
-
-        traceback.print_exc()  # into the evaluation directory's judge.log
-        result = EvalResult(verdict=Verdict.CRASH, reason=f"the evaluator failed: {_one_line(exc)}",
-                            flags=tuple(judge.flags), device=job["device"])
-    channel.send(json.dumps(to_json(result)))
-    sys.stdout.flush()
-    os._exit(0)
-
-
-if __name__ == "__main__":
-    main()

@@ -18,6 +18,7 @@ import time
 from typing import Any
 
 MAX_MESSAGE = 16 << 20  # bytes of one message: larger ones are a protocol error
+FD_ENV = "KERNELPRO_HARNESS_FD"  # the harness's end of the socket pair (a descriptor number)
 MAX_FDS = 64
 
 

@@ -19,8 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelpro.evaluate import procwatch
-from kernelpro.evaluate.harness import FD_ENV
-from kernelpro.evaluate.protocol import Channel, Closed, ProtocolError, Timeout
+from kernelpro.evaluate.protocol import FD_ENV, Channel, Closed, ProtocolError, Timeout
 
 SIGNAL_NAMES = {s.value: s.name for s in signal.Signals}  # canonical names (SIGABRT, not SIGIOT)
 

@@ -221,7 +221,7 @@ def _run_judge(job_path: Path, workdir: Path, env: dict[str, str], config: Evalu
     rc_path = workdir / "judge_rc"
     log_path = workdir / "judge.log"
     argv = [sys.executable, "-m", "kernelpro.evaluate.reaper", str(rc_path), "--",
-            sys.executable, "-m", "kernelpro.evaluate.judge", str(job_path)]
+            sys.executable, "-m", "kernelpro.evaluate.judge_main", str(job_path)]
     timed_out = False
     with open(log_path, "wb") as log:
         try:
