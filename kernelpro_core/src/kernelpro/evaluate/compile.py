@@ -36,7 +36,6 @@ import hashlib
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -46,6 +45,7 @@ from typing import Any, Iterable
 import attrs
 
 from kernelpro.evaluate import toolchain
+from kernelpro.evaluate.reaper import kill_group
 from kernelpro.records import CompileResult
 
 STATUSES = ("ok", "compile_error", "compile_timeout", "deferred", "skipped")
@@ -283,12 +283,12 @@ def compile_candidate(candidate_path: Path, *, config: Any, timeout_s: float | N
             try:
                 proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
-                _kill_group(proc.pid)
+                kill_group(proc.pid)
                 proc.wait()
                 return CompileOutcome("compile_timeout", entry, key, time.monotonic() - t0, arch=arch,
                                       reason=f"compilation did not finish within {timeout:g} s")
             finally:
-                _kill_group(proc.pid)
+                kill_group(proc.pid)
         child = entry / "compile_child.json"
         if not child.exists():
             tail = log_path.read_text(errors="replace")[-2000:] if log_path.exists() else ""
@@ -355,13 +355,6 @@ def _read_meta(entry: Path) -> dict[str, Any] | None:
     except (OSError, json.JSONDecodeError):
         return None
     return meta if meta.get("status") in STATUSES else None
-
-
-def _kill_group(pid: int) -> None:
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 if __name__ == "__main__":

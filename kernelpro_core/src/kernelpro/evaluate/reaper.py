@@ -119,5 +119,34 @@ def main(argv: list[str]) -> int:
     return 0
 
 
+# --- helpers for the processes that start reapers (runner, remote, compile) --------------------
+
+
+def signal_pid(pid: int, sig: int) -> None:
+    """Send ``sig`` to ``pid`` if it still exists."""
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def kill_group(pid: int) -> None:
+    """SIGKILL the process group led by ``pid`` (a process started in a new session)."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def log_tail(path: Any, n: int = 1) -> str:
+    """The last ``n`` non-blank lines of a log, joined, at most 300 characters."""
+    try:
+        with open(path, errors="replace") as fh:
+            lines = [ln for ln in fh.read().splitlines() if ln.strip()]
+    except OSError:
+        return ""
+    return " | ".join(lines[-n:])[:300]
+
+
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

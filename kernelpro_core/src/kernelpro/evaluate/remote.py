@@ -9,7 +9,6 @@ record of it, not from anything the harness said.
 
 from __future__ import annotations
 
-import os
 import signal
 import socket
 import subprocess
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelpro.evaluate import procwatch
+from kernelpro.evaluate.reaper import kill_group, log_tail, signal_pid
 from kernelpro.evaluate.protocol import FD_ENV, Channel, Closed, ProtocolError, Timeout
 
 SIGNAL_NAMES = {s.value: s.name for s in signal.Signals}  # canonical names (SIGABRT, not SIGIOT)
@@ -133,7 +133,7 @@ class Remote:
                 return HarnessEnded("oom", f"the {self.role}'s process was killed by SIGKILL ({what}); usually "
                                     "the out-of-memory killer")
             return HarnessEnded("crash", f"the {self.role}'s process died from {sig} ({what})")
-        tail = _tail(self.log_path)
+        tail = log_tail(self.log_path)
         return HarnessEnded("exited", f"the {self.role}'s process exited with status {rc} without a result ({what})"
                             f"{': ' + tail if tail else ''}")
 
@@ -148,14 +148,14 @@ class Remote:
 
     def kill(self) -> None:
         if self.proc.poll() is None:
-            _signal(self.proc.pid, signal.SIGTERM)  # the reaper kills the harness and its descendants
+            signal_pid(self.proc.pid, signal.SIGTERM)  # the reaper kills the harness and its descendants
             try:
                 self.proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 pass
-        _kill_group(self.proc.pid)
+        kill_group(self.proc.pid)
         if self.proc.poll() is None:
-            _signal(self.proc.pid, signal.SIGKILL)
+            signal_pid(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
         self.chan.close()
 
@@ -172,23 +172,3 @@ class Remote:
         return procwatch.tree_cpu_ns(pids if pids is not None else ([self.pid] if self.pid else []))
 
 
-def _signal(pid: int, sig: int) -> None:
-    try:
-        os.kill(pid, sig)
-    except ProcessLookupError:
-        pass
-
-
-def _kill_group(pid: int) -> None:
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _tail(path: Path, n: int = 1) -> str:
-    try:
-        lines = [ln for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
-    except OSError:
-        return ""
-    return " | ".join(lines[-n:])[:300]

@@ -32,6 +32,7 @@ import attrs
 from kernelpro.config import EvaluatorConfig, unstructure
 from kernelpro.evaluate import compile as build
 from kernelpro.evaluate.channel import FD_ENV, ChannelError, ParentEnd
+from kernelpro.evaluate.reaper import kill_group, log_tail, signal_pid
 from kernelpro.evaluate.sandbox import FileWatch
 from kernelpro.records import CompileResult, EvalResult, Verdict, from_json
 
@@ -234,14 +235,14 @@ def _run_judge(job_path: Path, workdir: Path, env: dict[str, str], config: Evalu
             proc.wait(timeout=config.timeout_s)
         except subprocess.TimeoutExpired:
             timed_out = True
-            _signal(proc.pid, signal.SIGTERM)  # the reaper kills the judge and every descendant
+            signal_pid(proc.pid, signal.SIGTERM)  # the reaper kills the judge and every descendant
             try:
                 proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
-                _kill_group(proc.pid)
+                kill_group(proc.pid)
                 proc.wait()
         finally:
-            _kill_group(proc.pid)  # anything left in the session's group
+            kill_group(proc.pid)  # anything left in the session's group
     data = channel.finish()
     stage = (workdir / "status.txt").read_text().strip() if (workdir / "status.txt").exists() else "start"
     if timed_out:
@@ -267,28 +268,8 @@ def _run_judge(job_path: Path, workdir: Path, env: dict[str, str], config: Evalu
             return EvalResult(verdict=Verdict.OOM, reason=f"evaluator killed by SIGKILL (stage: {stage}); "
                               "usually the out-of-memory killer", device=device)
         return EvalResult(verdict=Verdict.CRASH, reason=f"evaluator died from {sig} (stage: {stage})", device=device)
-    tail = _tail(log_path)
+    tail = log_tail(log_path)
     return EvalResult(verdict=Verdict.EXITED, reason=f"evaluator exited with status {rc} without a result "
                       f"(stage: {stage}){': ' + tail if tail else ''}", device=device)
 
 
-def _signal(pid: int, sig: int) -> None:
-    try:
-        os.kill(pid, sig)
-    except ProcessLookupError:
-        pass
-
-
-def _kill_group(pid: int) -> None:
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _tail(path: Path, n: int = 1) -> str:
-    try:
-        lines = [ln for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
-    except OSError:
-        return ""
-    return " | ".join(lines[-n:])[:300]
