@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import cheater, honest, problem
+from conftest import REPO, cheater, honest, problem, small_copy
 from kernelpro.records import Verdict
 
 INTEGRITY = Verdict.INTEGRITY
@@ -65,7 +65,6 @@ def test_a_thread_left_working_is_seen_from_outside(run_eval, gelu_problem_large
 
 @pytest.mark.parametrize("guard", ["auto", "detect"])
 def test_files_outside_the_candidate_s_directory(run_eval, session_dir, guard):
-    from conftest import REPO, small_copy
     from kernelpro.evaluate.sandbox import landlock_abi
 
     where = session_dir / f"files_{guard}"
