@@ -21,7 +21,7 @@ def test_help_on_every_command():
 
 def test_eval_correct_exits_0_with_json():
     res = kernelpro("eval", PROBLEM, str(DATA / "good.py"), "--device", "cpu", "-c", str(FAST), "--json")
-    assert res.returncode == 0, res.stderr
+    assert res.returncode == 0, (res.stdout[-1500:], res.stderr)
     out = json.loads(res.stdout)
     assert out["correct"] is True and out["verdict"] == "correct"
     for key in ("reason", "runtime_ms", "baseline_ms", "speedup"):
