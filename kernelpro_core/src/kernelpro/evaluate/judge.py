@@ -105,6 +105,7 @@ class IdleMeter:
         self.pids = [remote.pid] if remote.pid else []
         self.cpu_ns = 0
         self.wall_s = 0.0
+        self.intervals: list[float] = []  # each interval's share of a core
         self._open: tuple[float, int] | None = None
 
     def answered(self) -> None:
@@ -115,13 +116,24 @@ class IdleMeter:
         """A call is about to be sent: the idle interval ends."""
         if self._open is not None:
             t0, c0 = self._open
-            self.cpu_ns += max(0, self.remote.cpu_ns(self.pids) - c0)
-            self.wall_s += time.monotonic() - t0
+            cpu, wall = max(0, self.remote.cpu_ns(self.pids) - c0), time.monotonic() - t0
+            self.cpu_ns += cpu
+            self.wall_s += wall
+            if wall > 0:
+                self.intervals.append(cpu / 1e9 / wall)
             self._open = None
 
     @property
     def share(self) -> float:
         return self.cpu_ns / 1e9 / self.wall_s if self.wall_s > 0 else 0.0
+
+    @property
+    def upper_share(self) -> float:
+        """The upper quartile of the intervals' shares: work after a quarter of the calls or
+        more shows; a single burst (a library's lazy start-up) does not."""
+        if len(self.intervals) < 4:
+            return min(self.intervals, default=0.0)
+        return statistics.quantiles(self.intervals, n=4)[2]
 
 
 class Judge:
@@ -804,15 +816,16 @@ class Judge:
         for who, meter in (("candidate", self.cand_idle), ("reference", self.ref_idle)):
             if meter is not None:
                 self.notes[f"{who}_idle_cpu_share"] = meter.share
+                self.notes[f"{who}_idle_cpu_upper_share"] = meter.upper_share
         if self.ref_idle is None or self.cand_idle is None or self.cand_idle.wall_s <= 0:
             return
-        extra = self.cand_idle.share - self.ref_idle.share
+        extra = self.cand_idle.upper_share - self.ref_idle.upper_share
         if extra > float(self.ev["idle_cpu_share"]) and self.cand_idle.cpu_ns > 5e6:
             raise self.fail(Verdict.INTEGRITY, f"the candidate's process kept working between calls: "
                             f"{self.cand_idle.cpu_ns / 1e6:.1f} ms of CPU in {self.cand_idle.wall_s * 1e3:.0f} ms "
-                            f"when it should have been idle ({self.cand_idle.share:.0%} of a core; the "
-                            f"reference's {self.ref_idle.share:.0%}): threads or processes working outside "
-                            f"its calls")
+                            f"when it should have been idle (a quarter of its idle intervals at "
+                            f"{self.cand_idle.upper_share:.0%} of a core or more; the reference's "
+                            f"{self.ref_idle.upper_share:.0%}): threads or processes working outside its calls")
 
     def check_gpu_after_answer(self) -> None:
         if not (self.cuda and "candidate" in self.prep_after and "reference" in self.prep_after):
