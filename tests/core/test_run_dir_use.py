@@ -73,4 +73,7 @@ def test_a_noisy_best_is_timed_again_before_it_wins(tmp_path):
     assert 1 <= len(retimes) <= 3 and summary["best_id"] in [r["id"] for r in retimes]
     last = [r for r in retimes if r["id"] == summary["best_id"]][-1]["result"]
     assert summary["best_speedup"] == last["baseline"]["median_ms"] / last["timing"]["median_ms"]
-    assert "this one was: its numbers are the second timing's" in (run / "report.md").read_text()
+    report = (run / "report.md").read_text()
+    assert "this one was: its numbers are the second timing's" in report
+    # the search tree's section names the same best, at the re-timed speedup
+    assert f"best {summary['best_id']} at {summary['best_speedup']:.2f}x" in report

@@ -648,6 +648,10 @@ class Optimizer:
         if result.baseline_compiled is not None:
             rec["compiled_baseline_ms"] = result.baseline_compiled.median_ms
         rec["reward"] = self.reward.score(result, self._reward_context())
+        if cid in self.tree:  # the report's tree shows the numbers the best was chosen on
+            node = self.tree[cid]
+            node.speedup, node.reward, node.correct, node.verdict = (result.speedup, rec["reward"], result.correct,
+                                                                     result.verdict.value)
 
 
 def optimize(problem: Problem, config: cfg.Config, plugins: Plugins, run_dir: Path, device: str,

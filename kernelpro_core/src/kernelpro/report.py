@@ -95,7 +95,7 @@ def write_report(opt: "Optimizer", summary: dict[str, Any], best: dict[str, Any]
     try:
         from kernelpro.search.render import render_tree_markdown
 
-        lines += ["## Search tree", "", render_tree_markdown(opt.tree), ""]
+        lines += ["## Search tree", "", render_tree_markdown(opt.tree, best["id"] if best else None), ""]
     except ImportError:
         pass
     for section in sections:

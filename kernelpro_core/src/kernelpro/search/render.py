@@ -79,9 +79,10 @@ def _collapsed_line(run: list[Node]) -> str:
     return f"… {len(run)} failed: {kinds} ({ids})"
 
 
-def render_tree_markdown(tree: Tree) -> str:
-    """The tree as a markdown section body: a summary line, a legend and the drawing."""
-    best = tree.best()
+def render_tree_markdown(tree: Tree, best_id: str | None = None) -> str:
+    """The tree as a markdown section body: a summary line, a legend and the drawing.
+    ``best_id``: the run's best as the loop chose it (default: the highest reward)."""
+    best = tree[best_id] if best_id is not None and best_id in tree else tree.best()
     winner = {n.id for n in tree.path_to_root(best.id)} if best is not None else set()
     candidates = tree.candidates()
     n_correct = sum(1 for n in candidates if n.correct)
