@@ -1,16 +1,14 @@
-"""The worker's result channel, made hard to forge from candidate code.
+"""The judge's result channel to the parent, made hard to forge.
 
-The parent creates a pipe and a random 32-byte token. The worker inherits the pipe's
-write end (its number in ``KERNELPRO_RESULT_FD``) and receives the token on stdin,
-which it reads and closes *before* the candidate is imported; it keeps only an HMAC
-object keyed with the token. The result is sent once, as
+The parent creates a pipe and a random 32-byte token. The judge's process inherits the
+pipe's write end (its number in ``KERNELPRO_RESULT_FD``) and receives the token on stdin,
+which it reads and closes before it starts anything else; it keeps only an HMAC object
+keyed with the token. The result is sent once, as
 ``KPR1 <hmac-sha256 hex> <length>\\n<json>``. The parent accepts exactly one message
-with a valid MAC; a forged or second message is an integrity violation, and files the
-candidate writes in the work directory are never read as results.
-
-Residual risk: candidate code in the same process can still find the HMAC object in
-memory (garbage-collector or frame introspection, rejected by the source scan but not
-impossible to obfuscate) and sign a forgery; see docs/evaluation.md.
+with a valid MAC; a forged or second message is an integrity violation, and files in the
+work directory are never read as results. No candidate code runs in the judge's process
+and its harnesses do not inherit the pipe; the signature is what remains between a
+process that could reach the pipe's descriptor and a verdict (docs/evaluation.md).
 """
 
 from __future__ import annotations
@@ -87,7 +85,7 @@ class ParentEnd:
         return payload.decode()
 
 
-# --- worker ---------------------------------------------------------------------------------
+# --- the judge's side ---------------------------------------------------------------------
 
 
 class WorkerEnd:

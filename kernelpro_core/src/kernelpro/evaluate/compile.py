@@ -16,13 +16,13 @@ build directories pointed into one cache entry::
 
 ``key`` = SHA-256 of the candidate source, the configured include paths and nvcc flags,
 the target architecture and the toolchain fingerprint (Python, torch+CUDA, triton,
-nvcc, host C++ compiler versions). The evaluation worker then runs with the same
+nvcc, host C++ compiler versions). The candidate's harness then runs with the same
 environment, so torch finds the built extension and only loads it (its ninja step is a
 no-op). An identical candidate is never compiled twice, and a compile error is cached
 too (the same source fails the same way).
 
 Triton kernels compile at their first call, not at import: they are compiled inside the
-worker, into the same entry's ``triton`` directory (so profilers reuse them).
+candidate's harness, into the same entry's ``triton`` directory (so profilers reuse them).
 
 ``compile_many`` runs several compile processes at once (a thread per process), for the
 loop to build the next candidates while the GPU evaluates another.
@@ -60,7 +60,7 @@ class CompileOutcome:
 
     ``status``: ok (built, or nothing to build), compile_error, compile_timeout,
     deferred (importing failed for a reason other than the compiler, e.g. the module
-    needs the GPU at import: the worker imports it again and reports), skipped (the
+    needs the GPU at import: the candidate's harness imports it again and reports), skipped (the
     source builds nothing at import: plain PyTorch or Triton)."""
 
     status: str
@@ -120,7 +120,7 @@ def build_env(entry: Path, *, arch: str | None, include_paths: list[str], cuda_f
 def install_build_hooks() -> None:
     """Add the configured include paths and nvcc flags to every ``load_inline`` / ``load``.
 
-    Runs in the compile process and in the worker before the candidate is imported, with
+    Runs in the compile process and in the candidate's harness before the candidate is imported, with
     the same settings (from the environment), so both produce the same build commands."""
     try:
         inc = json.loads(os.environ.get("KERNELPRO_INCLUDE_PATHS", "[]"))
@@ -207,7 +207,7 @@ def _child(entry: Path, candidate: Path) -> int:
         else:
             first = text.strip().splitlines()[0][:300] if text.strip() else type(exc).__name__
             res = {"status": "deferred", "seconds": time.monotonic() - t0,
-                   "reason": f"import outside the worker failed ({first}); the worker builds it"}
+                   "reason": f"import outside the evaluation failed ({first}); the candidate's harness builds it"}
     tmp = out.with_suffix(".tmp")
     tmp.write_text(json.dumps(res))
     os.replace(tmp, out)

@@ -59,7 +59,7 @@ def tensor_bytes(value) -> int:
 def prepare(problem_path: Path, candidate_path: Path | None, device: str, seed: int):
     """Build the model (candidate's ModelNew, or the reference Model) and its inputs.
 
-    The numeric settings are the evaluator worker's: fp32 matmuls and convolutions in full
+    The numeric settings are the evaluation's (the reference's harness's): fp32 matmuls and convolutions in full
     fp32 (no TF32) unless the candidate itself changes them when it loads, so a profile sees
     the kernels that were timed (torch's default lets cuDNN convolutions use TF32)."""
     from kernelpro.evaluate import guard
