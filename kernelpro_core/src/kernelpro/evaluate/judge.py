@@ -45,6 +45,7 @@ import torch
 from kernelpro.evaluate import bounds, inputs as inp, procwatch, timing, transport
 from kernelpro.evaluate import compare as cmp
 from kernelpro.evaluate.guard import scan_source
+from kernelpro.evaluate.harness import one_line
 from kernelpro.evaluate.loader import load_module, make_inputs
 from kernelpro.evaluate.remote import HarnessEnded, Remote
 from kernelpro.records import CompileResult, CorrectnessResult, EvalResult, Verdict
@@ -304,7 +305,7 @@ class Judge:
         try:
             self.problem = load_module(self.job["problem"], "kernelpro_problem")
         except Exception as exc:
-            raise Fail(Verdict.PROBLEM_ERROR, "the problem itself failed to load: " + _one_line(exc)) from None
+            raise Fail(Verdict.PROBLEM_ERROR, "the problem itself failed to load: " + one_line(exc)) from None
         self.tols, notes = tolerances(self.ev, self.problem)
         if notes:
             self.flags.append("problem_tolerances: " + "; ".join(notes))
@@ -315,7 +316,7 @@ class Judge:
         try:
             return make_inputs(self.problem, seed, self.device)
         except Exception as exc:
-            raise Fail(Verdict.PROBLEM_ERROR, "the problem's get_inputs() failed: " + _one_line(exc)) from None
+            raise Fail(Verdict.PROBLEM_ERROR, "the problem's get_inputs() failed: " + one_line(exc)) from None
 
     def reference_outputs(self) -> None:
         """Every trial's inputs (kept) and the reference's outputs on them (kept)."""
@@ -334,7 +335,7 @@ class Judge:
         def keep(out: Any) -> Any:
             if self.cuda and not budget:
                 budget.append(self.share * _available_device_bytes())
-            nbytes = sum(t.numel() * t.element_size() for t in cmp.tensors(out))
+            nbytes = _output_bytes(out)
             here = self.cuda and nbytes <= budget[0]
             if here:
                 budget[0] -= nbytes
@@ -940,7 +941,7 @@ class Judge:
             except Fail:
                 raise
             except Exception as exc:
-                self.flags.append(f"measurement_failed: {spec['name']}: {_one_line(exc)}")
+                self.flags.append(f"measurement_failed: {spec['name']}: {one_line(exc)}")
 
     def remote_calls(self, remote: Remote) -> tuple[Callable[[], None], Callable[[], None]]:
         """``call``: queue one call in ``remote`` (no answer awaited); ``sync``: wait until the
@@ -975,12 +976,6 @@ class Judge:
 
 
 # --- helpers ---------------------------------------------------------------------------------------------
-
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    first = text.splitlines()[0] if text else ""
-    return f"{type(exc).__name__}: {first}"[:500]
 
 
 def _values_at(sampled: Any, gold: Any) -> Any:

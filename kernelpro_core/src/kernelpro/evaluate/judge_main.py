@@ -68,7 +68,8 @@ def main(argv: list[str] | None = None) -> int:
     channel = WorkerEnd()  # reads the token and closes stdin
     job = json.loads(Path(argv[0]).read_text())
     ref, cand = start_harnesses(job)
-    from kernelpro.evaluate.judge import Fail, Judge, _one_line  # torch: while the harnesses start
+    from kernelpro.evaluate.harness import one_line  # torch: while the harnesses start
+    from kernelpro.evaluate.judge import Fail, Judge
     from kernelpro.records import CompileResult, EvalResult, Verdict, to_json
 
     judge = Judge(job, ref, cand)
@@ -85,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         import traceback
 
         traceback.print_exc()  # into the evaluation directory's judge.log
-        result = EvalResult(verdict=Verdict.CRASH, reason=f"the evaluator failed: {_one_line(exc)}",
+        result = EvalResult(verdict=Verdict.CRASH, reason=f"the evaluator failed: {one_line(exc)}",
                             flags=tuple(judge.flags), device=job["device"])
     channel.send(json.dumps(to_json(result)))
     sys.stdout.flush()

@@ -232,7 +232,3 @@ def envelope_excess(samples: list[Sample], summary: Summary, ref_samples: list[S
     reference; and the standard error of that difference (both in ms)."""
     cand, ref = overheads(samples, summary), overheads(ref_samples, ref_summary)
     return statistics.median(cand) - statistics.median(ref), (median_se(cand) ** 2 + median_se(ref) ** 2) ** 0.5
-
-
-def is_noisy(timing: TimingStats, max_cv: float) -> bool:
-    return timing.cv > max_cv

@@ -23,6 +23,8 @@ from typing import Any
 
 import torch
 
+from kernelpro.evaluate.compare import shares_storage
+
 SCALARS = (bool, int, float, str, type(None))
 
 
@@ -74,9 +76,7 @@ class _Driver:
         self._open = getattr(self.lib, "cuIpcOpenMemHandle_v2", None) or self.lib.cuIpcOpenMemHandle
         self._open.argtypes = [ctypes.POINTER(ctypes.c_uint64), _IpcHandle, ctypes.c_uint]
         self.lib.cuMemAlloc_v2.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t]
-        self.lib.cuMemFree_v2.argtypes = [ctypes.c_uint64]
         self.lib.cuIpcGetMemHandle.argtypes = [ctypes.POINTER(_IpcHandle), ctypes.c_uint64]
-        self.lib.cuIpcCloseMemHandle.argtypes = [ctypes.c_uint64]
 
     @classmethod
     def get(cls) -> "_Driver":
@@ -109,9 +109,6 @@ class _Driver:
         self._check(self.lib.cuMemAlloc_v2(ctypes.byref(ptr), nbytes), f"cuMemAlloc({nbytes} bytes)")
         return int(ptr.value)
 
-    def free(self, ptr: int) -> None:
-        self.lib.cuMemFree_v2(ptr)
-
     def export(self, ptr: int) -> bytes:
         handle = _IpcHandle()
         self._check(self.lib.cuIpcGetMemHandle(ctypes.byref(handle), ptr), "cuIpcGetMemHandle")
@@ -121,9 +118,6 @@ class _Driver:
         ptr = ctypes.c_uint64()
         self._check(self._open(ctypes.byref(ptr), handle_of(handle), 1), "cuIpcOpenMemHandle")  # lazy peer access
         return int(ptr.value)
-
-    def close(self, ptr: int) -> None:
-        self.lib.cuIpcCloseMemHandle(ptr)
 
 
 class _DeviceBytes:
@@ -140,7 +134,7 @@ class _DeviceBytes:
 class Buffer:
     """One allocation, owned by the judge or opened by a harness; :meth:`view` gives
     tensors over it. ``desc`` (JSON) and ``fd`` (host memory) are what a harness needs
-    to open it."""
+    to open it. Buffers live as long as their process (an evaluation's processes end with it)."""
 
     def __init__(self, kind: str, nbytes: int, device: torch.device, *, ptr: int = 0, fd: int = -1,
                  owner: bool = True) -> None:
@@ -201,22 +195,6 @@ class Buffer:
                 n *= s
             return flat[:n].view(shape)
         return flat.as_strided(shape, stride, 0)
-
-    def close(self) -> None:
-        if self.kind == "cuda" and self.ptr:
-            drv = _Driver.get()
-            (drv.free if self.owner else drv.close)(self.ptr)
-            self.ptr = 0
-        if self._mm is not None:
-            del self.raw
-            try:
-                self._mm.close()
-            except BufferError:  # a tensor over it is still alive: the mapping goes with the process
-                pass
-            self._mm = None
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
 
 
 def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -301,7 +279,7 @@ def describe_output(out: Any, inputs: list[torch.Tensor]) -> Any:
         try:
             info.update(layout=str(out.layout), meta=bool(out.is_meta), device=out.device.type,
                         dtype=dtype_name(out.dtype), shape=list(out.shape))
-            info["alias"] = any(_overlaps(out, x) for x in inputs)
+            info["alias"] = any(shares_storage(out, x) for x in inputs)
         except Exception as exc:  # a subclass whose properties fail
             info["error"] = f"{type(exc).__name__}: {exc}"[:200]
         return {"tensor": info}
@@ -330,14 +308,3 @@ def output_tensors(out: Any) -> list[Any]:
             flat.extend(output_tensors(x))
         return flat
     return [out]
-
-
-def _overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
-    if a.device != b.device or a.numel() == 0 or b.numel() == 0:
-        return False
-    try:
-        sa, sb = a.untyped_storage(), b.untyped_storage()
-    except Exception:
-        return False
-    a0, b0 = sa.data_ptr(), sb.data_ptr()
-    return a0 < b0 + sb.nbytes() and b0 < a0 + sa.nbytes()
