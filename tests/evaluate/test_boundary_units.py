@@ -140,3 +140,53 @@ def test_another_process_s_cpu_clock_counts_threads_that_ended():
     finally:
         proc.kill()
         proc.wait()
+
+
+def _envelope_judge(cand_excess_main: float, cand_excess_alternating: float):
+    """A judge after timing, on the CPU: reference calls of 1 ms with 0.2 ms of protocol
+    overhead; the candidate's calls of 1 ms whose process reported ``excess`` ms less."""
+    from kernelpro.evaluate import timing
+    from kernelpro.evaluate.judge import Judge
+
+    judge = Judge({"evaluator": {"envelope_slack_ms": 0.05, "envelope_slack_ms_cpu": 0.25,
+                                 "envelope_slack_fraction": 0.1}, "device": "cpu", "seed": 0,
+                   "workdir": "."}, None, None)
+    jitter = [0.001 * (k % 7) for k in range(60)]
+
+    def sample(excess: float, k: int) -> timing.Sample:
+        return timing.Sample(1.0 - excess + jitter[k % 60], 0.0, 1.2 + jitter[k % 60])
+
+    judge.samples = {"reference": [sample(0.0, k) for k in range(60)],
+                     "candidate": [sample(cand_excess_main, k) for k in range(60)]}
+    judge.summaries = {name: timing.Summary(timing.stats([s.event_ms for s in xs], "perf_counter"))
+                       for name, xs in judge.samples.items()}
+    judge._calls = {"reference": lambda i: sample(0.0, i), "candidate": lambda i: sample(cand_excess_alternating, i)}
+    return judge
+
+
+def test_an_envelope_shortfall_that_holds_on_alternating_calls_is_a_violation():
+    from kernelpro.evaluate.judge import Fail
+    from kernelpro.records import Verdict
+
+    judge = _envelope_judge(0.6, 0.6)
+    with pytest.raises(Fail) as info:
+        judge.check_envelope()
+    assert info.value.verdict is Verdict.INTEGRITY and "unaccounted for" in info.value.reason
+
+
+def test_an_envelope_shortfall_gone_on_alternating_calls_is_charged_to_the_candidate():
+    judge = _envelope_judge(0.6, 0.0)  # honest once the calls alternate
+    before = judge.summaries["candidate"].stats.median_ms
+    judge.check_envelope()
+    after = judge.summaries["candidate"].stats
+    assert after.median_ms == pytest.approx(before + 0.6, abs=0.01)
+    assert after.method == "perf_counter+envelope_charge"
+    assert any(f.startswith("envelope_charged:") for f in judge.flags)
+    assert judge.notes["envelope_charged_ms"] == pytest.approx(0.6, abs=0.01)
+
+
+def test_no_envelope_shortfall_leaves_the_times_alone():
+    judge = _envelope_judge(0.0, 0.0)
+    before = judge.summaries["candidate"]
+    judge.check_envelope()
+    assert judge.summaries["candidate"] is before and not judge.flags

@@ -40,6 +40,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+import attrs
 import torch
 
 from kernelpro.evaluate import bounds, inputs as inp, procwatch, timing, transport
@@ -860,6 +861,7 @@ class Judge:
                 new_c.append(self._calls["candidate"](base + k))
         finally:
             self._confirming = False
+        main_excess = excess
         excess, se = timing.envelope_excess(new_c, cand, new_r, ref)
         self.notes["envelope_excess_confirmed_ms"] = excess
         allowed = self.envelope_allowed(se)
@@ -869,6 +871,16 @@ class Judge:
                             f"{cand.stats.median_ms + excess:.4g} ms (the protocol's overhead measured on the "
                             f"reference removed, over {pairs} calls alternating with the reference's): {excess:.4g} "
                             f"ms per call unaccounted for, more than the {allowed:.3g} ms allowed")
+        # Not confirmed: the machine's load may have changed between blocks, or the candidate
+        # behaved differently once calls alternated. Either way its timed calls are charged
+        # what the judge's clock saw, so a shortfall gains nothing.
+        charged = [t + main_excess for t in timing.reported(self.samples["candidate"], cand)]
+        self.summaries["candidate"] = attrs.evolve(
+            cand, stats=timing.stats(charged, cand.stats.method + "+envelope_charge"))
+        self.notes["envelope_charged_ms"] = main_excess
+        self.flags.append(f"envelope_charged: the judge's clock around the candidate's timed calls exceeded its "
+                          f"reported times by {main_excess:.3g} ms per call more than the reference's; not confirmed "
+                          f"on {pairs} alternating calls ({excess:.3g} ms), so its times carry that excess")
 
     def envelope_allowed(self, se: float) -> float:
         ev = self.ev
