@@ -202,9 +202,9 @@ def test_gpu_work_left_after_the_answer_is_caught(run_eval, gpu_problem_large):
     assert result.verdict is Verdict.INTEGRITY, result.reason
 
 
-def test_a_helper_process_on_cuda_ipc_memory_is_caught(run_eval, gpu_problem):
-    result = run_eval(gpu("ipc_helper"), gpu_problem, device="cuda")
-    print("ipc_helper:", result.verdict.value, result.reason)
+def test_a_helper_process_using_the_gpu_is_caught(run_eval, gpu_problem):
+    result = run_eval(gpu("gpu_helper"), gpu_problem, device="cuda")
+    print("gpu_helper:", result.verdict.value, result.reason)
     assert result.verdict is Verdict.INTEGRITY, result.reason
     assert "left processes running" in result.reason
 

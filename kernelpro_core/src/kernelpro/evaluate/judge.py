@@ -650,8 +650,8 @@ class Judge:
         keep_copy = self.sampler or (cmp.snapshot if fits else cmp.to_cpu)
         self.notes["recheck_copies_on_device"] = float(fits)
         seen = {"n": 0}
-        prep_after: dict[str, list[float]] = {}
-        last = {"name": None}
+        probe_after: dict[str, list[float]] = {}
+        probe = torch.zeros(1, device=self.device) if self.cuda else None
         l2_found: list[str] = []
         limit = self.call_limit()
         limit_first = max(float(ev["first_call_timeout_s"]), limit)
@@ -663,13 +663,9 @@ class Judge:
             def one(i: int) -> timing.Sample:
                 j = order[(-1 - i) % len(order)] if i < 0 else order[i % len(order)]
                 u = warm_u[(-1 - i) % len(warm_u)] if i < 0 else timed_u[i % len(timed_u)]
-                self.sync()  # the judge's own earlier work (a re-check copy) is not this preparation's
-                t_p = time.perf_counter()
                 inp.fill(views_in, self.input_sets[j], u)
                 flush()
                 self.sync()
-                if last["name"] is not None:
-                    prep_after.setdefault(last["name"], []).append((time.perf_counter() - t_p) * 1e3)
                 if meter is not None:
                     meter.calling()
                 msg = {"op": "call", "model": model, "time": True, "export": True, "reset_l2": True,
@@ -683,8 +679,12 @@ class Judge:
                 t1 = time.perf_counter()
                 if meter is not None:
                     meter.answered()
+                if probe is not None:  # before any work of the judge's: a one-element kernel's round trip
+                    t_q = time.perf_counter()
+                    probe.add_(1.0)
+                    torch.cuda.synchronize()
+                    probe_after.setdefault(name, []).append((time.perf_counter() - t_q) * 1e3)
                 warmed["n"] += 1
-                last["name"] = name
                 if not answer.get("ok"):
                     if model == "compiled":
                         raise _CompiledFailed(str(answer.get("reason", "failed"))[:300])
@@ -729,7 +729,7 @@ class Judge:
             if s.gap_matched_ms is not None:
                 self.notes[f"{name}_sync_gap_matched_ms"] = s.gap_matched_ms
             self.notes[f"{name}_overhead_ms"] = timing.overhead_ms(samples[name], s)
-        self.prep_after = {k: statistics.median(v) for k, v in prep_after.items() if v}
+        self.probe_after = {k: statistics.median(v) for k, v in probe_after.items() if v}
         if l2_found:
             self.flags.append("l2_persistence_reset: the candidate left " + "; ".join(l2_found[:3])
                               + " (reset before every timed call)")
@@ -830,15 +830,16 @@ class Judge:
                             f"{self.ref_idle.upper_share:.0%}): threads or processes working outside its calls")
 
     def check_gpu_after_answer(self) -> None:
-        if not (self.cuda and "candidate" in self.prep_after and "reference" in self.prep_after):
+        if not (self.cuda and "candidate" in self.probe_after and "reference" in self.probe_after):
             return
-        base = self.prep_after["reference"]
-        late = self.prep_after["candidate"] - base
+        base = self.probe_after["reference"]
+        late = self.probe_after["candidate"] - base
         self.notes["gpu_busy_after_answer_ms"] = late
         if late > max(float(self.ev["envelope_slack_ms"]), 0.25 * base):
             raise self.fail(Verdict.INTEGRITY, f"the GPU was still busy after the candidate's process answered: "
-                            f"the judge's preparation of the next call took {late:.3g} ms longer after the "
-                            f"candidate's calls than after the reference's (work left running past the call)")
+                            f"a one-element kernel the judge ran right after each answer took {late:.3g} ms "
+                            f"longer after the candidate's calls than after the reference's (median {base:.3g} "
+                            f"ms): work left running past the call")
 
     def check_envelope(self) -> None:
         """The candidate's reported times against the judge's clock. A shortfall beyond the slack
