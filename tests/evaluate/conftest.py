@@ -67,7 +67,7 @@ def gelu_problem_large(session_dir) -> Path:
 
 @pytest.fixture(scope="session")
 def fast_config(session_dir) -> EvaluatorConfig:
-    return EvaluatorConfig(trials=2, warmup_ms=1, rep_ms=5, min_reps=5, max_reps=20, rounds=2, timeout_s=60,
+    return EvaluatorConfig(trials=2, warmup_ms=1, rep_ms=5, min_reps=5, max_reps=20, rounds=0, timeout_s=60,
                            compile_timeout_s=180, time_compiled_reference=False,
                            build_cache_dir=str(session_dir / "build_cache"))
 

@@ -8,7 +8,7 @@ import hmac
 import pytest
 import torch
 
-from kernelpro.evaluate import bounds, channel, compare, guard, policy, toolchain
+from kernelpro.evaluate import bounds, channel, compare, guard, policy, timing, toolchain
 from kernelpro.gpus import SPECS
 
 TOL = {"float32": (1e-4, 1e-4)}
@@ -476,3 +476,36 @@ def test_same_values_compares_pieces_and_prefixes():
     c[0] = -1  # differs in the prefix
     assert not cmp.same_values(a, c)
     assert not cmp.same_values(a, a[:-1]) and not cmp.same_values(a, a.double())
+
+
+def _recording_calls(ms: dict[str, float]):
+    log: list[tuple[str, int]] = []
+
+    def make(name):
+        def call(i):
+            log.append((name, i))
+            return timing.Sample(ms[name], ms[name], ms[name])
+        return call
+
+    return {name: make(name) for name in ms}, log
+
+
+def test_interleave_alternates_calls_one_by_one_spread_over_the_whole_timing():
+    calls, log = _recording_calls({"reference": 1.0, "compiled": 2.0, "candidate": 0.5})
+    samples = timing.interleave(calls, warmup_ms=3, rep_ms=40, min_reps=5, max_reps=1000)
+    timed = [(n, i) for n, i in log if i >= 0]
+    assert {n: len(xs) for n, xs in samples.items()} == {"reference": 40, "compiled": 20, "candidate": 80}
+    # no callable's calls bunch up: in every tenth of the timing each has its share, +-1
+    for part in range(10):
+        window = timed[part * len(timed) // 10:(part + 1) * len(timed) // 10]
+        counts = {n: sum(1 for m, _ in window if m == n) for n in calls}
+        assert abs(counts["reference"] - 4) <= 1 and abs(counts["compiled"] - 2) <= 1 \
+            and abs(counts["candidate"] - 8) <= 1, counts
+    assert [i for n, i in timed if n == "compiled"] == list(range(20))
+
+
+def test_interleave_in_rounds_times_blocks():
+    calls, log = _recording_calls({"reference": 1.0, "candidate": 1.0})
+    timing.interleave(calls, warmup_ms=3, rep_ms=20, min_reps=5, max_reps=1000, rounds=2)
+    names = [n for n, i in log if i >= 0]
+    assert names == ["reference"] * 10 + ["candidate"] * 10 + ["reference"] * 10 + ["candidate"] * 10

@@ -68,7 +68,7 @@ class EvaluatorConfig:
     rep_ms: float = 200.0  # timing budget per callable
     min_reps: int = 10
     max_reps: int = 1000
-    rounds: int = 5  # reference/compiled/candidate interleaved in this many rounds
+    rounds: int = 0  # 0: calls alternate one by one; N > 0: N rounds of a block of calls each
     time_compiled_reference: bool = True  # torch.compile of the reference, timed too (GPU)
     # False: the compiled reference is timed once, in the problem's baseline job, and every
     # candidate's speedup over torch.compile uses that time (saves a torch.compile per candidate)

@@ -22,8 +22,9 @@ method is named ``cuda_event+device_sync+l2_flush`` (:func:`summarize`).
 ``perf_counter`` (CPU): ``time.perf_counter`` around each call.
 
 Repetitions: warm-up for ``warmup_ms`` (at least 3 calls); then about ``rep_ms`` of calls
-per callable (``min_reps``..``max_reps``) in ``rounds`` rounds, the callables interleaved
-call block by call block (:func:`interleave`), so clock and thermal drift affect them
+per callable (``min_reps``..``max_reps``), the callables' calls spread evenly over the
+whole timing and alternating one by one (:func:`interleave`; ``rounds`` > 0: in that many
+blocks per callable instead), so the GPU's clock changes and thermal drift affect them
 alike. The statistic is the median; IQR and coefficient of variation are reported.
 
 The cross-check (:func:`envelope_excess`). Around every call the judge measures its own
@@ -144,9 +145,11 @@ class Sample:
 
 
 def interleave(calls: dict[str, Callable[[int], Sample]], *, warmup_ms: float, rep_ms: float, min_reps: int,
-               max_reps: int, rounds: int) -> dict[str, list[Sample]]:
-    """Warm each callable up, then time them in ``rounds`` rounds, a block of calls of
-    each per round. ``calls[name](i)`` makes timed call ``i`` (``i < 0``: warm-up call
+               max_reps: int, rounds: int = 0) -> dict[str, list[Sample]]:
+    """Warm each callable up, then time them. ``rounds`` 0: every callable's calls spread
+    evenly over the whole timing, one call at a time (call ``k`` of ``n`` at the fraction
+    ``(k + 1/2) / n`` of it); ``rounds`` > 0: that many rounds, a block of calls of each
+    callable per round. ``calls[name](i)`` makes timed call ``i`` (``i < 0``: warm-up call
     ``-1 - i``) and returns its sample."""
     per_call: dict[str, float] = {}
     for name, call in calls.items():
@@ -159,9 +162,15 @@ def interleave(calls: dict[str, Callable[[int], Sample]], *, warmup_ms: float, r
                 break
         # the median: a slow first call (lazy set-up, autotuning) does not shrink the repetitions
         per_call[name] = max(statistics.median(times), 1e-4)
-    rounds = max(1, rounds)
-    reps = {name: max(1, max(min_reps, min(max_reps, int(rep_ms / per_call[name]))) // rounds) for name in calls}
+    total = {name: max(1, min_reps, min(max_reps, int(rep_ms / per_call[name]))) for name in calls}
     samples: dict[str, list[Sample]] = {name: [] for name in calls}
+    if rounds <= 0:
+        names = list(calls)
+        order = sorted(((k + 0.5) / total[n], names.index(n), n) for n in names for k in range(total[n]))
+        for _due, _idx, name in order:
+            samples[name].append(calls[name](len(samples[name])))
+        return samples
+    reps = {name: max(1, total[name] // rounds) for name in calls}
     for _ in range(rounds):
         for name, call in calls.items():
             for _i in range(reps[name]):
