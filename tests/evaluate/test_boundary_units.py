@@ -190,3 +190,31 @@ def test_no_envelope_shortfall_leaves_the_times_alone():
     before = judge.summaries["candidate"]
     judge.check_envelope()
     assert judge.summaries["candidate"] is before and not judge.flags
+
+
+def _probe_judge(ref_ms: list[float], cand_ms: list[float]):
+    from kernelpro.evaluate.judge import Judge
+
+    judge = Judge({"evaluator": {"envelope_slack_ms": 0.05}, "device": "cuda", "seed": 0, "workdir": "."},
+                  None, None)
+    judge.probe_after = {"reference": ref_ms, "candidate": cand_ms}
+    return judge
+
+
+def test_gpu_work_left_after_the_answer_is_a_violation():
+    from kernelpro.evaluate.judge import Fail
+
+    ref = [0.20 + 0.002 * (k % 5) for k in range(40)]
+    judge = _probe_judge(ref, [x + 1.25 for x in ref])  # a 2 ms side-stream spin left running
+    with pytest.raises(Fail, match="still busy after"):
+        judge.check_gpu_after_answer()
+
+
+def test_a_slower_probe_within_its_spread_is_not_a_violation():
+    # medians 0.06 ms apart, but the candidate's probes spread over 0.2-0.5 ms
+    ref = [0.20 + 0.002 * (k % 5) for k in range(20)]
+    cand = [0.20 + 0.3 * ((k * 7) % 20) / 19 for k in range(20)]
+    judge = _probe_judge(ref, cand)
+    judge.check_gpu_after_answer()
+    assert judge.notes["gpu_busy_after_answer_ms"] > 0.05
+    assert judge.notes["gpu_busy_after_answer_se_ms"] > 0.02

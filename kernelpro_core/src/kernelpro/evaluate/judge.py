@@ -729,7 +729,7 @@ class Judge:
             if s.gap_matched_ms is not None:
                 self.notes[f"{name}_sync_gap_matched_ms"] = s.gap_matched_ms
             self.notes[f"{name}_overhead_ms"] = timing.overhead_ms(samples[name], s)
-        self.probe_after = {k: statistics.median(v) for k, v in probe_after.items() if v}
+        self.probe_after = {k: v for k, v in probe_after.items() if v}
         if l2_found:
             self.flags.append("l2_persistence_reset: the candidate left " + "; ".join(l2_found[:3])
                               + " (reset before every timed call)")
@@ -832,10 +832,14 @@ class Judge:
     def check_gpu_after_answer(self) -> None:
         if not (self.cuda and "candidate" in self.probe_after and "reference" in self.probe_after):
             return
-        base = self.probe_after["reference"]
-        late = self.probe_after["candidate"] - base
+        ref, cand = self.probe_after["reference"], self.probe_after["candidate"]
+        base = statistics.median(ref)
+        late = statistics.median(cand) - base
+        se = (timing.median_se(cand) ** 2 + timing.median_se(ref) ** 2) ** 0.5
         self.notes["gpu_busy_after_answer_ms"] = late
-        if late > max(float(self.ev["envelope_slack_ms"]), 0.25 * base):
+        self.notes["gpu_busy_after_answer_se_ms"] = se
+        # 3 standard errors: an honest candidate's side-stream calls left 0.06 ms over 20 calls (H200)
+        if late > max(float(self.ev["envelope_slack_ms"]), 0.25 * base) + 3 * se:
             raise self.fail(Verdict.INTEGRITY, f"the GPU was still busy after the candidate's process answered: "
                             f"a one-element kernel the judge ran right after each answer took {late:.3g} ms "
                             f"longer after the candidate's calls than after the reference's (median {base:.3g} "
