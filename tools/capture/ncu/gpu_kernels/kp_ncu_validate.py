@@ -1,6 +1,6 @@
 """Evaluate captured validation reports: which micro-profiler fires on which case.
 
-Used by ``tests/ncu/test_fixtures.py`` and ``benchmarks/ncu_validation.py``. Input is a
+Used by ``tests/ncu/test_ncu_fixtures.py`` and ``benchmarks/ncu_validation.py``. Input is a
 capture folder as written by ``gpu_capture.py`` (or the committed fixture folder with the
 same layout): ``suite/ncu_stage{1,2}.ncu-rep`` (or ``.raw.csv``), ``cases_io.json``,
 ``calibration.json``, ``env.json``, ``bench.json``.

@@ -1,6 +1,6 @@
 """Capture real candidate build layouts on the GPU machine for the SASS collector's tests.
 
-    python kernelpro_plugins_sass/gpu_capture.py        (from the repository root; $OUT set)
+    python tools/capture/sass/gpu_capture.py        (from the repository root; $OUT set)
 
 Builds, under one build directory laid out as the evaluator does
 (TORCH_EXTENSIONS_DIR=<build>/torch_extensions, TRITON_CACHE_DIR=<build>/triton):

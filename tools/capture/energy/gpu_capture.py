@@ -1,12 +1,12 @@
 """GPU capture for the energy plugin (run from the repository root on the GPU machine):
 
-    python kernelpro_plugins_energy/gpu_capture.py
+    python tools/capture/energy/gpu_capture.py
 
 1. Counter behaviour and idle power: how often the NVML total-energy counter changes
    (idle and busy) and the idle power between two counter updates.
 2. Fidelity: one kernel (bf16 8192^3 cuBLAS matmul, ~1.65 ms) measured 5 times with the
    default EnergyMeasurement settings: the spread of joules per call (target <= 2 %).
-3. Evidence: three memory-bound problems (kernelpro_plugins_energy/pairs/: affine,
+3. Evidence: three memory-bound problems (tools/capture/energy/pairs/: affine,
    rowsum, softmax), each with a few correct candidates (PLAN); every candidate's CUDA-event
    time and energy, measured in two passes (forward order, then reverse, so slow thermal
    drift cancels), and every pair whose times match within 2 %, both in CUDA-event time
@@ -35,6 +35,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[2]
 PAIRS_DIR = HERE / "pairs"
 BUDGET_S = 150.0  # seconds after start; the batch stops a step at 200 s
 PREHEAT_S = 4.0  # before the fidelity runs: temperature (and leakage power) settles over seconds
@@ -103,7 +104,7 @@ def environment(counter) -> dict:
         "cuda_runtime": torch.version.cuda,
         "gpu": torch.cuda.get_device_name(0),
         "nvml_device": counter.name,
-        "command": "python kernelpro_plugins_energy/gpu_capture.py",
+        "command": "python tools/capture/energy/gpu_capture.py",
     }
     try:
         import triton
@@ -439,5 +440,5 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(HERE.parent))
+    sys.path.insert(0, str(REPO))
     sys.exit(main())

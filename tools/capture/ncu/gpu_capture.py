@@ -3,7 +3,7 @@
 
 Run from the repository root on the GPU machine:
 
-    python3 kernelpro_plugins_ncu/gpu_capture.py
+    python3 tools/capture/ncu/gpu_capture.py
 
 Writes ``$OUT/ncu.tar.gz`` (at most 12 MB) holding:
 
@@ -42,9 +42,10 @@ T0 = time.perf_counter()
 BUDGET_S = float(os.environ.get("KP_NCU_BUDGET_S", "220"))
 # which parts run (comma-separated): suite, full, cases; KP_NCU_FIRST orders the cases
 PARTS = set(os.environ.get("KP_NCU_PARTS", "suite,full,cases").split(","))
-REPO = Path(__file__).resolve().parents[1]
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[2]
 PLUGIN = REPO / "kernelpro_plugins_ncu"
-for p in (PLUGIN / "src", REPO / "kernelpro_core" / "src", PLUGIN / "gpu_kernels"):
+for p in (PLUGIN / "src", REPO / "kernelpro_core" / "src", HERE / "gpu_kernels"):
     sys.path.insert(0, str(p))
 OUT = Path(os.environ.get("OUT") or tempfile.mkdtemp(prefix="kp_ncu_out_"))
 STAGE = Path(tempfile.mkdtemp(prefix="kp_ncu_")) / "ncu"

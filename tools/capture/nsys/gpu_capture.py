@@ -1,6 +1,6 @@
 """Capture the system-level fixtures on a GPU machine (run from the repository root).
 
-    python kernelpro_plugins_nsys/gpu_capture.py        # writes $OUT/nsys.tar.gz
+    python tools/capture/nsys/gpu_capture.py        # writes $OUT/nsys.tar.gz
 
 1. Records a Kineto trace (``python -m kernelpro_plugins_nsys.trace``, 3 warm-up + 3
    recorded calls) of each case in tests/nsys/fixtures/problems/: a launch-bound chain of
@@ -33,7 +33,7 @@ import tarfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[3]
 PROBLEMS = REPO / "tests" / "nsys" / "fixtures" / "problems"
 BUDGET_S = 175.0
 T0 = time.monotonic()

@@ -1,4 +1,6 @@
-"""GPU evidence for kernelpro_cute (run on the H200 from the repository root).
+"""GPU evidence for kernelpro_cute (run on the H200 from the repository root):
+
+    python3 tools/capture/cute/gpu_capture.py
 
 Two CuTe candidates: ``examples/gemm_bf16_wgmma.py`` (the evidence candidate: 128x128
 tile, TMA + WGMMA, 2 warpgroups) and ``examples/gemm_bf16_wgmma_ws.py`` (warp-specialized
