@@ -187,6 +187,9 @@ class Config:
     measurements: list[str] = attrs.field(factory=list)
     measurement_params: dict[str, dict[str, Any]] = attrs.field(factory=dict)
     heuristic_params: dict[str, dict[str, Any]] = attrs.field(factory=dict)  # settings per heuristic
+    # the GPU whose spec and heuristics apply instead of the detected one (a spec name such as
+    # "H200 SXM", or a device name); None: the device in hand, or the one a file names
+    gpu: str | None = None
     evaluator: EvaluatorConfig = EvaluatorConfig()
     profiling: ProfilingConfig = ProfilingConfig()
     memory: MemoryConfig = MemoryConfig()
@@ -389,6 +392,32 @@ def validate(config: Config, plugins: Any) -> dict[str, Any]:
         if name not in config.measurements:
             add_measurement(name, f"reward.name: {reward_cls.name!r} needs the measurement {name!r}, "
                                   "which is not installed")
+    _resolve_profiling(config, plugins, problems, resolved)
+    for name in config.measurement_params:
+        if name not in config.measurements and name not in {c.name for c, _ in resolved["measurements"]}:
+            problems.append(f"measurement_params.{name}: not listed in measurements")
+    if problems:
+        raise ConfigError(problems)
+    return resolved
+
+
+def profiling_settings(config: Config, plugins: Any) -> dict[str, Any]:
+    """What ``kernelpro profile`` and ``analyze`` take from a config: the settings of the
+    heuristics (key ``heuristics``) and the ``gpu`` checked against the registered specs.
+    Raises ConfigError listing every problem; the generator, search and reward are not
+    looked at (those commands use none)."""
+    problems: list[str] = []
+    resolved: dict[str, Any] = {}
+    _resolve_profiling(config, plugins, problems, resolved)
+    if problems:
+        raise ConfigError(problems)
+    return resolved
+
+
+def _resolve_profiling(config: Config, plugins: Any, problems: list[str], resolved: dict[str, Any]) -> None:
+    # shared by validate() and profiling_settings(): problems are appended, settings stored
+    from kernelpro.plugins import UnknownName
+
     heuristics = {r.name: r.obj for r in plugins.registrations("heuristic").values()}
     resolved["heuristics"] = {}
     for name, params in config.heuristic_params.items():
@@ -400,12 +429,11 @@ def validate(config: Config, plugins: Any) -> dict[str, Any]:
             resolved["heuristics"][name] = plugin_settings(heuristics[name], params, f"heuristic_params.{name}")
         except ConfigError as exc:
             problems.extend(exc.problems)
-    for name in config.measurement_params:
-        if name not in config.measurements and name not in {c.name for c, _ in resolved["measurements"]}:
-            problems.append(f"measurement_params.{name}: not listed in measurements")
-    if problems:
-        raise ConfigError(problems)
-    return resolved
+    if config.gpu:
+        try:
+            plugins.gpu_for(None, "", config.gpu)
+        except UnknownName as exc:
+            problems.append(f"gpu: {exc}")
 
 
 def to_yaml(config: Config) -> str:

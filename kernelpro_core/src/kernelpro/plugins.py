@@ -302,6 +302,18 @@ class Plugins:
         name, else the one a device of that name resolves to."""
         return gpus.named(self.gpu_specs(), name) or self.resolve_gpu(name, "")
 
+    def gpu_for(self, device_name: str | None, arch: str = "", requested: str | None = None) -> GpuSpec | None:
+        """The spec wherever a GPU is known: ``requested`` (the user's ``--gpu`` or config
+        ``gpu``) when given, else the detected device's. Raises :class:`UnknownName` for a
+        requested GPU that no spec stands for."""
+        if requested:
+            spec = self.gpu_named(requested)
+            if spec is None:
+                known = ", ".join(sorted(s.name for s, _ in self.gpu_specs())) or "none"
+                raise UnknownName(f"unknown GPU {requested!r}; known: {known}")
+            return spec
+        return self.resolve_gpu(device_name, arch) if device_name else None
+
     def warn(self, message: str) -> None:
         """Report a plugin problem that does not stop the command, once per message."""
         if message not in self.warnings:

@@ -149,6 +149,9 @@ class ProfileData:
     kernels: tuple[KernelProfile, ...] = ()
     payload: Any = None
     notes: tuple[str, ...] = ()  # what could not be collected, one line each
+    # the driver's name of the GPU it was taken on, when the source says (e.g. "NVIDIA H200"):
+    # core resolves the GPU spec and architecture heuristics from it
+    device_name: str | None = None
 
 
 @attrs.frozen
