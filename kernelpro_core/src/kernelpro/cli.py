@@ -373,7 +373,8 @@ def profile(problem: str, candidate: str, config_path: str | None, device: str |
             sys.exit(EXIT_FAIL)
         try:
             profiler = Profiler(plugins, config.profiling.classifier, config.profiling.collectors,
-                                config.profiling.block_micro_profilers, settings["heuristics"])
+                                config.profiling.block_micro_profilers, settings["heuristics"],
+                                settings["classifier"], settings["micro_profilers"])
         except UnknownName as exc:
             raise Abort(str(exc)) from None
         gpu = gpu_spec(plugins, dev, config.gpu)
@@ -415,7 +416,7 @@ def analyze(report: str, config_path: str | None, gpu_name: str | None, as_json:
     try:
         spec = plugins.gpu_for(None, "", gpu_name or config.gpu)  # None: the file's device decides
         profiler = Profiler(plugins, config.profiling.classifier, None, config.profiling.block_micro_profilers,
-                            settings["heuristics"])
+                            settings["heuristics"], settings["classifier"], settings["micro_profilers"])
         analysis = profiler.analyze_file(path, ProfileContext(gpu=spec, device="cuda"))
     except (CollectorError, UnknownName) as exc:
         raise Abort(str(exc)) from None

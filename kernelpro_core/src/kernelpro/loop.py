@@ -143,7 +143,8 @@ class Optimizer:
         self.profiler = None
         if config.profiling.enabled:
             self.profiler = Profiler(plugins, config.profiling.classifier, config.profiling.collectors,
-                                     config.profiling.block_micro_profilers, self.heuristic_settings)
+                                     config.profiling.block_micro_profilers, self.heuristic_settings,
+                                     resolved["classifier"], resolved["micro_profilers"])
         self.memory = None
         if config.memory.enabled:
             try:

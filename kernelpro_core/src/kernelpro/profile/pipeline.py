@@ -49,7 +49,8 @@ class Profiler:
 
     def __init__(self, plugins: Plugins, classifier: str | None = "roofline",
                  collectors: list[str] | None = None, block_micro_profilers: Iterable[str] = (),
-                 heuristic_settings: dict[str, Any] | None = None) -> None:
+                 heuristic_settings: dict[str, Any] | None = None, classifier_settings: Any = None,
+                 micro_profiler_settings: dict[str, Any] | None = None) -> None:
         self.plugins = plugins
         self.notes: list[str] = []
         #: seconds of each collector pass of the last :meth:`profile` ("<collector>:<stage>")
@@ -57,7 +58,7 @@ class Profiler:
         self.classifier = None
         if classifier:
             try:
-                self.classifier = plugins.classifier(classifier)()
+                self.classifier = plugins.classifier(classifier)(classifier_settings)
             except UnknownName as exc:
                 self.notes.append(f"no bottleneck classification: {exc}")
         all_collectors = plugins.collectors()
@@ -69,7 +70,9 @@ class Profiler:
             all_collectors = [c for c in all_collectors if c.name in collectors]
         self.collectors: list[Collector] = [c() for c in all_collectors]
         blocked = set(block_micro_profilers)
-        self.micro_profilers: list[MicroProfiler] = [m() for m in plugins.micro_profilers() if m.name not in blocked]
+        micro_settings = micro_profiler_settings or {}  # by name, from profiling.micro_profiler_params
+        self.micro_profilers: list[MicroProfiler] = [m(micro_settings.get(m.name)) for m in plugins.micro_profilers()
+                                                     if m.name not in blocked]
         settings = heuristic_settings or {}
         self.heuristics = [h(settings.get(h.name)) for h in plugins.heuristics()]
 

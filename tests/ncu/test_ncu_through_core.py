@@ -1,5 +1,6 @@
-"""``kernelpro analyze`` of a real Nsight Compute report resolves the GPU from the device the
-report names, so a vendor's spec for it gives the roofline its ceilings without --gpu."""
+"""``kernelpro analyze`` of a real Nsight Compute report through core: the GPU is resolved
+from the device the report names, so a vendor's spec for it gives the roofline its ceilings
+without --gpu; the roofline classifier's settings come from the config."""
 
 import json
 import types
@@ -27,3 +28,14 @@ def test_analyze_takes_the_vendor_spec_of_the_report_s_device(monkeypatch, tmp_p
     assert res.exit_code == 0, res.output
     summary = json.loads(res.output)["bottleneck"]["summary"]
     assert "of 2000 GB/s" in summary and "ceilings: Lab H200" in summary
+
+
+def test_analyze_takes_the_roofline_settings_from_the_config(tmp_path):
+    config = tmp_path / "c.yaml"
+    kinds = []
+    for busy in (60, 99):  # memory is 95% busy: memory-bound, unless 99% is needed to count as busy
+        config.write_text(f"profiling:\n  classifier_params: {{busy_pct: {busy}}}\n")
+        res = CliRunner().invoke(cli_mod.cli, ["analyze", str(REPORT), "-c", str(config), "--json"])
+        assert res.exit_code == 0, res.output
+        kinds.append(json.loads(res.output)["bottleneck"]["kind"])
+    assert kinds == ["memory", "latency"]
