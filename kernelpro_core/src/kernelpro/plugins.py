@@ -92,6 +92,10 @@ def _split_env(name: str) -> set[str] | None:
     return {p.strip() for p in raw.split(",") if p.strip()}
 
 
+def _print_warning(message: str) -> None:
+    print(f"warning: {message}", file=sys.stderr)
+
+
 class Plugins:
     """Loads plugins once and answers questions about what they registered."""
 
@@ -352,10 +356,6 @@ class Plugins:
                 "error": info.error,
             })
         return out
-
-
-def _print_warning(message: str) -> None:
-    print(f"warning: {message}", file=sys.stderr)
 
 
 def _first_line(text: str) -> str:
