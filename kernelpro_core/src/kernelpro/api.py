@@ -258,7 +258,12 @@ class MicroProfiler(Plugin):
 
 
 class ArchHeuristic(Plugin):
-    """Architecture-specific advice, contributed by vendors without touching core."""
+    """Architecture-specific advice, contributed by vendors without touching core.
+
+    Consulted wherever a GPU is known: the GPU in hand (``optimize``, ``profile``), the
+    device a file names (``analyze``), or the config's ``gpu``; its settings come from
+    ``heuristic_params.<name>``.
+    """
 
     archs: ClassVar[tuple[str, ...]] = ()  # e.g. ("sm_90",); empty = every architecture
 

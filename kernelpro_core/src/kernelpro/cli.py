@@ -334,17 +334,20 @@ def profile(problem: str, candidate: str, config_path: str | None, device: str |
     """Profile CANDIDATE: collect, classify the bottleneck, run the gated micro-profilers."""
     import tempfile
 
+    import attrs
+
     from kernelpro.api import ProfileContext, ProfileTarget
     from kernelpro.evaluate.runner import BUILD_ENV_KEYS, build_env, evaluate
     from kernelpro.loop import RunError, gpu_spec, resolve_device
     from kernelpro.problem import ProblemError, load_candidate, load_problem
-    from kernelpro.profile.pipeline import Profiler
+    from kernelpro.profile.pipeline import Profiler, no_gpu_notes
     from kernelpro.plugins import UnknownName
 
     from kernelpro.problem import CandidateError
 
     config = load_config_or_abort(config_path, {"device": device})
     plugins = load_plugins(config.plugins.block)
+    settings = _profiling_settings_or_abort(config, plugins)
     try:
         prob = load_problem(problem)
         dev = resolve_device(config.device)
@@ -370,16 +373,19 @@ def profile(problem: str, candidate: str, config_path: str | None, device: str |
             sys.exit(EXIT_FAIL)
         try:
             profiler = Profiler(plugins, config.profiling.classifier, config.profiling.collectors,
-                                config.profiling.block_micro_profilers)
+                                config.profiling.block_micro_profilers, settings["heuristics"],
+                                settings["classifier"], settings["micro_profilers"])
         except UnknownName as exc:
             raise Abort(str(exc)) from None
+        gpu = gpu_spec(plugins, dev, config.gpu)
         env = build_env(build)
         target = ProfileTarget(problem_path=Path(problem).resolve(), candidate_path=Path(candidate).resolve(),
                                device=dev, workdir=base / "profile", build_dir=build, python=sys.executable,
                                env={k: env[k] for k in BUILD_ENV_KEYS if k in env})
         target.workdir.mkdir(parents=True, exist_ok=True)
-        analysis, _ = profiler.profile(target, ProfileContext(gpu=gpu_spec(plugins, dev), device=dev,
-                                                                result=result))
+        analysis, _ = profiler.profile(target, ProfileContext(gpu=gpu, device=dev, result=result))
+        if gpu is None:  # say so: the ceilings and the GPU's heuristics were not consulted
+            analysis = attrs.evolve(analysis, notes=analysis.notes + tuple(no_gpu_notes(plugins, f"device {dev}")))
     finally:
         if not keep:
             import shutil
@@ -391,7 +397,8 @@ def profile(problem: str, candidate: str, config_path: str | None, device: str |
 @cli.command()
 @click.argument("report", type=click.Path(dir_okay=False))
 @click.option("-c", "--config", "config_path", type=click.Path(dir_okay=False), help="YAML config file.")
-@click.option("--gpu", "gpu_name", help="GPU model for the ceilings when the file does not say (e.g. H200).")
+@click.option("--gpu", "gpu_name", help="GPU whose spec and heuristics apply (a spec name such as 'H200 SXM', or a "
+                                         "device name); default: config gpu, else the device the file names.")
 @click.option("--json", "as_json", is_flag=True, help="Print {bottleneck, findings} as JSON.")
 def analyze(report: str, config_path: str | None, gpu_name: str | None, as_json: bool) -> None:
     """Analyze an existing file: an Nsight Compute report or CSV export, a cubin, shared
@@ -405,16 +412,25 @@ def analyze(report: str, config_path: str | None, gpu_name: str | None, as_json:
         raise Abort(f"{path}: no such file")
     config = load_config_or_abort(config_path)
     plugins = load_plugins(config.plugins.block)
-    spec = plugins.resolve_gpu(gpu_name, "") if gpu_name else None
-    if gpu_name and spec is None:
-        names = ", ".join(s.name for s, _ in plugins.gpu_specs())
-        raise Abort(f"unknown GPU {gpu_name!r}; known: {names}")
+    settings = _profiling_settings_or_abort(config, plugins)
     try:
-        profiler = Profiler(plugins, config.profiling.classifier, None, config.profiling.block_micro_profilers)
+        spec = plugins.gpu_for(None, "", gpu_name or config.gpu)  # None: the file's device decides
+        profiler = Profiler(plugins, config.profiling.classifier, None, config.profiling.block_micro_profilers,
+                            settings["heuristics"], settings["classifier"], settings["micro_profilers"])
         analysis = profiler.analyze_file(path, ProfileContext(gpu=spec, device="cuda"))
     except (CollectorError, UnknownName) as exc:
         raise Abort(str(exc)) from None
     _print_analysis(analysis, as_json)
+
+
+def _profiling_settings_or_abort(config: cfg.Config, plugins: Plugins) -> dict[str, Any]:
+    try:
+        return cfg.profiling_settings(config, plugins)
+    except cfg.ConfigError as exc:
+        if len(exc.problems) == 1:
+            raise Abort(exc.problems[0]) from None
+        _err(exc.problems)
+        raise Abort("invalid configuration") from None
 
 
 def _print_analysis(analysis: Any, as_json: bool) -> None:

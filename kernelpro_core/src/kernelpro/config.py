@@ -153,6 +153,10 @@ class ProfilingConfig:
     classifier: str = "roofline"
     collectors: list[str] | None = None  # None: every registered collector that can run
     block_micro_profilers: list[str] = attrs.field(factory=list)
+    # the classifier's settings (its Settings class's fields), e.g. {busy_pct: 70}
+    classifier_params: dict[str, Any] = attrs.field(factory=dict)
+    # settings per micro-profiler by name, e.g. {warp_stalls: {...}}
+    micro_profiler_params: dict[str, dict[str, Any]] = attrs.field(factory=dict)
     timeout_s: float = 600.0
     # each: every correct candidate is profiled right after its evaluation; expand: only when
     # the search expands it (its findings are needed then) and the winner at the end
@@ -187,6 +191,9 @@ class Config:
     measurements: list[str] = attrs.field(factory=list)
     measurement_params: dict[str, dict[str, Any]] = attrs.field(factory=dict)
     heuristic_params: dict[str, dict[str, Any]] = attrs.field(factory=dict)  # settings per heuristic
+    # the GPU whose spec and heuristics apply instead of the detected one (a spec name such as
+    # "H200 SXM", or a device name); None: the device in hand, or the one a file names
+    gpu: str | None = None
     evaluator: EvaluatorConfig = EvaluatorConfig()
     profiling: ProfilingConfig = ProfilingConfig()
     memory: MemoryConfig = MemoryConfig()
@@ -389,6 +396,34 @@ def validate(config: Config, plugins: Any) -> dict[str, Any]:
         if name not in config.measurements:
             add_measurement(name, f"reward.name: {reward_cls.name!r} needs the measurement {name!r}, "
                                   "which is not installed")
+    _resolve_profiling(config, plugins, problems, resolved)
+    for name in config.measurement_params:
+        if name not in config.measurements and name not in {c.name for c, _ in resolved["measurements"]}:
+            problems.append(f"measurement_params.{name}: not listed in measurements")
+    if problems:
+        raise ConfigError(problems)
+    return resolved
+
+
+def profiling_settings(config: Config, plugins: Any) -> dict[str, Any]:
+    """What ``kernelpro profile`` and ``analyze`` take from a config: the settings of the
+    heuristics (key ``heuristics``, by name), of the classifier (``classifier``) and of the
+    micro-profilers (``micro_profilers``, by name), and the ``gpu`` checked against the
+    registered specs.
+    Raises ConfigError listing every problem; the generator, search and reward are not
+    looked at (those commands use none)."""
+    problems: list[str] = []
+    resolved: dict[str, Any] = {}
+    _resolve_profiling(config, plugins, problems, resolved)
+    if problems:
+        raise ConfigError(problems)
+    return resolved
+
+
+def _resolve_profiling(config: Config, plugins: Any, problems: list[str], resolved: dict[str, Any]) -> None:
+    # shared by validate() and profiling_settings(): problems are appended, settings stored
+    from kernelpro.plugins import UnknownName
+
     heuristics = {r.name: r.obj for r in plugins.registrations("heuristic").values()}
     resolved["heuristics"] = {}
     for name, params in config.heuristic_params.items():
@@ -400,12 +435,43 @@ def validate(config: Config, plugins: Any) -> dict[str, Any]:
             resolved["heuristics"][name] = plugin_settings(heuristics[name], params, f"heuristic_params.{name}")
         except ConfigError as exc:
             problems.extend(exc.problems)
-    for name in config.measurement_params:
-        if name not in config.measurements and name not in {c.name for c, _ in resolved["measurements"]}:
-            problems.append(f"measurement_params.{name}: not listed in measurements")
-    if problems:
-        raise ConfigError(problems)
-    return resolved
+    _resolve_profiler_settings(config.profiling, plugins, problems, resolved)
+    if config.gpu:
+        try:
+            plugins.gpu_for(None, "", config.gpu)
+        except UnknownName as exc:
+            problems.append(f"gpu: {exc}")
+
+
+def _resolve_profiler_settings(profiling: ProfilingConfig, plugins: Any, problems: list[str],
+                               resolved: dict[str, Any]) -> None:
+    # the classifier's and the micro-profilers' params, each validated by its Settings class
+    resolved["classifier"] = None
+    if profiling.classifier_params:
+        classifiers = {r.name: r.obj for r in plugins.registrations("classifier").values()}
+        cls = classifiers.get(profiling.classifier) if profiling.classifier else None
+        if cls is None:
+            avail = ", ".join(sorted(classifiers)) or "none"
+            problems.append(f"profiling.classifier_params: the classifier {profiling.classifier!r} is not "
+                            f"installed; available: {avail}")
+        else:
+            try:
+                resolved["classifier"] = plugin_settings(cls, profiling.classifier_params,
+                                                         "profiling.classifier_params")
+            except ConfigError as exc:
+                problems.extend(exc.problems)
+    micro = {r.name: r.obj for r in plugins.registrations("micro_profiler").values()}
+    resolved["micro_profilers"] = {}
+    for name, params in profiling.micro_profiler_params.items():
+        path = f"profiling.micro_profiler_params.{name}"
+        if name not in micro:
+            avail = ", ".join(sorted(micro)) or "none"
+            problems.append(f"{path}: unknown micro-profiler {name!r}; available: {avail}")
+            continue
+        try:
+            resolved["micro_profilers"][name] = plugin_settings(micro[name], params, path)
+        except ConfigError as exc:
+            problems.extend(exc.problems)
 
 
 def to_yaml(config: Config) -> str:

@@ -4,9 +4,18 @@ Dense rates (no structured sparsity), in TFLOP/s; bandwidth in GB/s. These are t
 vendors' published figures and only leads: ``kernelpro calibrate`` (kernelpro_plugins_ncu)
 measures the GPU in hand and its numbers take precedence through
 ``kernelpro_resolve_gpu_spec``.
+
+Matching a device to a spec (:func:`choose`) follows one documented rule (hookspecs.md,
+``kernelpro_register_gpu_specs``): names are compared as lower-cased alphanumeric tokens,
+a spec's architecture must agree with the device's when both are known, the highest
+``priority`` wins, then the most specific match (exact name, then the longest run of
+tokens, then architecture alone); a tie is reported, never settled silently.
 """
 
 from __future__ import annotations
+
+import re
+from typing import Iterable
 
 from kernelpro.hookspecs import hookimpl
 from kernelpro.records import GpuSpec
@@ -36,6 +45,78 @@ SPECS = (
             fp32_tflops=80, fp64_tflops=40, tf32_tflops=1100, bf16_tflops=2250,
             fp16_tflops=2250, fp8_tflops=4500, int8_tops=4500),
 )
+
+
+def name_tokens(text: str) -> tuple[str, ...]:
+    """The lower-cased alphanumeric runs of a name: "NVIDIA H200-NVL" -> (nvidia, h200, nvl)."""
+    return tuple(re.findall(r"[a-z0-9]+", text.lower()))
+
+
+def arch_key(arch: str | None) -> str:
+    """The compute capability's digits, so "sm_90", "sm_90a" and "9.0" compare equal."""
+    return "".join(re.findall(r"[0-9]+", arch or ""))
+
+
+def _contains(tokens: tuple[str, ...], run: tuple[str, ...]) -> bool:
+    n = len(run)
+    return any(tokens[i:i + n] == run for i in range(len(tokens) - n + 1))
+
+
+def match_strength(spec: GpuSpec, device_name: str, arch: str = "") -> tuple[int, int] | None:
+    """How specifically ``spec`` matches the device, or None when it does not.
+
+    (1, n): an ``exact`` spec whose match string is the whole device name (n tokens);
+    (0, n): a match string found as a run of n whole tokens in the device name;
+    (0, 0): a spec with no match strings, matched by architecture alone (only when the
+    device's architecture is known). A spec whose architecture differs from the device's
+    known one never matches.
+    """
+    device_arch, spec_arch = arch_key(arch), arch_key(spec.arch)
+    if device_arch and spec_arch and device_arch != spec_arch:
+        return None
+    if not spec.match:
+        return (0, 0) if device_arch and spec_arch else None
+    tokens = name_tokens(device_name)
+    best: tuple[int, int] | None = None
+    for text in spec.match:
+        run = name_tokens(text)
+        if not run:
+            continue
+        hit = run == tokens if spec.exact else _contains(tokens, run)
+        if hit and (best is None or len(run) > best[1]):
+            best = (1 if spec.exact else 0, len(run))
+    return best
+
+
+def choose(specs: Iterable[tuple[GpuSpec, str]], device_name: str,
+           arch: str = "") -> tuple[GpuSpec | None, str | None]:
+    """The spec for a device among ``(spec, provider)`` pairs, and a one-line warning
+    when two specs tie for it (same priority, equally specific): the tie is settled by
+    provider and spec name so the outcome does not depend on the order plugins load."""
+    ranked = []
+    for spec, provider in specs:
+        strength = match_strength(spec, device_name, arch)
+        if strength is not None:
+            ranked.append(((spec.priority, *strength), provider, spec))
+    if not ranked:
+        return None, None
+    top = max(rank for rank, _, _ in ranked)
+    tied = sorted(((provider, spec.name, spec) for rank, provider, spec in ranked if rank == top),
+                  key=lambda t: (t[0], t[1]))
+    chosen = tied[0][2]
+    if len(tied) == 1:
+        return chosen, None
+    others = ", ".join(f"{name!r} from {provider!r}" for provider, name, _ in tied[1:])
+    warning = (f"GPU specs {chosen.name!r} from {tied[0][0]!r} and {others} match {device_name!r} "
+               f"equally at priority {chosen.priority}; using {chosen.name!r} "
+               "(give one of them a higher priority)")
+    return chosen, warning
+
+
+def named(specs: Iterable[tuple[GpuSpec, str]], name: str) -> GpuSpec | None:
+    """The spec whose own name is ``name`` (compared as tokens, so case does not matter)."""
+    wanted = name_tokens(name)
+    return next((spec for spec, _ in specs if name_tokens(spec.name) == wanted), None)
 
 
 @hookimpl

@@ -30,7 +30,7 @@ from kernelpro.api import (
 from kernelpro.evaluate.runner import BUILD_ENV_KEYS, build_env, evaluate
 from kernelpro.plugins import Plugins
 from kernelpro.problem import Problem, ProblemError, check_candidate, detect_language
-from kernelpro.profile.pipeline import Profiler, save_profiles
+from kernelpro.profile.pipeline import Profiler, no_gpu_notes, save_profiles
 from kernelpro.records import Analysis, EvalResult, GpuSpec, Verdict, from_json, to_json
 from kernelpro.rundir import RunDir, write_atomic
 from kernelpro.search.tree import ROOT, Tree
@@ -90,14 +90,16 @@ def resolve_device(requested: str) -> str:
     return requested
 
 
-def gpu_spec(plugins: Plugins, device: str) -> GpuSpec | None:
-    if not device.startswith("cuda"):
-        return None
+def gpu_spec(plugins: Plugins, device: str, requested: str | None = None) -> GpuSpec | None:
+    """The spec of the GPU in hand, or of ``requested`` (config ``gpu``) when given, also on
+    a CPU run."""
+    if requested or not device.startswith("cuda"):
+        return plugins.gpu_for(None, "", requested)
     import torch
 
     props = torch.cuda.get_device_properties(torch.cuda.current_device())
     arch = f"sm_{props.major}{props.minor}"
-    return plugins.resolve_gpu(props.name, arch)
+    return plugins.gpu_for(props.name, arch)
 
 
 @attrs.define
@@ -133,11 +135,16 @@ class Optimizer:
         self.generator_failures = 0
         self.measurements = resolved["measurements"]
         self.heuristic_settings = resolved["heuristics"]
-        self.gpu = gpu_spec(plugins, device)
+        self.gpu = gpu_spec(plugins, device, config.gpu)
+        if self.gpu is None:
+            # said once, and only for heuristics the config asked for (heuristic_params)
+            for line in no_gpu_notes(plugins, f"device {device}", config.heuristic_params):
+                self.progress.warning(line)
         self.profiler = None
         if config.profiling.enabled:
             self.profiler = Profiler(plugins, config.profiling.classifier, config.profiling.collectors,
-                                     config.profiling.block_micro_profilers, self.heuristic_settings)
+                                     config.profiling.block_micro_profilers, self.heuristic_settings,
+                                     resolved["classifier"], resolved["micro_profilers"])
         self.memory = None
         if config.memory.enabled:
             try:

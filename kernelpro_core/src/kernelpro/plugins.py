@@ -18,13 +18,14 @@ Control:
 from __future__ import annotations
 
 import os
+import sys
 from importlib import metadata
 from typing import Any, Callable, Iterable
 
 import attrs
 import pluggy
 
-from kernelpro import hookspecs
+from kernelpro import gpus, hookspecs
 from kernelpro.api import api_version_problem
 from kernelpro.records import GpuSpec
 
@@ -92,6 +93,10 @@ def _split_env(name: str) -> set[str] | None:
     return {p.strip() for p in raw.split(",") if p.strip()}
 
 
+def _print_warning(message: str) -> None:
+    print(f"warning: {message}", file=sys.stderr)
+
+
 class Plugins:
     """Loads plugins once and answers questions about what they registered."""
 
@@ -126,6 +131,9 @@ class Plugins:
             raise PluginError(f"plugin {name!r}: {_first_line(str(exc))}") from None
         self._registry: dict[str, dict[str, Registration]] | None = None
         self._gpu_specs: list[tuple[GpuSpec, str]] | None = None
+        #: warnings so far (duplicate or tied GPU specs, a failing GPU-spec hook)
+        self.warnings: list[str] = []
+        self.on_warning: Callable[[str], None] = _print_warning
 
     # --- loading -------------------------------------------------------------------------
 
@@ -251,24 +259,80 @@ class Plugins:
         return [r.obj for _, r in sorted(self._collect()["llm_tool"].items())]
 
     def gpu_specs(self) -> list[tuple[GpuSpec, str]]:
+        """Every registered GPU spec with the plugin that registered it, sorted by plugin
+        and spec name. A name registered twice keeps the higher-priority spec (on a tie,
+        the first by plugin name) and is reported as a warning naming both plugins."""
         if self._gpu_specs is None:
-            specs: list[tuple[GpuSpec, str]] = []
+            found: list[tuple[GpuSpec, str]] = []
             for impl in self.pm.hook.kernelpro_register_gpu_specs.get_hookimpls():
                 plugin_name = self.pm.get_name(impl.plugin) or "?"
-                impl.function(lambda spec, _p=plugin_name: specs.append((spec, _p)))
-            self._gpu_specs = specs
+                found.extend(self._call_gpu_spec_hook(impl, plugin_name))
+            found.sort(key=lambda pair: (pair[1], pair[0].name))
+            by_name: dict[str, tuple[GpuSpec, str]] = {}
+            for spec, plugin_name in found:
+                key = " ".join(gpus.name_tokens(spec.name))
+                if key not in by_name:
+                    by_name[key] = (spec, plugin_name)
+                    continue
+                kept, kept_by = by_name[key]
+                if spec.priority > kept.priority:
+                    by_name[key] = (spec, plugin_name)
+                winner = by_name[key]
+                self.warn(f"GPU spec {spec.name!r} is registered twice: by {kept_by!r} and by {plugin_name!r}; "
+                          f"using the one from {winner[1]!r} (priority {winner[0].priority})")
+            self._gpu_specs = list(by_name.values())
         return self._gpu_specs
 
+    def _call_gpu_spec_hook(self, impl: Any, plugin_name: str) -> list[tuple[GpuSpec, str]]:
+        # a broken vendor hook costs its own specs (with a warning), not the command
+        specs: list[tuple[GpuSpec, str]] = []
+
+        def register(spec: Any) -> None:
+            if not isinstance(spec, GpuSpec):
+                raise TypeError(f"expected a kernelpro.records.GpuSpec, got {type(spec).__name__}")
+            specs.append((spec, plugin_name))
+
+        try:
+            impl.function(register)
+        except Exception as exc:
+            self.warn(f"plugin {plugin_name!r} failed in kernelpro_register_gpu_specs: {type(exc).__name__}: "
+                      f"{_first_line(str(exc))}; its GPU specs are not used")
+            return []
+        return specs
+
     def resolve_gpu(self, device_name: str, arch: str) -> GpuSpec | None:
-        """The ceilings for a device: a plugin's override (calibration) or the table."""
+        """The ceilings for a device: a plugin's override (calibration), else the
+        registered spec that matches it best (rule in :func:`kernelpro.gpus.choose`)."""
         override = self.pm.hook.kernelpro_resolve_gpu_spec(device_name=device_name, arch=arch)
         if override is not None:
             return override
-        lowered = device_name.lower()
-        for spec, _ in self.gpu_specs():
-            if any(m in lowered for m in spec.match):
-                return spec
-        return None
+        spec, warning = gpus.choose(self.gpu_specs(), device_name, arch)
+        if warning:
+            self.warn(warning)
+        return spec
+
+    def gpu_named(self, name: str) -> GpuSpec | None:
+        """What a user's ``--gpu NAME`` (or config ``gpu``) stands for: the spec with that
+        name, else the one a device of that name resolves to."""
+        return gpus.named(self.gpu_specs(), name) or self.resolve_gpu(name, "")
+
+    def gpu_for(self, device_name: str | None, arch: str = "", requested: str | None = None) -> GpuSpec | None:
+        """The spec wherever a GPU is known: ``requested`` (the user's ``--gpu`` or config
+        ``gpu``) when given, else the detected device's. Raises :class:`UnknownName` for a
+        requested GPU that no spec stands for."""
+        if requested:
+            spec = self.gpu_named(requested)
+            if spec is None:
+                known = ", ".join(sorted(s.name for s, _ in self.gpu_specs())) or "none"
+                raise UnknownName(f"unknown GPU {requested!r}; known: {known}")
+            return spec
+        return self.resolve_gpu(device_name, arch) if device_name else None
+
+    def warn(self, message: str) -> None:
+        """Report a plugin problem that does not stop the command, once per message."""
+        if message not in self.warnings:
+            self.warnings.append(message)
+            self.on_warning(message)
 
     def build_include_dirs(self) -> list[str]:
         """Header directories the plugins add to candidate builds, in plugin order."""

@@ -149,6 +149,9 @@ class ProfileData:
     kernels: tuple[KernelProfile, ...] = ()
     payload: Any = None
     notes: tuple[str, ...] = ()  # what could not be collected, one line each
+    # the driver's name of the GPU it was taken on, when the source says (e.g. "NVIDIA H200"):
+    # core resolves the GPU spec and architecture heuristics from it
+    device_name: str | None = None
 
 
 @attrs.frozen
@@ -206,8 +209,12 @@ class Analysis:
 class GpuSpec:
     """Ceilings of one GPU model, used by the roofline classifier and prompts.
 
-    Rates are dense (no sparsity). ``match`` holds case-insensitive substrings of the
-    device name as reported by the driver.
+    Rates are dense (no sparsity). ``match`` holds names of the device as the driver
+    reports it, compared as lower-cased alphanumeric tokens: ``"H200 NVL"`` matches
+    "NVIDIA H200 NVL" but not "NVIDIA GH200"; empty, the spec matches any device of its
+    ``arch``. ``exact`` makes a match string stand for the whole device name only.
+    ``priority`` decides between specs that match the same device (higher wins; the
+    built-in table uses 0). The full rule: hookspecs.md, ``kernelpro_register_gpu_specs``.
     """
 
     name: str
@@ -227,6 +234,8 @@ class GpuSpec:
     max_threads_per_sm: int = 2048
     registers_per_sm: int = 65536
     source: str = "datasheet"  # or "calibrated"
+    priority: int = 0  # between specs matching the same device, the higher wins
+    exact: bool = False  # match strings must equal the whole device name
 
 
 _converter = cattrs.Converter()

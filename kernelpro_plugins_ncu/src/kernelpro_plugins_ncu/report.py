@@ -427,7 +427,7 @@ def profile_data(kernels: Iterable[KernelProfile], payload: dict[str, Any],
     payload = dict(payload)
     payload.setdefault("device_name", device_name_of(payload))
     return ProfileData(level="kernel", collector=COLLECTOR_NAME, kernels=tuple(kernels),
-                       payload=payload, notes=tuple(notes))
+                       payload=payload, notes=tuple(notes), device_name=payload["device_name"])
 
 
 def kernel_key(name: str) -> str:

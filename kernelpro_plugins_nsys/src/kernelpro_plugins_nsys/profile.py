@@ -35,4 +35,5 @@ def to_profile_data(timeline: Timeline, collector: str, notes: tuple[str, ...] =
         extra.append("timeline: no kernelpro:forward or ProfilerStep ranges; the whole trace is analysed as one call")
     if not system.forwards:
         extra.append("timeline: the trace holds no forward call to analyse")
-    return ProfileData(level=LEVEL, collector=collector, kernels=kernels, payload=system, notes=tuple(notes) + tuple(extra))
+    return ProfileData(level=LEVEL, collector=collector, kernels=kernels, payload=system,
+                       notes=tuple(notes) + tuple(extra), device_name=system.meta.get("gpu_name"))

@@ -23,6 +23,8 @@ import time
 from pathlib import Path
 from typing import Any, Iterable
 
+import attrs
+
 from kernelpro.api import (
     ANY,
     Analyzer,
@@ -47,7 +49,8 @@ class Profiler:
 
     def __init__(self, plugins: Plugins, classifier: str | None = "roofline",
                  collectors: list[str] | None = None, block_micro_profilers: Iterable[str] = (),
-                 heuristic_settings: dict[str, Any] | None = None) -> None:
+                 heuristic_settings: dict[str, Any] | None = None, classifier_settings: Any = None,
+                 micro_profiler_settings: dict[str, Any] | None = None) -> None:
         self.plugins = plugins
         self.notes: list[str] = []
         #: seconds of each collector pass of the last :meth:`profile` ("<collector>:<stage>")
@@ -55,7 +58,7 @@ class Profiler:
         self.classifier = None
         if classifier:
             try:
-                self.classifier = plugins.classifier(classifier)()
+                self.classifier = plugins.classifier(classifier)(classifier_settings)
             except UnknownName as exc:
                 self.notes.append(f"no bottleneck classification: {exc}")
         all_collectors = plugins.collectors()
@@ -67,7 +70,9 @@ class Profiler:
             all_collectors = [c for c in all_collectors if c.name in collectors]
         self.collectors: list[Collector] = [c() for c in all_collectors]
         blocked = set(block_micro_profilers)
-        self.micro_profilers: list[MicroProfiler] = [m() for m in plugins.micro_profilers() if m.name not in blocked]
+        micro_settings = micro_profiler_settings or {}  # by name, from profiling.micro_profiler_params
+        self.micro_profilers: list[MicroProfiler] = [m(micro_settings.get(m.name)) for m in plugins.micro_profilers()
+                                                     if m.name not in blocked]
         settings = heuristic_settings or {}
         self.heuristics = [h(settings.get(h.name)) for h in plugins.heuristics()]
 
@@ -132,31 +137,61 @@ class Profiler:
         for p in profiles.values():
             notes.extend(p.notes)
         findings = run_micro_profilers(gated, profiles, bottleneck, context, notes)
+        findings += self.advise(bottleneck, profiles, context, notes)
+        return Analysis(bottleneck=bottleneck, findings=tuple(sort_findings(findings)), notes=tuple(notes)), profiles
+
+    def advise(self, bottleneck: Any, profiles: dict[str, ProfileData], context: ProfileContext,
+               notes: list[str]) -> list[Finding]:
+        """The findings of the architecture heuristics that apply to ``context.gpu``."""
+        findings: list[Finding] = []
         for h in self.heuristics:
             if h.applies(context.gpu):
                 try:
                     findings.extend(h.advise(bottleneck, profiles, context))
                 except Exception as exc:
                     notes.append(f"heuristic {h.name} failed: {type(exc).__name__}: {exc}")
-        return Analysis(bottleneck=bottleneck, findings=tuple(sort_findings(findings)), notes=tuple(notes)), profiles
+        return findings
 
     def analyze_file(self, path: Path, context: ProfileContext) -> Analysis:
-        """``kernelpro analyze``: read an existing report, binary or trace."""
+        """``kernelpro analyze``: read an existing report, binary or trace. ``context.gpu``
+        is the GPU the user named; without one, the GPU the file names (its
+        ``device_name``) gives the spec and the heuristics."""
         analyzers: list[Analyzer] = [a() for a in self.plugins.analyzers()]
         chosen = next((a for a in analyzers if a.accepts(path)), None)
         if chosen is None:
             names = ", ".join(sorted(a.name for a in analyzers)) or "none installed"
             raise CollectorError(f"{path}: no analyzer reads this file (analyzers: {names})")
         profile = chosen.load(path)
+        gpu_notes: list[str] = []
+        if context.gpu is None and profile.device_name:
+            context = attrs.evolve(context, gpu=self.plugins.gpu_for(profile.device_name))
+        if context.gpu is None:
+            what = f"device {profile.device_name!r}" if profile.device_name else "the device (the file does not name it)"
+            gpu_notes = no_gpu_notes(self.plugins, what, hint="name the GPU with --gpu")
         bottleneck = None
         profiles = {profile.level: profile}
         if profile.level == "kernel" and self.classifier is not None:
             bottleneck = self.classifier.classify(profiles, context)
         # nothing classifies the other levels by themselves: then every micro-profiler of it runs
         gated = self.gated(bottleneck, level=profile.level)
-        notes = list(self.notes) + list(profile.notes)
+        notes = list(self.notes) + list(profile.notes) + gpu_notes
         findings = run_micro_profilers(gated, profiles, bottleneck, context, notes)
+        findings += self.advise(bottleneck, profiles, context, notes)
         return Analysis(bottleneck=bottleneck, findings=tuple(sort_findings(findings)), notes=tuple(notes))
+
+
+def no_gpu_notes(plugins: Plugins, what: str, only: Iterable[str] | None = None,
+                 hint: str = "name the GPU with gpu: in the config") -> list[str]:
+    """One line saying that no GPU spec is known for ``what`` (e.g. "device cpu") and which
+    architecture-specific heuristics therefore stay silent; none when none is installed
+    (or, with ``only``, none of those named)."""
+    wanted = None if only is None else set(only)
+    specific = [h for h in plugins.heuristics() if h.archs and (wanted is None or h.name in wanted)]
+    if not specific:
+        return []
+    names = ", ".join(f"{h.name} ({', '.join(h.archs)})" for h in specific)
+    return [f"no GPU spec known for {what}: GPU ceilings and the architecture heuristics {names} "
+            f"are not consulted; {hint}"]
 
 
 def run_micro_profilers(gated: list[MicroProfiler], profiles: dict[str, ProfileData], bottleneck: Any,
@@ -176,8 +211,6 @@ def run_micro_profilers(gated: list[MicroProfiler], profiles: dict[str, ProfileD
 def merge_profiles(first: ProfileData | None, second: ProfileData) -> ProfileData:
     if first is None:
         return second
-    import attrs
-
     by_name = {k.name: k for k in first.kernels}
     merged = []
     for k in second.kernels:
