@@ -135,3 +135,10 @@ def test_fetch_metrics_reads_what_core_saves(tmp_path):
     save_profiles({"kernel": data}, tmp_path / "profiles" / "n7")
     out = FetchMetrics().run({"metrics": [M.L2_HIT_PCT]}, context(tmp_path))
     assert f"{M.L2_HIT_PCT} = 42" in out and "kp_x" in out
+
+
+def test_the_table_lookup_matches_by_core_s_rule_not_by_substring():
+    from kernelpro_plugins_ncu.calibrate import table_spec
+
+    assert table_spec("NVIDIA H200").name == "H200 SXM"
+    assert table_spec("NVIDIA GH200 480GB") is None  # "h200" is inside "gh200", not a token of it

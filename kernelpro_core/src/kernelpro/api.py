@@ -381,11 +381,18 @@ def api_version_problem(declared: Any) -> str | None:
     return None
 
 
+def gpu_spec_matches(spec: GpuSpec, device_name: str, arch: str = "") -> bool:
+    """Whether ``spec`` claims the device, by the rule core resolves GPUs with
+    (whole name tokens, compute capability; hookspecs.md, ``kernelpro_register_gpu_specs``)."""
+    return _match_strength(spec, device_name, arch) is not None
+
+
 # --- The rest of the public surface ---------------------------------------------------------
 
 from kernelpro.evaluate.forward import command as forward_command  # noqa: E402
 from kernelpro.evaluate.forward import prepare as prepare_forward  # noqa: E402
 from kernelpro.gpus import SPECS as BUILTIN_GPU_SPECS  # noqa: E402
+from kernelpro.gpus import match_strength as _match_strength  # noqa: E402
 from kernelpro.hookspecs import hookimpl  # noqa: E402
 from kernelpro.records import (  # noqa: E402
     BOTTLENECK_KINDS,
@@ -417,5 +424,5 @@ __all__ = [
     # records
     "Verdict", "TimingStats", "CompileResult", "CorrectnessResult", "EvalResult", "CandidateDraft",
     "KernelProfile", "ProfileData", "Bottleneck", "BOTTLENECK_KINDS", "Finding", "SEVERITIES",
-    "Analysis", "GpuSpec", "BUILTIN_GPU_SPECS", "to_json", "from_json",
+    "Analysis", "GpuSpec", "BUILTIN_GPU_SPECS", "gpu_spec_matches", "to_json", "from_json",
 ]

@@ -131,14 +131,12 @@ def save_calibration(record: dict[str, Any]) -> Path:
 
 
 def table_spec(device_name: str, specs: tuple[GpuSpec, ...] | None = None) -> GpuSpec | None:
-    """The registered spec whose ``match`` substrings occur in the device name."""
-    if specs is None:
-        from kernelpro.api import BUILTIN_GPU_SPECS as SPECS
+    """The first of ``specs`` (the built-in table by default) that claims the device, by
+    core's matching rule (so a GH200 is not an H200)."""
+    from kernelpro.api import BUILTIN_GPU_SPECS, gpu_spec_matches
 
-        specs = SPECS
-    lowered = device_name.lower()
-    for spec in specs:
-        if any(m.lower() in lowered for m in spec.match):
+    for spec in BUILTIN_GPU_SPECS if specs is None else specs:
+        if gpu_spec_matches(spec, device_name):
             return spec
     return None
 
