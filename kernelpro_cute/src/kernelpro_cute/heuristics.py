@@ -1,8 +1,8 @@
 """Hopper heuristic that hands CuTe reading pointers to generators.
 
 Off by default: it speaks only when the run asks for CuTe output: the ``cute_output``
-setting, which defaults to the environment variable ``KERNELPRO_CUTE_OUTPUT`` (1/true/yes)
-because the loop currently constructs heuristics without settings.
+setting (``heuristic_params.<name>.cute_output`` in the config), which defaults to the
+environment variable ``KERNELPRO_CUTE_OUTPUT`` (1/true/yes).
 ``prompt_notes`` (no bottleneck known yet) names the WGMMA+TMA material for
 compute-bound matrix work and the tiled-copy material for memory-bound tiles, the build
 flags, and the corpus tools; ``advise`` (after profiling) gives the presets of the
