@@ -1,0 +1,12 @@
+"""Registration of the expert generator (entry point ``kernelpro: expert``)."""
+
+from kernelpro.hookspecs import hookimpl
+
+
+@hookimpl
+def kernelpro_register_generators(register):
+    # imported when the registry is read, not when the entry point is loaded: the
+    # generator's modules import torch
+    from kernelpro_plugins_expert.generator import ExpertGenerator
+
+    register(ExpertGenerator)
