@@ -6,7 +6,7 @@ Measures a bf16 size^3 cuBLAS matmul (about 1.5 ms per call at 8192 on an H200)
 ``--repeats`` times with the default EnergyMeasurement settings (1.5 s windows, 5 trials,
 each window aligned to counter updates) and prints each measurement's joules per call and
 their spread, (max - min) / median; the target is <= 2 %. The same code
-(kernelpro_plugins_energy.bench.fidelity) runs in kernelpro_plugins_energy/gpu_capture.py,
+(kernelpro_plugins_energy.bench.fidelity) runs in tools/capture/energy/gpu_capture.py,
 whose recorded output is in docs/validation/energy.md. Exit status 1 with one line when
 energy cannot be measured here.
 """

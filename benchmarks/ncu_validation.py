@@ -5,7 +5,7 @@ stage-1/stage-2 profiling time per candidate.
     python benchmarks/ncu_validation.py CAPTURE_DIR > report.md
     python benchmarks/ncu_validation.py --bench CAPTURE_DIR/bench.json
 
-CAPTURE_DIR is the unpacked ``ncu/`` folder of ``kernelpro_plugins_ncu/gpu_capture.py``
+CAPTURE_DIR is the unpacked ``ncu/`` folder of ``tools/capture/ncu/gpu_capture.py``
 (or ``tests/ncu/fixtures``). Runs on a CPU machine.
 """
 
@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "kernelpro_plugins_ncu" / "gpu_kernels"))
+sys.path.insert(0, str(REPO / "tools" / "capture" / "ncu" / "gpu_kernels"))
 
 import kp_ncu_validate as V  # noqa: E402
 

@@ -165,8 +165,8 @@ def test_first_orders_the_named_problems_first_and_keeps_the_set():
     assert ordered == ["L1_98_KL", "L1_8_Matmul", "L1_12_Diag", "L1_82_conv", "L2_8_x"]
 
 
-def test_code_digest_covers_the_first_party_plugins(tmp_path, monkeypatch):
-    """The micro-profilers steer the search: a change in a first-party plugin package is a
+def test_code_digest_covers_the_loaded_plugins(tmp_path, monkeypatch):
+    """The micro-profilers steer the search: a change in a loaded plugin package is a
     change in the code that optimized a problem."""
     import importlib.util
 

@@ -1,7 +1,7 @@
 """The CuTe evidence problem and candidates: static checks here, and the kernels'
 translation units compiled standalone with nvcc and ``build_flags()`` for sm_90a (the
 part of a load_inline build that can fail on CuTe code), with HGMMA counted in the SASS
-when cuobjdump is available. Running them needs the H200 (kernelpro_cute/gpu_capture.py)."""
+when cuobjdump is available. Running them needs the H200 (tools/capture/cute/gpu_capture.py)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import kernelpro_cute
 
 from .conftest import real_corpus_or_skip
 
-EXAMPLES = Path(kernelpro_cute.__file__).resolve().parents[2] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "tools" / "capture" / "cute" / "examples"
 PROBLEM = EXAMPLES / "gemm_bf16_problem.py"
 CANDIDATES = [EXAMPLES / "gemm_bf16_wgmma.py", EXAMPLES / "gemm_bf16_wgmma_ws.py"]
 

@@ -1,5 +1,5 @@
 """Compile the Triton kernels of every same-speed pair candidate
-(kernelpro_plugins_energy/pairs/) for sm_90 (H200) on this CPU machine and print, per
+(tools/capture/energy/pairs/) for sm_90 (H200) on this CPU machine and print, per
 candidate, one JSON line counting the instructions that make the pairs what they are:
 global loads by width, asynchronous copies, fp32 FMAs (PTX and SASS).
 
@@ -28,7 +28,7 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
-PAIRS = Path(__file__).resolve().parents[2] / "kernelpro_plugins_energy" / "pairs"
+PAIRS = Path(__file__).resolve().parents[2] / "tools" / "capture" / "energy" / "pairs"
 TARGET = GPUTarget("cuda", 90, 32)
 DTYPES = {torch.float32: "*fp32", torch.float16: "*fp16"}
 NVDISASM = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "nvdisasm"

@@ -1,4 +1,4 @@
-"""Run every same-speed pair candidate (kernelpro_plugins_energy/pairs/) under Triton's CPU
+"""Run every same-speed pair candidate (tools/capture/energy/pairs/) under Triton's CPU
 interpreter on small shapes and print, as JSON, each one's largest absolute error against
 its problem's reference and whether its redundant-FMA variants equal the plain kernel bit
 for bit. Run in a fresh process (test_energy_pairs.py does): TRITON_INTERPRET must be set
@@ -16,7 +16,7 @@ import os
 import sys
 from pathlib import Path
 
-PAIRS = Path(__file__).resolve().parents[2] / "kernelpro_plugins_energy" / "pairs"
+PAIRS = Path(__file__).resolve().parents[2] / "tools" / "capture" / "energy" / "pairs"
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from triton_interpreter_compat import allow_scalar_loop_bounds  # noqa: E402

@@ -1,4 +1,4 @@
-"""CPU-checkable parts of the GPU capture script (kernelpro_plugins_energy/gpu_capture.py)."""
+"""CPU-checkable parts of the GPU capture script (tools/capture/energy/gpu_capture.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def capture():
-    spec = importlib.util.spec_from_file_location("energy_gpu_capture", ROOT / "kernelpro_plugins_energy" / "gpu_capture.py")
+    spec = importlib.util.spec_from_file_location("energy_gpu_capture", ROOT / "tools" / "capture" / "energy" / "gpu_capture.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

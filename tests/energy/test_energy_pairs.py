@@ -1,8 +1,8 @@
-"""The same-speed pair candidates (kernelpro_plugins_energy/pairs/) against their problem's
+"""The same-speed pair candidates (tools/capture/energy/pairs/) against their problem's
 reference, run by Triton's CPU interpreter on small shapes (tests/energy/pairs_interpret.py,
 in a fresh process: both the unmasked path, where the shape is a multiple of the block, and
 the masked one), and the capture's PLAN against the candidate files. The H200 sizes and the
-energies are the GPU capture's business (kernelpro_plugins_energy/gpu_capture.py)."""
+energies are the GPU capture's business (tools/capture/energy/gpu_capture.py)."""
 
 from __future__ import annotations
 
@@ -20,13 +20,14 @@ pytest.importorskip("torch")
 pytest.importorskip("triton")
 
 ROOT = Path(__file__).resolve().parents[2]
-PAIRS = ROOT / "kernelpro_plugins_energy" / "pairs"
+CAPTURE = ROOT / "tools" / "capture" / "energy"
+PAIRS = CAPTURE / "pairs"
 
 
 @pytest.fixture(scope="module")
 def capture():
     spec = importlib.util.spec_from_file_location(
-        "energy_gpu_capture_pairs", ROOT / "kernelpro_plugins_energy" / "gpu_capture.py")
+        "energy_gpu_capture_pairs", CAPTURE / "gpu_capture.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -1,6 +1,6 @@
 """The micro-profilers and the classifier on real Nsight Compute reports from an H200.
 
-Fixtures (tests/ncu/fixtures/h200, from kernelpro_plugins_ncu/gpu_capture.py, see
+Fixtures (tests/ncu/fixtures/h200, from tools/capture/ncu/gpu_capture.py, see
 docs/validation/ncu_tools.md): every validation case profiled in one forward by the real
 NcuCollector (stage 1 as .ncu-rep and CSV; stage 2 as raw CSV plus its source hot spots),
 per-candidate reports of three cases, the calibration, and the timing record.
@@ -23,7 +23,7 @@ from kernelpro_plugins_ncu.classifier import RooflineClassifier
 from kernelpro_plugins_ncu.micro import ALL_MICRO_PROFILERS
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "kernelpro_plugins_ncu" / "gpu_kernels"))
+sys.path.insert(0, str(REPO / "tools" / "capture" / "ncu" / "gpu_kernels"))
 import kp_ncu_cases as C  # noqa: E402
 import kp_ncu_validate as V  # noqa: E402
 

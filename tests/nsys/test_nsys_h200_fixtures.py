@@ -1,5 +1,5 @@
 """The micro-profilers on Kineto traces recorded on an H200 (tests/nsys/fixtures/h200/,
-captured by kernelpro_plugins_nsys/gpu_capture.py; see docs/validation/nsys_tools.md).
+captured by tools/capture/nsys/gpu_capture.py; see docs/validation/nsys_tools.md).
 Each problem in fixtures/problems/ was written to show one system-level issue; each
 finding must fire on its trace, and only the kernel time share may speak on the good one."""
 

@@ -18,7 +18,7 @@ from kernelpro_plugins_sass.compile import compile_cu
 from kernelpro_plugins_sass.payload import build_profile
 from kernelpro_plugins_sass.profilers import ALL
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "kernelpro_cute" / "examples" / "gemm_bf16_wgmma.py"
+EXAMPLE = Path(__file__).resolve().parents[2] / "tools" / "capture" / "cute" / "examples" / "gemm_bf16_wgmma.py"
 
 
 def cuda_source() -> str:

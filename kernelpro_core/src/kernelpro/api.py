@@ -1,9 +1,21 @@
-"""Base classes for everything a plugin can contribute, and the contexts they receive.
+"""KernelPro's public API: the one module of core a plugin imports.
 
-A plugin subclasses one of these, sets ``name`` (and ``Settings``, a frozen attrs class
-whose fields are the plugin's config keys), and registers the class through the
-matching hook in :mod:`kernelpro.hookspecs`. Core instantiates it with the validated
+It holds the base classes for everything a plugin can contribute and the contexts they
+receive, and re-exports what else a plugin needs: ``hookimpl``, the records (results,
+profiles, findings, GPU specs) with their JSON converters, the search tree types and
+the built-in GPU specs. ``__all__`` is the API; everything else in ``kernelpro`` is
+internal and may change without notice.
+
+A plugin subclasses one of the base classes, sets ``name`` (and ``Settings``, a frozen
+attrs class whose fields are the plugin's config keys), and registers the class through
+the matching hook in :mod:`kernelpro.hookspecs`. Core instantiates it with the validated
 settings: ``Cls(settings)``.
+
+Versioning: :data:`API_VERSION` is ``"MAJOR.MINOR"``. A minor release only adds; a major
+one may break plugins. A plugin declares the version it was written for as
+``KERNELPRO_API_VERSION = "1.0"`` in the module its entry point names; the plugin manager
+refuses (one line, the plugin left out) a plugin of another major version or of a newer
+minor one. A plugin that declares nothing is loaded unchecked.
 """
 
 from __future__ import annotations
@@ -27,7 +39,9 @@ from kernelpro.records import (
 
 if TYPE_CHECKING:  # pragma: no cover
     from kernelpro.problem import Problem
-    from kernelpro.search.tree import Tree
+
+#: the API's version, "MAJOR.MINOR" (see the module's docstring)
+API_VERSION = "1.0"
 
 
 @attrs.frozen
@@ -154,8 +168,9 @@ class Reward(Plugin):
 
 @attrs.frozen
 class ProfileTarget:
-    """A candidate to profile: a subprocess runs ``python -m kernelpro.evaluate.forward``
-    with these paths (see :func:`kernelpro.evaluate.forward.command`)."""
+    """A candidate to profile: a subprocess runs the model's forward with these paths;
+    :func:`forward_command` gives its argv, :func:`prepare_forward` builds the model and
+    inputs in-process."""
 
     problem_path: Path
     candidate_path: Path
@@ -319,6 +334,14 @@ class ToolError(Exception):
 # --- Lifecycle -------------------------------------------------------------------------
 
 
+#: a candidate's record as lifecycle hooks and report sections receive it: the line of
+#: ``candidates.jsonl``, read-only (keys in hookspecs.md)
+CandidateRecord = Mapping[str, Any]
+#: what ``kernelpro_run_finished`` receives: ``best_id``, ``best_speedup``, ``evaluated``,
+#: ``correct``, ``stopped_because``; read-only
+RunSummary = Mapping[str, Any]
+
+
 @attrs.frozen
 class RunInfo:
     """Handed to lifecycle hooks."""
@@ -328,3 +351,66 @@ class RunInfo:
     config: Any
     device: str
     gpu: GpuSpec | None = None
+
+
+# --- API versions ---------------------------------------------------------------------------
+
+
+def api_version_problem(declared: Any) -> str | None:
+    """Why a plugin declaring ``KERNELPRO_API_VERSION = declared`` cannot be loaded by this
+    core, in one line; None when it can."""
+    major, minor = (int(x) for x in API_VERSION.split("."))
+    try:
+        parts = [int(x) for x in str(declared).strip().split(".")]
+        if not 1 <= len(parts) <= 2 or min(parts) < 0:
+            raise ValueError
+    except ValueError:
+        return f"KERNELPRO_API_VERSION {declared!r} is not 'MAJOR.MINOR' (this KernelPro provides {API_VERSION})"
+    want_major, want_minor = parts[0], (parts[1] if len(parts) == 2 else 0)
+    if want_major != major:
+        return (f"written for KernelPro plugin API {declared}, this KernelPro provides {API_VERSION}: "
+                f"install a version of the plugin for API {major}.x, or a KernelPro with API {want_major}.x")
+    if want_minor > minor:
+        return (f"needs KernelPro plugin API {declared}, this KernelPro provides {API_VERSION}: "
+                f"upgrade kernelpro-core")
+    return None
+
+
+# --- The rest of the public surface ---------------------------------------------------------
+
+from kernelpro.evaluate.forward import command as forward_command  # noqa: E402
+from kernelpro.evaluate.forward import prepare as prepare_forward  # noqa: E402
+from kernelpro.gpus import SPECS as BUILTIN_GPU_SPECS  # noqa: E402
+from kernelpro.hookspecs import hookimpl  # noqa: E402
+from kernelpro.records import (  # noqa: E402
+    BOTTLENECK_KINDS,
+    SEVERITIES,
+    CompileResult,
+    CorrectnessResult,
+    KernelProfile,
+    TimingStats,
+    Verdict,
+    from_json,
+    to_json,
+)
+from kernelpro.search.tree import ROOT, Node, Tree  # noqa: E402
+
+__all__ = [
+    # versions and hooks
+    "API_VERSION", "api_version_problem", "hookimpl",
+    # plugin kinds and their contexts
+    "Plugin", "NoSettings",
+    "Generator", "GenerationRequest", "ParentInfo", "GenerationBudgetExhausted",
+    "SearchPolicy", "Tree", "Node", "ROOT",
+    "Reward", "RewardContext",
+    "Collector", "CollectorError", "Analyzer", "ProfileTarget", "ProfileContext",
+    "forward_command", "prepare_forward",
+    "BottleneckClassifier", "MicroProfiler", "ANY", "ArchHeuristic",
+    "Measurement", "MeasurementError",
+    "LLMTool", "ToolContext", "ToolError",
+    "RunInfo", "CandidateRecord", "RunSummary",
+    # records
+    "Verdict", "TimingStats", "CompileResult", "CorrectnessResult", "EvalResult", "CandidateDraft",
+    "KernelProfile", "ProfileData", "Bottleneck", "BOTTLENECK_KINDS", "Finding", "SEVERITIES",
+    "Analysis", "GpuSpec", "BUILTIN_GPU_SPECS", "to_json", "from_json",
+]

@@ -115,28 +115,27 @@ def select(problems: list[SuiteProblem], levels: Iterable[int] | None = None, sa
 BENCH_META = "bench.json"  # per run directory: the code that ran it and its wall time
 
 
-#: the project's own plugin packages: their findings steer the search, so their code is
-#: part of what optimized a problem (third-party plugins are not)
-FIRST_PARTY_PLUGINS = ("kernelpro_plugins_ncu", "kernelpro_plugins_sass", "kernelpro_plugins_nsys",
-                       "kernelpro_plugins_energy", "kernelpro_cute")
-
-
 def code_digest() -> str:
-    """A digest of the Python sources of the installed ``kernelpro`` package and of the
-    first-party plugin packages installed beside it (12 hex digits): which code optimized
-    a problem, with or without a git checkout (a bench may span sessions and machines,
-    and problems run by other code must be told apart). A plugin package that is not
-    installed adds its name only."""
+    """A digest of the Python sources of the installed ``kernelpro`` package and of every
+    plugin package loaded beside it (12 hex digits): which code optimized a problem, with
+    or without a git checkout (a bench may span sessions and machines, and problems run by
+    other code must be told apart). Plugins count because their findings and generators
+    steer the search."""
     import hashlib
     import importlib.util
 
+    from kernelpro.plugins import installed
+
     h = hashlib.sha256()
-    roots = [("kernelpro", Path(__file__).resolve().parent)]
-    for name in FIRST_PARTY_PLUGINS:
-        spec = importlib.util.find_spec(name)
+    roots: dict[str, Path | None] = {"kernelpro": Path(__file__).resolve().parent}
+    for info in installed().infos:
+        top = info.module.split(":")[0].split(".")[0]
+        if info.error or info.blocked or top in roots:
+            continue
+        spec = importlib.util.find_spec(top)
         origin = spec.origin if spec is not None else None
-        roots.append((name, Path(origin).resolve().parent if origin else None))
-    for name, root in roots:
+        roots[top] = Path(origin).resolve().parent if origin else None
+    for name, root in sorted(roots.items()):
         h.update(name.encode())
         if root is None:
             continue

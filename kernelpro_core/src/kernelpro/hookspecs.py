@@ -19,7 +19,21 @@ import pluggy
 if TYPE_CHECKING:  # pragma: no cover
     import click
 
-    from kernelpro.api import RunInfo
+    from kernelpro.api import (
+        Analyzer,
+        ArchHeuristic,
+        BottleneckClassifier,
+        CandidateRecord,
+        Collector,
+        Generator,
+        LLMTool,
+        Measurement,
+        MicroProfiler,
+        Reward,
+        RunInfo,
+        RunSummary,
+        SearchPolicy,
+    )
     from kernelpro.records import GpuSpec
 
 hookspec = pluggy.HookspecMarker("kernelpro")
@@ -30,7 +44,7 @@ hookimpl = pluggy.HookimplMarker("kernelpro")
 
 
 @hookspec
-def kernelpro_register_generators(register: Callable[[type], None]) -> None:
+def kernelpro_register_generators(register: Callable[[type[Generator]], None]) -> None:
     """Register code generators (subclasses of :class:`kernelpro.api.Generator`).
 
     :param register: call ``register(GeneratorClass)`` for each generator.
@@ -38,7 +52,7 @@ def kernelpro_register_generators(register: Callable[[type], None]) -> None:
 
 
 @hookspec
-def kernelpro_register_search_policies(register: Callable[[type], None]) -> None:
+def kernelpro_register_search_policies(register: Callable[[type[SearchPolicy]], None]) -> None:
     """Register search policies (subclasses of :class:`kernelpro.api.SearchPolicy`).
 
     :param register: call ``register(PolicyClass)`` for each policy.
@@ -46,7 +60,7 @@ def kernelpro_register_search_policies(register: Callable[[type], None]) -> None
 
 
 @hookspec
-def kernelpro_register_rewards(register: Callable[[type], None]) -> None:
+def kernelpro_register_rewards(register: Callable[[type[Reward]], None]) -> None:
     """Register reward functions (subclasses of :class:`kernelpro.api.Reward`).
 
     :param register: call ``register(RewardClass)`` for each reward.
@@ -54,7 +68,7 @@ def kernelpro_register_rewards(register: Callable[[type], None]) -> None:
 
 
 @hookspec
-def kernelpro_register_classifiers(register: Callable[[type], None]) -> None:
+def kernelpro_register_classifiers(register: Callable[[type[BottleneckClassifier]], None]) -> None:
     """Register bottleneck classifiers (subclasses of :class:`kernelpro.api.BottleneckClassifier`).
 
     :param register: call ``register(ClassifierClass)`` for each classifier.
@@ -62,7 +76,7 @@ def kernelpro_register_classifiers(register: Callable[[type], None]) -> None:
 
 
 @hookspec
-def kernelpro_register_micro_profilers(register: Callable[[type], None]) -> None:
+def kernelpro_register_micro_profilers(register: Callable[[type[MicroProfiler]], None]) -> None:
     """Register micro-profilers (subclasses of :class:`kernelpro.api.MicroProfiler`).
 
     Each declares the bottleneck kinds it applies to (``applies_to``): the second stage of
@@ -73,7 +87,7 @@ def kernelpro_register_micro_profilers(register: Callable[[type], None]) -> None
 
 
 @hookspec
-def kernelpro_register_collectors(register: Callable[[type], None]) -> None:
+def kernelpro_register_collectors(register: Callable[[type[Collector]], None]) -> None:
     """Register profilers / metric collectors (subclasses of :class:`kernelpro.api.Collector`).
 
     :param register: call ``register(CollectorClass)`` for each collector.
@@ -81,7 +95,7 @@ def kernelpro_register_collectors(register: Callable[[type], None]) -> None:
 
 
 @hookspec
-def kernelpro_register_analyzers(register: Callable[[type], None]) -> None:
+def kernelpro_register_analyzers(register: Callable[[type[Analyzer]], None]) -> None:
     """Register file analyzers for ``kernelpro analyze FILE`` (subclasses of
     :class:`kernelpro.api.Analyzer`): each turns a file (a profiler report, a binary,
     a trace) into :class:`kernelpro.records.ProfileData`.
@@ -91,7 +105,7 @@ def kernelpro_register_analyzers(register: Callable[[type], None]) -> None:
 
 
 @hookspec
-def kernelpro_register_measurements(register: Callable[[type], None]) -> None:
+def kernelpro_register_measurements(register: Callable[[type[Measurement]], None]) -> None:
     """Register measurements the evaluation takes next to timing
     (subclasses of :class:`kernelpro.api.Measurement`), for example energy.
 
@@ -110,7 +124,7 @@ def kernelpro_register_gpu_specs(register: Callable[["GpuSpec"], None]) -> None:
 
 
 @hookspec
-def kernelpro_register_heuristics(register: Callable[[type], None]) -> None:
+def kernelpro_register_heuristics(register: Callable[[type[ArchHeuristic]], None]) -> None:
     """Register architecture-specific heuristics (subclasses of
     :class:`kernelpro.api.ArchHeuristic`): findings and generation notes that apply only
     to the architectures they name.
@@ -120,7 +134,17 @@ def kernelpro_register_heuristics(register: Callable[[type], None]) -> None:
 
 
 @hookspec
-def kernelpro_register_llm_tools(register: Callable[[type], None]) -> None:
+def kernelpro_build_include_dirs() -> "list[str]":
+    """Header directories added to every candidate's CUDA/C++ build, after the configured
+    ``evaluator.include_paths`` (and to the ``compile_check`` LLM tool's), for example a
+    CUTLASS/CuTe tree. Directories that do not exist are left out.
+
+    :returns: a list of directory paths (possibly empty).
+    """
+
+
+@hookspec
+def kernelpro_register_llm_tools(register: Callable[[type[LLMTool]], None]) -> None:
     """Register tools offered to LLM code generators (subclasses of
     :class:`kernelpro.api.LLMTool`).
 
@@ -151,7 +175,7 @@ def kernelpro_resolve_gpu_spec(device_name: str, arch: str) -> "GpuSpec | None":
 
 
 @hookspec
-def kernelpro_report_sections(run: "RunInfo", records: list) -> list:
+def kernelpro_report_sections(run: "RunInfo", records: "list[CandidateRecord]") -> "list[str]":
     """Contribute sections to a run's ``report.md``.
 
     Called once when the report is written, after the built-in sections.
@@ -175,7 +199,7 @@ def kernelpro_run_started(run: "RunInfo") -> None:
 
 
 @hookspec
-def kernelpro_candidate_evaluated(run: "RunInfo", record: dict) -> None:
+def kernelpro_candidate_evaluated(run: "RunInfo", record: "CandidateRecord") -> None:
     """Called after each candidate is evaluated (and profiled, when profiling is on),
     with the line just written to ``candidates.jsonl``.
 
@@ -185,7 +209,7 @@ def kernelpro_candidate_evaluated(run: "RunInfo", record: dict) -> None:
 
 
 @hookspec
-def kernelpro_run_finished(run: "RunInfo", summary: dict) -> None:
+def kernelpro_run_finished(run: "RunInfo", summary: "RunSummary") -> None:
     """Called once when a run ends, normally or through a budget stop, after
     ``report.md`` was written.
 

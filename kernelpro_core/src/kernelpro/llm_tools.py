@@ -297,7 +297,7 @@ class CompileCheck(LLMTool):
         if re.search(r"#include\s*[<\"](cute/|cutlass/)", source):
             from kernelpro.evaluate.toolchain import include_paths
 
-            includes += include_paths([])  # CUTLASS_PATH or the nvidia-cutlass package
+            includes += include_paths([])  # what plugins contribute (kernelpro_cute: CUTLASS/CuTe)
         base = context.workdir if context.workdir is not None else None
         if base is not None:
             Path(base).mkdir(parents=True, exist_ok=True)

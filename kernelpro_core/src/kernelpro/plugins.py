@@ -25,6 +25,7 @@ import attrs
 import pluggy
 
 from kernelpro import hookspecs
+from kernelpro.api import api_version_problem
 from kernelpro.records import GpuSpec
 
 GROUP = "kernelpro"
@@ -110,6 +111,9 @@ class Plugins:
         if entry_points:
             self._load_entry_points(blocked, only)
         for name, obj in extra:
+            incompatible = _api_problem(obj)
+            if incompatible is not None:
+                raise PluginError(f"plugin {name!r}: {incompatible}")
             self.pm.register(obj, name=name)
             self._dist_of[name] = (None, None)
             self.infos.append(
@@ -141,11 +145,17 @@ class Plugins:
                 continue
             try:
                 obj = ep.load()
-                self.pm.register(obj, name=ep.name)
+                incompatible = _api_problem(obj)
+                if incompatible is None:
+                    self.pm.register(obj, name=ep.name)
             except Exception as exc:  # reported, never swallowed
                 err = f"{type(exc).__name__}: {_first_line(str(exc))}"
                 self.infos.append(PluginInfo(name=ep.name, distribution=dist_name, version=version,
                                              module=ep.value, hooks=(), error=err))
+                continue
+            if incompatible is not None:  # left out, reported like an import failure
+                self.infos.append(PluginInfo(name=ep.name, distribution=dist_name, version=version,
+                                             module=ep.value, hooks=(), error=incompatible))
                 continue
             self._dist_of[ep.name] = (dist_name, version)
             self.infos.append(PluginInfo(name=ep.name, distribution=dist_name, version=version,
@@ -261,6 +271,19 @@ class Plugins:
                 return spec
         return None
 
+    def build_include_dirs(self) -> list[str]:
+        """Header directories the plugins add to candidate builds, in plugin order."""
+        dirs: list[str] = []
+        for impl in reversed(self.pm.hook.kernelpro_build_include_dirs.get_hookimpls()):
+            name = self.pm.get_name(impl.plugin) or "?"
+            try:
+                got = impl.function()
+            except Exception as exc:
+                raise PluginError(f"plugin {name!r}: kernelpro_build_include_dirs failed: "
+                                  f"{type(exc).__name__}: {_first_line(str(exc))}") from None
+            dirs += [str(d) for d in got or ()]
+        return dirs
+
     # lifecycle ---------------------------------------------------------------------------
     @property
     def hook(self) -> Any:
@@ -293,6 +316,24 @@ class Plugins:
                 "error": info.error,
             })
         return out
+
+
+_INSTALLED: Plugins | None = None
+
+
+def installed() -> Plugins:
+    """The installed plugins (entry points, environment blocks applied), loaded once per
+    process: for core code that runs outside a command's own registry (builds)."""
+    global _INSTALLED
+    if _INSTALLED is None:
+        _INSTALLED = Plugins()
+    return _INSTALLED
+
+
+def _api_problem(obj: Any) -> str | None:
+    """Why ``obj`` (a plugin module or object) is not for this core's API, or None."""
+    declared = getattr(obj, "KERNELPRO_API_VERSION", None)
+    return None if declared is None else api_version_problem(declared)
 
 
 def _first_line(text: str) -> str:

@@ -16,7 +16,7 @@ from typing import Mapping
 
 import attrs
 from kernelpro.api import ArchHeuristic, ProfileContext
-from kernelpro.records import Bottleneck, Finding, GpuSpec, ProfileData
+from kernelpro.api import Bottleneck, Finding, GpuSpec, ProfileData
 
 from kernelpro_cute.corpus import CorpusError, locate
 from kernelpro_cute.presets import presets_for

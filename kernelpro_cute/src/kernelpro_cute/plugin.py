@@ -6,10 +6,13 @@ Registers the corpus tools for LLM generators, the Hopper CuTe preset heuristic 
 
 from __future__ import annotations
 
-from kernelpro.hookspecs import hookimpl
+from kernelpro.api import hookimpl
 
 from kernelpro_cute.heuristics import CutePresetHeuristic
 from kernelpro_cute.tools import TOOLS
+
+#: the KernelPro plugin API this plugin is written for (checked when it loads)
+KERNELPRO_API_VERSION = "1.0"
 
 
 @hookimpl
@@ -21,6 +24,18 @@ def kernelpro_register_llm_tools(register):
 @hookimpl
 def kernelpro_register_heuristics(register):
     register(CutePresetHeuristic)
+
+
+@hookimpl
+def kernelpro_build_include_dirs():
+    """CUTLASS/CuTe headers for candidate builds: $CUTLASS_PATH, else the nvidia-cutlass
+    package; none when neither is there (a build that needs them then fails to compile)."""
+    from kernelpro_cute.corpus import CorpusError, locate
+
+    try:
+        return [str(p) for p in locate().include_dirs]
+    except CorpusError:
+        return []
 
 
 @hookimpl

@@ -1,5 +1,5 @@
 """Benchmarks of the energy measurement on a real GPU (used by ``benchmarks/energy_fidelity.py``
-and ``kernelpro_plugins_energy/gpu_capture.py``).
+and ``tools/capture/energy/gpu_capture.py``).
 
 * :func:`time_call_ms`: CUDA-event time of back-to-back calls (median, IQR).
 * :func:`fidelity`: one kernel measured several times with :class:`EnergyMeasurement`:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from kernelpro.hookspecs import hookimpl
+from kernelpro.api import hookimpl
 
 from kernelpro_plugins_energy.measure import EnergyMeasurement
 from kernelpro_plugins_energy.report import energy_section
 from kernelpro_plugins_energy.rewards import EnergyAtMatchedSpeedReward, EnergyReward
+
+#: the KernelPro plugin API this plugin is written for (checked when it loads)
+KERNELPRO_API_VERSION = "1.0"
 
 
 @hookimpl

@@ -47,7 +47,7 @@ from typing import Any, ClassVar
 import attrs
 
 from kernelpro.api import Reward, RewardContext
-from kernelpro.records import EvalResult
+from kernelpro.api import EvalResult
 
 MEASUREMENT = "energy"
 KEY = "energy_j_per_call"

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kernelpro.api import Analyzer, CollectorError
-from kernelpro.records import ProfileData
+from kernelpro.api import ProfileData
 
 from kernelpro_plugins_ncu import report as R
 

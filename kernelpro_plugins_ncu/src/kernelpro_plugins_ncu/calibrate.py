@@ -27,7 +27,7 @@ from typing import Any
 
 import attrs
 
-from kernelpro.records import GpuSpec
+from kernelpro.api import GpuSpec
 
 
 def cache_dir() -> Path:
@@ -133,7 +133,7 @@ def save_calibration(record: dict[str, Any]) -> Path:
 def table_spec(device_name: str, specs: tuple[GpuSpec, ...] | None = None) -> GpuSpec | None:
     """The registered spec whose ``match`` substrings occur in the device name."""
     if specs is None:
-        from kernelpro.gpus import SPECS
+        from kernelpro.api import BUILTIN_GPU_SPECS as SPECS
 
         specs = SPECS
     lowered = device_name.lower()

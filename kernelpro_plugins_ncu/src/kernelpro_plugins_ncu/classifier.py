@@ -34,7 +34,7 @@ from typing import Mapping
 import attrs
 
 from kernelpro.api import BottleneckClassifier, ProfileContext
-from kernelpro.records import Bottleneck, GpuSpec, KernelProfile, ProfileData
+from kernelpro.api import Bottleneck, GpuSpec, KernelProfile, ProfileData
 
 from kernelpro_plugins_ncu import metrics as M
 

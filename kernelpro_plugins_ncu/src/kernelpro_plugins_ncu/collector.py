@@ -29,8 +29,8 @@ from typing import ClassVar, Sequence
 import attrs
 
 from kernelpro.api import Collector, CollectorError, ProfileTarget
-from kernelpro.evaluate import forward
-from kernelpro.records import ProfileData
+from kernelpro.api import forward_command
+from kernelpro.api import ProfileData
 
 from kernelpro_plugins_ncu import metrics as M
 from kernelpro_plugins_ncu import report as R
@@ -177,7 +177,7 @@ class NcuCollector(Collector):
         return kept, dropped
 
     def forward_argv(self, target: ProfileTarget, io_json: Path | None) -> list[str]:
-        return forward.command(target.problem_path, target.candidate_path, device=target.device,
+        return forward_command(target.problem_path, target.candidate_path, device=target.device,
                                warmup=self.settings.warmup, iters=1, python=target.python, io_json=io_json)
 
     def ncu_argv(self, ncu: str, stage: int, metric_names: Sequence[str], report: Path) -> list[str]:

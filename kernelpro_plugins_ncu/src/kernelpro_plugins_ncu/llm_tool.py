@@ -4,7 +4,7 @@ candidate's kernel-level profile.
 Where the profile is looked for (first found wins), under ``<run_dir>/profiles/<parent id>/``:
 ``ncu_stage2.ncu-rep`` and ``ncu_stage1.ncu-rep`` (merged), ``ncu.ncu-rep``, any other
 ``*.ncu-rep``, ``*.csv`` exports, or ``kernel.json`` / ``profile.json`` holding a
-:class:`kernelpro.records.ProfileData` as :func:`kernelpro.records.to_json` writes it.
+:class:`kernelpro.api.ProfileData` as :func:`kernelpro.api.to_json` writes it.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelpro.api import CollectorError, LLMTool, ToolContext, ToolError
-from kernelpro.records import KernelProfile, ProfileData, from_json
+from kernelpro.api import KernelProfile, ProfileData, from_json
 
 from kernelpro_plugins_ncu import report as R
 

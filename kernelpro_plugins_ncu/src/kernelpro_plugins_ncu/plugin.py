@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kernelpro.hookspecs import hookimpl
+from kernelpro.api import hookimpl
 
 from kernelpro_plugins_ncu.analyzer import NcuAnalyzer
 from kernelpro_plugins_ncu.calibrate import register_command, resolve_gpu_spec
@@ -10,6 +10,9 @@ from kernelpro_plugins_ncu.classifier import RooflineClassifier
 from kernelpro_plugins_ncu.collector import NcuCollector
 from kernelpro_plugins_ncu.llm_tool import FetchMetrics
 from kernelpro_plugins_ncu.micro import ALL_MICRO_PROFILERS
+
+#: the KernelPro plugin API this plugin is written for (checked when it loads)
+KERNELPRO_API_VERSION = "1.0"
 
 
 @hookimpl

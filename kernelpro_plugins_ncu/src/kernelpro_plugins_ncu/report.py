@@ -1,6 +1,6 @@
 """Reading Nsight Compute results: ``.ncu-rep`` files and CSV exports.
 
-Three readers, one output (a list of :class:`kernelpro.records.KernelProfile` plus a
+Three readers, one output (a list of :class:`kernelpro.api.KernelProfile` plus a
 payload dict):
 
 * :func:`read_ncu_rep` uses the ``ncu_report`` Python module (PyPI ``ncu-report`` works
@@ -29,7 +29,7 @@ from typing import Any, Iterable
 import attrs
 
 from kernelpro.api import CollectorError
-from kernelpro.records import KernelProfile, ProfileData
+from kernelpro.api import KernelProfile, ProfileData
 
 from kernelpro_plugins_ncu import metrics as M
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from kernelpro.api import Analyzer, CollectorError
-from kernelpro.records import ProfileData
+from kernelpro.api import ProfileData
 
 from kernelpro_plugins_nsys import kineto, nsys_sqlite
 from kernelpro_plugins_nsys.profile import LEVEL, to_profile_data

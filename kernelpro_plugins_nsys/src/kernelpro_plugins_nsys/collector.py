@@ -20,7 +20,7 @@ from typing import ClassVar, Sequence
 
 import attrs
 from kernelpro.api import Collector, CollectorError, ProfileTarget
-from kernelpro.records import ProfileData
+from kernelpro.api import ProfileData
 
 from kernelpro_plugins_nsys import kineto, nsys_sqlite, nsys_tool
 from kernelpro_plugins_nsys.profile import LEVEL, to_profile_data

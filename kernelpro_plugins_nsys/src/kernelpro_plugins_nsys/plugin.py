@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from kernelpro.hookspecs import hookimpl
+from kernelpro.api import hookimpl
 
 from kernelpro_plugins_nsys.analyzer import TraceAnalyzer
 from kernelpro_plugins_nsys.collector import TimelineCollector
 from kernelpro_plugins_nsys.micro import MICRO_PROFILERS
+
+#: the KernelPro plugin API this plugin is written for (checked when it loads)
+KERNELPRO_API_VERSION = "1.0"
 
 
 @hookimpl

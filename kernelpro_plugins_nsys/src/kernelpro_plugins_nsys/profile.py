@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kernelpro.records import KernelProfile, ProfileData
+from kernelpro.api import KernelProfile, ProfileData
 
 from kernelpro_plugins_nsys.analysis import SystemTimeline, analyze
 from kernelpro_plugins_nsys.timeline import Timeline

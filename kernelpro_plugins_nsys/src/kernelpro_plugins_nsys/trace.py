@@ -3,7 +3,7 @@
     python -m kernelpro_plugins_nsys.trace --problem P.py [--candidate C.py] --device cuda
         --out trace.json [--warmup 3] [--iters 3] [--seed 0] [--mode kineto|nvtx]
 
-Method. The model and inputs are built by :func:`kernelpro.evaluate.forward.prepare`
+Method. The model and inputs are built by :func:`kernelpro.api.prepare_forward`
 (the same construction the evaluator uses). ``--warmup`` calls run first, unrecorded
 (compilation, autotuning, the caching allocator filling up). Then each of the ``--iters``
 recorded calls runs inside its own range named ``kernelpro:forward``, followed by a device
@@ -208,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         import torch
 
-        from kernelpro.evaluate.forward import prepare
+        from kernelpro.api import prepare_forward as prepare
 
         if args.device.startswith("cuda") and not torch.cuda.is_available():
             raise RuntimeError(f"device {args.device} requested but torch sees no CUDA device")

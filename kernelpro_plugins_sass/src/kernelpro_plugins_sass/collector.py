@@ -11,7 +11,7 @@ from typing import Sequence
 import attrs
 
 from kernelpro.api import Analyzer, Collector, CollectorError, ProfileTarget
-from kernelpro.records import ProfileData
+from kernelpro.api import ProfileData
 
 from kernelpro_plugins_sass.binaries import (
     DisassembledFile,

@@ -157,7 +157,7 @@ class KernelFeatures:
     tensor_mnemonics: dict[str, int] = attrs.field(factory=dict)
 
     def metrics(self) -> dict[str, float]:
-        """Flat numbers for :class:`kernelpro.records.KernelProfile.metrics`."""
+        """Flat numbers for :class:`kernelpro.api.KernelProfile.metrics`."""
         out: dict[str, float] = {}
         for field in attrs.fields(KernelFeatures):
             value = getattr(self, field.name)

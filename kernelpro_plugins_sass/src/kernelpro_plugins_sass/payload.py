@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import attrs
 
-from kernelpro.records import KernelProfile, ProfileData
+from kernelpro.api import KernelProfile, ProfileData
 
 from kernelpro_plugins_sass.binaries import DisassembledFile
 from kernelpro_plugins_sass.disasm import SassKernel

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from kernelpro.hookspecs import hookimpl
+from kernelpro.api import hookimpl
 
 from kernelpro_plugins_sass.collector import SassAnalyzer, SassCollector
 from kernelpro_plugins_sass.llm_tool import ShowSass
 from kernelpro_plugins_sass.profilers import ALL as MICRO_PROFILERS
+
+#: the KernelPro plugin API this plugin is written for (checked when it loads)
+KERNELPRO_API_VERSION = "1.0"
 
 
 @hookimpl

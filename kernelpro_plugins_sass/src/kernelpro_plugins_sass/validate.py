@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from kernelpro.api import CollectorError, ProfileContext
-from kernelpro.gpus import SPECS
+from kernelpro.api import BUILTIN_GPU_SPECS as SPECS
 
 from kernelpro_plugins_sass.collector import SassAnalyzer
 from kernelpro_plugins_sass.profilers import ALL

@@ -79,22 +79,16 @@ def gencode(arch: str) -> str:
     return f"-gencode=arch=compute_{num},code=sm_{num}"
 
 
-def include_paths(configured: list[str] | tuple[str, ...]) -> list[str]:
-    """Configured include directories, plus CUTLASS's: from ``CUTLASS_PATH`` when set,
-    else from the CUTLASS tree that kernelpro_cute finds (the nvidia-cutlass package)."""
+def include_paths(configured: list[str] | tuple[str, ...], contributed: list[str] | None = None) -> list[str]:
+    """Configured include directories, then those the installed plugins contribute
+    (``kernelpro_build_include_dirs``; ``contributed`` given: those instead), existing ones
+    only, without repeats."""
     paths = [str(Path(p).expanduser()) for p in configured]
-    root = os.environ.get("CUTLASS_PATH")
-    extra: list[Path] = []
-    if root:
-        extra = [Path(root) / sub for sub in ("include", "tools/util/include")]
-    else:
-        try:  # optional: present when the kernelpro_cute distribution is installed
-            from kernelpro_cute.corpus import locate
+    if contributed is None:
+        from kernelpro.plugins import installed
 
-            extra = list(locate().include_dirs)
-        except Exception:
-            extra = []
-    for p in extra:
+        contributed = installed().build_include_dirs()
+    for p in contributed:
         if Path(p).is_dir() and str(p) not in paths:
             paths.append(str(p))
     return paths

@@ -2,7 +2,7 @@
 
 A micro-profiler looks at each profiled kernel that takes a meaningful share of the
 forward's time, decides whether its problem is present, and returns a
-:class:`kernelpro.records.Finding` with the numbers, the action, an estimated gain (the
+:class:`kernelpro.api.Finding` with the numbers, the action, an estimated gain (the
 fraction of the *forward's* time it could save: kernel time share x fraction of that
 kernel's time the problem costs) and the source lines the report attributes to it.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, ClassVar, Mapping
 
 from kernelpro.api import MicroProfiler, ProfileContext
-from kernelpro.records import Bottleneck, Finding, KernelProfile, ProfileData
+from kernelpro.api import Bottleneck, Finding, KernelProfile, ProfileData
 
 from kernelpro_plugins_ncu import metrics as M
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kernelpro.records import Finding, GpuSpec
+from kernelpro.api import Finding, GpuSpec
 
 from kernelpro_plugins_sass.features import SELECT_OPCODES, WORK_CLASSES
 from kernelpro_plugins_sass.payload import KernelEntry

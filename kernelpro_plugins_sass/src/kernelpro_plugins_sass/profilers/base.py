@@ -5,7 +5,7 @@ from __future__ import annotations
 import abc
 
 from kernelpro.api import MicroProfiler, ProfileContext
-from kernelpro.records import Bottleneck, Finding, GpuSpec, ProfileData
+from kernelpro.api import Bottleneck, Finding, GpuSpec, ProfileData
 
 from kernelpro_plugins_sass.disasm import Instruction
 from kernelpro_plugins_sass.payload import KernelEntry, sass_payload

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kernelpro.api import ANY
-from kernelpro.records import Finding, GpuSpec
+from kernelpro.api import Finding, GpuSpec
 
 from kernelpro_plugins_sass import isa
 from kernelpro_plugins_sass.payload import KernelEntry

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kernelpro.records import Finding, GpuSpec
+from kernelpro.api import Finding, GpuSpec
 
 from kernelpro_plugins_sass.features import is_accumulating_fma
 from kernelpro_plugins_sass.payload import KernelEntry

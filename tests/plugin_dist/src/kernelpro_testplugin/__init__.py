@@ -12,8 +12,11 @@ import os
 import attrs
 
 from kernelpro.api import Generator, Reward
-from kernelpro.hookspecs import hookimpl
-from kernelpro.records import CandidateDraft
+from kernelpro.api import hookimpl
+from kernelpro.api import CandidateDraft
+
+#: the KernelPro plugin API this plugin is written for (checked when it loads)
+KERNELPRO_API_VERSION = "1.0"
 
 if os.environ.get("KERNELPRO_TESTPLUGIN_FAIL"):
     raise ImportError("kernelpro_testplugin was asked to fail (KERNELPRO_TESTPLUGIN_FAIL)")
