@@ -20,6 +20,13 @@ def test_expert_comes_from_the_expert_distribution():
     assert reg.obj.__module__ == "kernelpro_plugins_expert.generator"
 
 
+def test_expert_declares_this_plugin_api():
+    import kernelpro.api as api
+    import kernelpro_plugins_expert.plugin as plugin
+
+    assert plugin.KERNELPRO_API_VERSION == api.API_VERSION
+
+
 def test_core_registers_no_expert_generator():
     # only core's own entry points: the expert generator is not among them
     from importlib import metadata

@@ -27,8 +27,7 @@ from typing import Any
 
 import attrs
 
-from kernelpro.api import GenerationRequest, Generator
-from kernelpro.records import CandidateDraft
+from kernelpro.api import CandidateDraft, GenerationRequest, Generator
 from kernelpro_plugins_expert import moves
 from kernelpro_plugins_expert.recognize import Recognition, recognize
 from kernelpro_plugins_expert.render import (default_params, describe, gemm_params, is_triton, region_ids,

@@ -1,6 +1,9 @@
 """Registration of the expert generator (entry point ``kernelpro: expert``)."""
 
-from kernelpro.hookspecs import hookimpl
+from kernelpro.api import hookimpl
+
+#: the KernelPro plugin API this plugin is written for (checked when it loads)
+KERNELPRO_API_VERSION = "1.0"
 
 
 @hookimpl
