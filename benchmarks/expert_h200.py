@@ -26,8 +26,8 @@ Two steps:
    compiled reference timed once per problem, in its baseline job (the config's
    ``evaluator.compiled_reference_per_candidate: false``).
 
-The expert generator and the bench module are
-found through core's entry points.
+The expert generator (distribution kernelpro_plugins_expert) and the bench module are
+found through their entry points.
 """
 
 from __future__ import annotations

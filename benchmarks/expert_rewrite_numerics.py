@@ -37,8 +37,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from kernelpro.evaluate.compare import compare, compare_to_exact
     from kernelpro.evaluate.loader import load_module
-    from kernelpro.generate.expert.recognize import recognize
-    from kernelpro.generate.expert.render import render_candidate, rewrite_params
+    from kernelpro_plugins_expert.recognize import recognize
+    from kernelpro_plugins_expert.render import render_candidate, rewrite_params
 
     path = Path(args.sample)
     if not path.exists():

@@ -70,9 +70,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}: torch and triton are needed", file=sys.stderr)
         return 2
     from kernelpro.evaluate.loader import load_module
-    from kernelpro.generate.expert.offline import compile_instead_of_launch
-    from kernelpro.generate.expert.recognize import recognize
-    from kernelpro.generate.expert.render import default_params, gemm_params, render_candidate
+    from kernelpro_plugins_expert.offline import compile_instead_of_launch
+    from kernelpro_plugins_expert.recognize import recognize
+    from kernelpro_plugins_expert.render import default_params, gemm_params, render_candidate
     from kernelpro_plugins_sass.binaries import disassemble, sass_listing
     from kernelpro_plugins_sass.toolchain import find_tool
     from kernelpro_plugins_sass.features import kernel_features
@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
             variants += [(rid, {**base, "tiles": {**base["tiles"], rid: {**base["tiles"][rid], "BLOCK": block}}})
                          for block in [base["tiles"][rid]["BLOCK"]] + args.block]
         if ids and args.vec:
-            from kernelpro.generate.expert.render import vec_eligible, vec_tile  # code after bench pass 5
+            from kernelpro_plugins_expert.render import vec_eligible, vec_tile  # code after bench pass 5
         if ids and args.vec and vec_eligible(rec.regions[int(ids[0][1:])]):
             variants += [(ids[0], {**base, "tiles": {**base["tiles"], ids[0]: tile}})
                          for tile in (vec_tile(), {**vec_tile(), "BLOCK": 1024})]

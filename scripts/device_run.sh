@@ -14,7 +14,7 @@ if ls .whl/*.whl >/dev/null 2>&1; then
     export PYTHONPATH=/tmp/site
 fi
 for d in kernelpro_core kernelpro_plugins_ncu kernelpro_plugins_sass kernelpro_plugins_nsys \
-         kernelpro_plugins_energy kernelpro_cute tests/plugin_dist; do
+         kernelpro_plugins_energy kernelpro_plugins_expert kernelpro_cute tests/plugin_dist; do
     if [ -f "$d/pyproject.toml" ]; then
         python3 -m pip install -q --no-deps --no-build-isolation --no-index -e "$d" >> /tmp/kp-logs/install.log 2>&1 \
             || echo "install failed: $d"

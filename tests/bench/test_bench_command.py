@@ -85,7 +85,7 @@ def run_cli(args):
     from kernelpro import cli as climod
     from kernelpro.cli import cli
 
-    plugins = Plugins()  # the expert generator and bench come through core's entry points
+    plugins = Plugins()  # the expert generator and bench come through their entry points
     climod._PLUGINS[()] = plugins
     if "bench" not in cli.commands:
         plugins.register_commands(cli)

@@ -18,9 +18,9 @@ from expert_problems import PROBLEMS  # noqa: E402
 from triton_interpreter_compat import allow_scalar_loop_bounds  # noqa: E402
 
 from kernelpro.evaluate.loader import load_module  # noqa: E402
-from kernelpro.generate.expert import moves  # noqa: E402
-from kernelpro.generate.expert.recognize import recognize  # noqa: E402
-from kernelpro.generate.expert.render import vec_eligible, vec_tile, default_params, gemm_params, render_candidate, rewrite_params  # noqa: E402,E501
+from kernelpro_plugins_expert import moves  # noqa: E402
+from kernelpro_plugins_expert.recognize import recognize  # noqa: E402
+from kernelpro_plugins_expert.render import vec_eligible, vec_tile, default_params, gemm_params, render_candidate, rewrite_params  # noqa: E402,E501
 
 
 def check(name: str, workdir: Path) -> list[dict]:

@@ -1,7 +1,7 @@
 """Run in a subprocess WITHOUT TRITON_INTERPRET: compile every Triton kernel of each named
 problem's candidates for sm_90 (H200) down to a cubin, on this CPU machine.
 
-Each candidate's kernels are swapped (``kernelpro.generate.expert.offline``): the wrapper
+Each candidate's kernels are swapped (``kernelpro_plugins_expert.offline``): the wrapper
 runs on CPU tensors up to the launch, which compiles for sm_90 at the launch's argument
 types instead of running. Prints one JSON line per compiled kernel."""
 
@@ -18,10 +18,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 from expert_problems import PROBLEMS  # noqa: E402
 
 from kernelpro.evaluate.loader import load_module  # noqa: E402
-from kernelpro.generate.expert import moves  # noqa: E402
-from kernelpro.generate.expert.offline import compile_instead_of_launch  # noqa: E402
-from kernelpro.generate.expert.recognize import recognize  # noqa: E402
-from kernelpro.generate.expert.render import vec_eligible, vec_tile, default_params, gemm_params, render_candidate  # noqa: E402
+from kernelpro_plugins_expert import moves  # noqa: E402
+from kernelpro_plugins_expert.offline import compile_instead_of_launch  # noqa: E402
+from kernelpro_plugins_expert.recognize import recognize  # noqa: E402
+from kernelpro_plugins_expert.render import vec_eligible, vec_tile, default_params, gemm_params, render_candidate  # noqa: E402
 
 RESULTS: list[dict] = []
 

@@ -20,7 +20,7 @@ SAMPLE = Path(__file__).resolve().parents[2] / "build" / "kernelbench_sample" / 
 
 def report(path: Path, n: int) -> list[dict]:
     from kernelpro.api import GenerationRequest
-    from kernelpro.generate.expert.generator import ExpertGenerator
+    from kernelpro_plugins_expert.generator import ExpertGenerator
     from kernelpro.problem import parse_problem
 
     rows = []

@@ -9,8 +9,8 @@ import pytest
 
 from expert_problems import PROBLEMS
 from kernelpro.api import GenerationRequest, ParentInfo
-from kernelpro.generate.expert import moves
-from kernelpro.generate.expert.generator import ExpertGenerator, ExpertSettings
+from kernelpro_plugins_expert import moves
+from kernelpro_plugins_expert.generator import ExpertGenerator, ExpertSettings
 from kernelpro.problem import check_candidate, parse_problem
 from kernelpro.records import Analysis, Bottleneck, Finding
 
@@ -309,8 +309,8 @@ def test_uncoalesced_windowed_kernels_move_to_fewer_outputs_per_thread():
 
 
 def test_windowed_regions_start_with_one_output_per_thread():
-    from kernelpro.generate.expert.recognize import recognize
-    from kernelpro.generate.expert.render import default_params
+    from kernelpro_plugins_expert.recognize import recognize
+    from kernelpro_plugins_expert.render import default_params
 
     for name in ("pooling", "dwconv2d_bias_relu"):
         params = default_params(recognize(PROBLEMS[name]))

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from expert_problems import PROBLEMS
-from kernelpro.generate.expert.ops import Param
-from kernelpro.generate.expert.recognize import recognize
+from kernelpro_plugins_expert.ops import Param
+from kernelpro_plugins_expert.recognize import recognize
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "kernelbench"
 

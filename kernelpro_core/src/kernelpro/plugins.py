@@ -55,6 +55,7 @@ HINTS = {
     "timeline": "kernelpro-plugins-nsys",
     "energy": "kernelpro-plugins-energy",
     "energy_at_matched_speed": "kernelpro-plugins-energy",
+    "expert": "kernelpro-plugins-expert",
 }
 
 

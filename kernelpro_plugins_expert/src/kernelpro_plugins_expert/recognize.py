@@ -39,7 +39,7 @@ from typing import Any
 
 import attrs
 
-from kernelpro.generate.expert.ops import OpInfo, Param, classify
+from kernelpro_plugins_expert.ops import OpInfo, Param, classify
 
 KERNEL_KINDS = ("pointwise", "reduce", "softmax", "layernorm", "rmsnorm")
 

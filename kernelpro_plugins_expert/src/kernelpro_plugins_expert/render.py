@@ -20,10 +20,10 @@ import json
 import math
 from typing import Any
 
-from kernelpro.generate.expert.ops import POINTWISE, literal
-from kernelpro.generate.expert.recognize import Recognition, Region
-from kernelpro.generate.expert.templates import (CANDIDATE, CONV, GEMM, GEMM_REDUCE, POOL,
-                                                 POINTWISE as POINTWISE_T, REDUCE_ALL, ROWCOL, SPLIT, render)
+from kernelpro_plugins_expert.ops import POINTWISE, literal
+from kernelpro_plugins_expert.recognize import Recognition, Region
+from kernelpro_plugins_expert.templates import (CANDIDATE, CONV, GEMM, GEMM_REDUCE, POOL,
+                                                POINTWISE as POINTWISE_T, REDUCE_ALL, ROWCOL, SPLIT, render)
 
 # Bounds of each tile parameter: powers of two that Triton accepts for tl.arange, and warp
 # counts a CUDA block allows (32..1024 threads).

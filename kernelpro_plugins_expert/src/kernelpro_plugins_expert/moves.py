@@ -59,8 +59,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from kernelpro.generate.expert.render import GEMM_SMEM_BYTES, SPACE, gemm_smem_bytes
-from kernelpro.records import Analysis
+from kernelpro.api import Analysis
+from kernelpro_plugins_expert.render import GEMM_SMEM_BYTES, SPACE, gemm_smem_bytes
 
 FINDING_MOVES: dict[str, tuple[str, ...]] = {
     "uncoalesced_global": ("wider",),

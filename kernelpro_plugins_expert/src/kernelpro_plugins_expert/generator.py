@@ -27,12 +27,11 @@ from typing import Any
 
 import attrs
 
-from kernelpro.api import GenerationRequest, Generator
-from kernelpro.generate.expert import moves
-from kernelpro.generate.expert.recognize import Recognition, recognize
-from kernelpro.generate.expert.render import (default_params, describe, gemm_params, is_triton, region_ids,
-                                              render_candidate, rewrite_params, vec_eligible, vec_tile)
-from kernelpro.records import CandidateDraft
+from kernelpro.api import CandidateDraft, GenerationRequest, Generator
+from kernelpro_plugins_expert import moves
+from kernelpro_plugins_expert.recognize import Recognition, recognize
+from kernelpro_plugins_expert.render import (default_params, describe, gemm_params, is_triton, region_ids,
+                                             render_candidate, rewrite_params, vec_eligible, vec_tile)
 
 
 @attrs.frozen

@@ -1,0 +1,62 @@
+"""The expert generator's templates are source files of its package (``kernels/*.py.j2``),
+loaded through importlib.resources and shipped in its wheel."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import zipfile
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+from expert_problems import PROBLEMS
+from kernelpro_plugins_expert import templates
+from kernelpro_plugins_expert.recognize import recognize
+from kernelpro_plugins_expert.render import default_params, render_candidate
+
+NAMES = ("POINTWISE", "ROWCOL", "SPLIT", "REDUCE_ALL", "GEMM", "GEMM_REDUCE", "CONV", "POOL", "CANDIDATE")
+INCLUDED = {"row_output.py.j2"}  # included by rowcol and split, never rendered on its own
+DIST = Path(__file__).resolve().parents[2] / "kernelpro_plugins_expert"
+
+
+def kernel_files() -> set[str]:
+    folder = resources.files("kernelpro_plugins_expert") / templates.KERNELS
+    return {p.name for p in folder.iterdir() if p.name.endswith(".py.j2")}
+
+
+def test_every_template_is_a_file_of_the_package_and_every_file_is_used():
+    named = {getattr(templates, n) for n in NAMES}
+    assert named | INCLUDED == kernel_files()
+    for name in sorted(kernel_files()):
+        templates.ENV.get_template(name)  # parses: a syntax error names the file and line
+
+
+def test_a_template_file_header_comment_does_not_reach_the_rendered_source():
+    # each file opens with a Jinja comment; trim_blocks drops the newline after it, so the
+    # candidate starts with its own first line and kernels with their decorator
+    source = PROBLEMS["softmax"]
+    rec = recognize(source)
+    text = render_candidate(source, rec, default_params(rec))
+    assert text.startswith("# KernelPro candidate (generator: expert): ")
+    assert "{#" not in text and "#}" not in text
+    assert "\n@triton.jit\ndef _kp_r0_kernel(" in text
+
+
+@pytest.mark.slow
+def test_the_wheel_contains_the_kernel_templates(tmp_path):
+    # built from a copy, so that the build leaves nothing in the source tree
+    src = tmp_path / "dist"
+    shutil.copytree(DIST, src, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+    out = tmp_path / "wheel"
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
+                           "--no-index", "-w", str(out), str(src)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (wheel,) = out.glob("kernelpro_plugins_expert-*.whl")
+    with zipfile.ZipFile(wheel) as zf:
+        shipped = {Path(n).name for n in zf.namelist() if n.startswith("kernelpro_plugins_expert/kernels/")}
+        entry_points = zf.read(next(n for n in zf.namelist() if n.endswith("entry_points.txt"))).decode()
+    assert shipped == kernel_files()
+    assert "expert = kernelpro_plugins_expert.plugin" in entry_points
