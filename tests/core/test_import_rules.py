@@ -15,7 +15,8 @@ CORE = ROOT / "kernelpro_core" / "src" / "kernelpro"
 def _plugin_packages() -> list[Path]:
     pkgs = [p for d in sorted(ROOT.glob("kernelpro_plugins_*")) + [ROOT / "kernelpro_cute"]
             for p in sorted((d / "src").glob("*")) if (p / "__init__.py").is_file()]
-    return pkgs + [ROOT / "tests" / "plugin_dist" / "src" / "kernelpro_testplugin"]
+    examples = sorted(p for p in (ROOT / "tests" / "plugin_examples").glob("*/src/*") if (p / "__init__.py").is_file())
+    return pkgs + examples + [ROOT / "tests" / "plugin_dist" / "src" / "kernelpro_testplugin"]
 
 
 def imported_modules(path: Path) -> list[tuple[int, str]]:
