@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from kernelpro.api import SearchPolicy
+from kernelpro.api import BottleneckClassifier, Collector, SearchPolicy
+from kernelpro.config import ConfigError, load_config, validate
 from kernelpro.hookspecs import hookimpl
 from kernelpro.plugins import PluginError, PluginFailed, Plugins
 
@@ -346,3 +347,79 @@ def test_raising_observer_and_report_sections_are_warnings_and_report_md_is_writ
     assert "(not written: plugin 'brk' failed in kernelpro_report_sections: RuntimeError: section exploded)" in report
     assert "(not written: plugin 'brkjunk' failed in kernelpro_report_sections: TypeError" in report
     assert (run / "summary.json").exists()
+
+
+# --- config validate checks every plugin name --------------------------------------------------
+
+
+def _validate(tmp_path: Path, text: str, plugins: Plugins) -> list[str]:
+    path = tmp_path / "names.yaml"
+    path.write_text(text)
+    try:
+        validate(load_config(path), plugins)
+    except ConfigError as exc:
+        return exc.problems
+    return []
+
+
+class _Collector(Collector):
+    name = "mycollector"
+
+
+class _Classifier(BottleneckClassifier):
+    name = "myclassifier"
+
+    def classify(self, profiles, context):
+        return None
+
+
+@pytest.fixture(scope="module")
+def core_plus_mine():
+    mine = types.SimpleNamespace(kernelpro_register_collectors=hookimpl(lambda register: register(_Collector)),
+                                 kernelpro_register_classifiers=hookimpl(lambda register: register(_Classifier)))
+    return Plugins(extra=[("mine", mine)])
+
+
+def test_every_profiling_and_plugin_name_is_checked(tmp_path, core_plus_mine):
+    problems = _validate(tmp_path, textwrap.dedent("""
+        profiling:
+          classifier: rooflin
+          collectors: [mycollector, nope]
+          block_micro_profilers: [occupancy_gap, no_such_micro]
+        plugins:
+          block: [testplugin, no_such_plugin]
+    """), core_plus_mine)
+    assert problems[0].startswith("profiling.classifier: unknown bottleneck classifier 'rooflin'; available: ")
+    assert "myclassifier" in problems[0]
+    assert problems[1].startswith("profiling.collectors[1]: unknown collector 'nope'; available: ")
+    assert "mycollector" in problems[1]
+    assert problems[2].startswith("profiling.block_micro_profilers[1]: unknown micro-profiler 'no_such_micro'; "
+                                  "available: ")
+    assert "occupancy_gap" in problems[2]
+    assert problems[3].startswith("plugins.block[1]: unknown plugin 'no_such_plugin'; available: ")
+    assert "core_search" in problems[3]
+    assert len(problems) == 4
+
+
+def test_known_names_and_the_default_classifier_pass(tmp_path, core_plus_mine):
+    assert _validate(tmp_path, "profiling:\n  classifier: myclassifier\n  collectors: [mycollector]\n", core_plus_mine) == []
+    # without the plugin that provides the default classifier, profiling goes on unclassified
+    without_ncu = Plugins(block=["ncu"])
+    assert "roofline" not in without_ncu.names("classifier")
+    assert _validate(tmp_path, "profiling:\n  enabled: true\n", without_ncu) == []
+
+
+@pytest.mark.parametrize("command", ["validate", "optimize"])
+def test_unknown_collector_is_caught_before_the_run(tmp_path, command):
+    cfg = config_file(tmp_path, "profiling:\n  collectors: [nope]\n")
+    run = tmp_path / "run"
+    if command == "validate":
+        res = kernelpro("config", "validate", cfg)
+    else:
+        res = kernelpro("optimize", PROBLEM, "-c", cfg, "--device", "cpu", "--budget", "1",
+                        "--generator", "testplugin_echo", "-o", str(run), "--quiet")
+    assert res.returncode == 2, res.stderr
+    assert "Traceback" not in res.stderr
+    assert any(ln.startswith("error: profiling.collectors[0]: unknown collector 'nope'; available: ")
+               and "ncu" in ln for ln in res.stderr.splitlines()), res.stderr
+    assert not run.exists()
