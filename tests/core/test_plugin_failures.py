@@ -409,6 +409,16 @@ def test_known_names_and_the_default_classifier_pass(tmp_path, core_plus_mine):
     assert _validate(tmp_path, "profiling:\n  enabled: true\n", without_ncu) == []
 
 
+def test_analyze_checks_the_profiling_names_of_its_config(tmp_path):
+    env = make_dist(tmp_path, "brk-dist", {"brk": BROKEN})
+    report = tmp_path / "kernel.brk"
+    report.write_text("anything")
+    cfg = config_file(tmp_path, "profiling:\n  block_micro_profilers: [no_such_micro]\n")
+    res = kernelpro("analyze", str(report), "-c", cfg, env=env)
+    assert res.returncode == 2, (res.stdout, res.stderr)
+    one_line_error(res, "profiling.block_micro_profilers[0]: unknown micro-profiler 'no_such_micro'")
+
+
 @pytest.mark.parametrize("command", ["validate", "optimize"])
 def test_unknown_collector_is_caught_before_the_run(tmp_path, command):
     cfg = config_file(tmp_path, "profiling:\n  collectors: [nope]\n")

@@ -65,15 +65,16 @@ def load_plugins(block: list[str] | tuple[str, ...] = (), check: bool = True) ->
     return _PLUGINS[key]
 
 
-def validate_or_abort(config: cfg.Config, plugins: Plugins) -> dict[str, Any]:
-    """Every plugin name and parameter of the config checked against the installed plugins."""
-    try:
-        return cfg.validate(config, plugins)
-    except cfg.ConfigError as exc:
-        if len(exc.problems) == 1:
-            raise Abort(exc.problems[0]) from None
-        _err(exc.problems)
-        raise Abort("invalid configuration") from None
+def check_names_or_abort(config: cfg.Config, plugins: Plugins) -> None:
+    """For commands that only profile (profile, analyze): the plugin names they use checked
+    against the installed plugins; the generator, search and reward are not theirs to check
+    (they may run with only the profiling plugins loaded)."""
+    problems = cfg.check_plugin_names(config, plugins)
+    if len(problems) == 1:
+        raise Abort(problems[0])
+    if problems:
+        _err(problems)
+        raise Abort("invalid configuration")
 
 
 def load_config_or_abort(path: str | None, overrides: dict[str, Any] | None = None) -> cfg.Config:
@@ -371,7 +372,7 @@ def profile(problem: str, candidate: str, config_path: str | None, device: str |
 
     config = load_config_or_abort(config_path, {"device": device})
     plugins = load_plugins(config.plugins.block)
-    validate_or_abort(config, plugins)
+    check_names_or_abort(config, plugins)
     try:
         prob = load_problem(problem)
         dev = resolve_device(config.device)
@@ -435,7 +436,7 @@ def analyze(report: str, config_path: str | None, gpu_name: str | None, as_json:
         raise Abort(f"{path}: no such file")
     config = load_config_or_abort(config_path)
     plugins = load_plugins(config.plugins.block)
-    validate_or_abort(config, plugins)
+    check_names_or_abort(config, plugins)
     try:
         spec = plugins.resolve_gpu(gpu_name, "") if gpu_name else None
     except PluginFailed as exc:
