@@ -1,8 +1,8 @@
 """The ``kernelpro`` command line.
 
 Exit status: 0 success; 1 the candidate or run did not succeed; 2 bad invocation or
-unreadable input (config, problem, candidate, report). Errors are one line each, never
-a traceback.
+unreadable input (config, problem, candidate, report) or a plugin that failed. Errors
+are one line each, never a traceback.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from kernelpro import config as cfg
-from kernelpro.plugins import PluginError, Plugins
+from kernelpro.plugins import PluginError, PluginFailed, Plugins
 
 EXIT_FAIL = 1
 EXIT_USAGE = 2
@@ -40,7 +40,10 @@ def _err(lines: list[str]) -> None:
 _PLUGINS: dict[tuple[str, ...], Plugins] = {}
 
 
-def load_plugins(block: list[str] | tuple[str, ...] = ()) -> Plugins:
+def load_plugins(block: list[str] | tuple[str, ...] = (), check: bool = True) -> Plugins:
+    """The installed plugins minus ``block``. Load and registration failures are warnings;
+    with ``check``, a name registered twice ends the command (exit 2, one line): which of
+    the two a command would use would depend on the installation."""
     key = tuple(sorted(block))
     if key not in _PLUGINS:
         try:
@@ -50,8 +53,28 @@ def load_plugins(block: list[str] | tuple[str, ...] = ()) -> Plugins:
         for failure in plugins.failures:
             click.echo(f"warning: plugin {failure.name!r} from {failure.distribution or '?'} failed to load: "
                        f"{failure.error}", err=True)
+        plugins.collect()
+        for hook_failure in plugins.hook_failures:
+            click.echo(f"warning: {hook_failure.line()}", err=True)
         _PLUGINS[key] = plugins
+    if check:
+        try:
+            _PLUGINS[key].check()
+        except PluginError as exc:
+            raise Abort(str(exc)) from None
     return _PLUGINS[key]
+
+
+def check_names_or_abort(config: cfg.Config, plugins: Plugins) -> None:
+    """For commands that only profile (profile, analyze): the plugin names they use checked
+    against the installed plugins; the generator, search and reward are not theirs to check
+    (they may run with only the profiling plugins loaded)."""
+    problems = cfg.check_plugin_names(config, plugins)
+    if len(problems) == 1:
+        raise Abort(problems[0])
+    if problems:
+        _err(problems)
+        raise Abort("invalid configuration")
 
 
 def load_config_or_abort(path: str | None, overrides: dict[str, Any] | None = None) -> cfg.Config:
@@ -146,6 +169,9 @@ def optimize(problem: str | None, config_path: str | None, run_dir: str | None, 
                                    progress=progress.callbacks())
     except (SetupError, InvocationError) as exc:
         raise Abort(str(exc), EXIT_USAGE) from None
+    except PluginFailed as exc:  # what was evaluated is on disk; the run can be continued
+        raise Abort(f"{exc}; fix or replace the plugin, then continue with: kernelpro optimize --resume {run_path}",
+                    EXIT_USAGE) from None
     except RunError as exc:
         raise Abort(str(exc), EXIT_FAIL) from None
     except KeyboardInterrupt:
@@ -222,7 +248,8 @@ class _progress:
                 self.prog.advance(self.task)
 
         def warn(text: str) -> None:
-            self.console.print(f"warning: {text}", highlight=False, markup=False)
+            # soft_wrap: a warning stays one line whatever the terminal's width
+            self.console.print(f"warning: {text}", highlight=False, markup=False, soft_wrap=True)
 
         return Progress(baseline=baseline, candidate=candidate, message=lambda s: say(s), warning=warn)
 
@@ -347,6 +374,7 @@ def profile(problem: str, candidate: str, config_path: str | None, device: str |
 
     config = load_config_or_abort(config_path, {"device": device})
     plugins = load_plugins(config.plugins.block)
+    check_names_or_abort(config, plugins)
     settings = _profiling_settings_or_abort(config, plugins)
     try:
         prob = load_problem(problem)
@@ -383,7 +411,10 @@ def profile(problem: str, candidate: str, config_path: str | None, device: str |
                                device=dev, workdir=base / "profile", build_dir=build, python=sys.executable,
                                env={k: env[k] for k in BUILD_ENV_KEYS if k in env})
         target.workdir.mkdir(parents=True, exist_ok=True)
-        analysis, _ = profiler.profile(target, ProfileContext(gpu=gpu, device=dev, result=result))
+        try:
+            analysis, _ = profiler.profile(target, ProfileContext(gpu=gpu, device=dev, result=result))
+        except PluginFailed as exc:
+            raise Abort(f"{exc}; fix, replace or block the plugin") from None
         if gpu is None:  # say so: the ceilings and the GPU's heuristics were not consulted
             analysis = attrs.evolve(analysis, notes=analysis.notes + tuple(no_gpu_notes(plugins, f"device {dev}")))
     finally:
@@ -412,6 +443,7 @@ def analyze(report: str, config_path: str | None, gpu_name: str | None, as_json:
         raise Abort(f"{path}: no such file")
     config = load_config_or_abort(config_path)
     plugins = load_plugins(config.plugins.block)
+    check_names_or_abort(config, plugins)
     settings = _profiling_settings_or_abort(config, plugins)
     try:
         spec = plugins.gpu_for(None, "", gpu_name or config.gpu)  # None: the file's device decides
@@ -420,6 +452,8 @@ def analyze(report: str, config_path: str | None, gpu_name: str | None, as_json:
         analysis = profiler.analyze_file(path, ProfileContext(gpu=spec, device="cuda"))
     except (CollectorError, UnknownName) as exc:
         raise Abort(str(exc)) from None
+    except PluginFailed as exc:
+        raise Abort(f"{exc}; fix, replace or block the plugin") from None
     _print_analysis(analysis, as_json)
 
 
@@ -459,17 +493,22 @@ def _print_analysis(analysis: Any, as_json: bool) -> None:
 @cli.command(name="plugins")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def plugins_cmd(as_json: bool) -> None:
-    """List installed plugins: distribution, version and what each registers."""
-    plugins = load_plugins()
+    """List installed plugins: distribution, version and what each registers. Exit 2 when a
+    name is registered twice (the listing shows both providers)."""
+    plugins = load_plugins(check=False)  # the listing is how a user finds what clashes
     desc = plugins.describe()
     if as_json:
         click.echo(json.dumps(desc, indent=2))
-        return
-    for p in desc:
-        status = " (blocked)" if p["blocked"] else (f" FAILED: {p['error']}" if p["error"] else "")
-        click.echo(f"{p['name']}  [{p['distribution'] or '-'} {p['version'] or ''}]{status}")
-        for kind, names in p["registers"].items():
-            click.echo(f"    {kind}: {', '.join(names)}")
+    else:
+        for p in desc:
+            status = " (blocked)" if p["blocked"] else (f" FAILED: {p['error']}" if p["error"] else "")
+            click.echo(f"{p['name']}  [{p['distribution'] or '-'} {p['version'] or ''}]{status}")
+            for kind, names in p["registers"].items():
+                click.echo(f"    {kind}: {', '.join(names)}")
+    conflicts = plugins.conflict_lines()
+    if conflicts:
+        _err(conflicts)
+        sys.exit(EXIT_USAGE)
 
 
 @cli.group(name="config")
@@ -513,8 +552,11 @@ def main(argv: list[str] | None = None) -> None:
 
     signal.signal(signal.SIGTERM, _terminated)
     try:
-        plugins = load_plugins()
+        plugins = load_plugins(check=False)  # each command checks for names registered twice
+        known = len(plugins.hook_failures)
         plugins.register_commands(cli)
+        for hook_failure in plugins.hook_failures[known:]:
+            click.echo(f"warning: {hook_failure.line()}", err=True)
     except Abort as exc:
         exc.show()
         sys.exit(exc.exit_code)

@@ -400,6 +400,7 @@ def validate(config: Config, plugins: Any) -> dict[str, Any]:
     for name in config.measurement_params:
         if name not in config.measurements and name not in {c.name for c, _ in resolved["measurements"]}:
             problems.append(f"measurement_params.{name}: not listed in measurements")
+    problems.extend(check_plugin_names(config, plugins))
     if problems:
         raise ConfigError(problems)
     return resolved
@@ -472,6 +473,38 @@ def _resolve_profiler_settings(profiling: ProfilingConfig, plugins: Any, problem
             resolved["micro_profilers"][name] = plugin_settings(micro[name], params, path)
         except ConfigError as exc:
             problems.extend(exc.problems)
+
+
+def check_plugin_names(config: Config, plugins: Any) -> list[str]:
+    """One line per name in the profiling and plugins sections that no installed plugin
+    has: a typo there would otherwise be ignored (a block list) or end a run half-way
+    (a collector). The default classifier may be missing: profiling then goes on unclassified."""
+    from kernelpro.plugins import HINTS, KINDS
+
+    problems: list[str] = []
+
+    def unknown(path: str, kind: str, name: str, known: list[str]) -> None:
+        hint = f" (install {HINTS[name]})" if name in HINTS else ""
+        problems.append(f"{path}: unknown {KINDS[kind][1] if kind in KINDS else kind} {name!r}{hint}; "
+                        f"available: {', '.join(sorted(known)) or 'none'}")
+
+    prof = config.profiling
+    classifiers = plugins.names("classifier")
+    if prof.classifier and prof.classifier not in classifiers and prof.classifier != ProfilingConfig().classifier:
+        unknown("profiling.classifier", "classifier", prof.classifier, classifiers)
+    collectors = plugins.names("collector")
+    for i, name in enumerate(prof.collectors or []):
+        if name not in collectors:
+            unknown(f"profiling.collectors[{i}]", "collector", name, collectors)
+    micro = plugins.names("micro_profiler")
+    for i, name in enumerate(prof.block_micro_profilers):
+        if name not in micro:
+            unknown(f"profiling.block_micro_profilers[{i}]", "micro_profiler", name, micro)
+    entry_points = sorted({info.name for info in getattr(plugins, "infos", [])})
+    for i, name in enumerate(config.plugins.block):
+        if name not in entry_points:
+            unknown(f"plugins.block[{i}]", "plugin", name, entry_points)
+    return problems
 
 
 def to_yaml(config: Config) -> str:

@@ -28,7 +28,7 @@ from kernelpro.api import (
     RunInfo,
 )
 from kernelpro.evaluate.runner import BUILD_ENV_KEYS, build_env, evaluate
-from kernelpro.plugins import Plugins
+from kernelpro.plugins import PluginFailed, Plugins, _first_line
 from kernelpro.problem import Problem, ProblemError, check_candidate, detect_language
 from kernelpro.profile.pipeline import Profiler, no_gpu_notes, save_profiles
 from kernelpro.records import Analysis, EvalResult, GpuSpec, Verdict, from_json, to_json
@@ -142,9 +142,12 @@ class Optimizer:
                 self.progress.warning(line)
         self.profiler = None
         if config.profiling.enabled:
-            self.profiler = Profiler(plugins, config.profiling.classifier, config.profiling.collectors,
-                                     config.profiling.block_micro_profilers, self.heuristic_settings,
-                                     resolved["classifier"], resolved["micro_profilers"])
+            try:
+                self.profiler = Profiler(plugins, config.profiling.classifier, config.profiling.collectors,
+                                         config.profiling.block_micro_profilers, self.heuristic_settings,
+                                         resolved["classifier"], resolved["micro_profilers"])
+            except PluginFailed as exc:  # before the run directory is touched
+                raise SetupError(f"{exc}; fix, replace or block the plugin") from None
         self.memory = None
         if config.memory.enabled:
             try:
@@ -262,7 +265,10 @@ class Optimizer:
                 continue
             self._evaluate_draft(pending)
         while len(self.records) < self.config.budget:
-            parents = self.policy.select(self.tree, self.config.parallel)
+            try:
+                parents = self.policy.select(self.tree, self.config.parallel)
+            except Exception as exc:  # the run stops; tree.json is the one saved after the last batch
+                raise PluginFailed(self.plugins.provider("search", self.policy.name), "select()", exc) from None
             if not parents:
                 self.stopped_because = "search exhausted"
                 break
@@ -431,8 +437,12 @@ class Optimizer:
             compiled_ms, compiled_from = self.baseline.baseline_compiled.median_ms, "baseline job"
         t_profile = time.monotonic()
         analysis = None
+        failed: PluginFailed | None = None
         if self.config.profiling.when == "each":
-            analysis = self._profile(cid, result)
+            try:
+                analysis = self._profile(cid, result)
+            except PluginFailed as exc:  # raised once the record is written: the evaluation is kept
+                failed = exc
         t_done = time.monotonic()
         self.results[cid] = result
         reward = self.reward.score(result, self._reward_context())
@@ -485,6 +495,8 @@ class Optimizer:
                 self.progress.message(f"search memory not updated: {exc}")
         self.notify("kernelpro_candidate_evaluated", run=self.info(), record=freeze(record))
         self.progress.candidate(record)
+        if failed is not None:
+            raise failed
 
     def notify(self, hook: str, **kwargs: Any) -> None:
         """Call an observer hook of every plugin; a plugin that fails is named in one line and
@@ -494,7 +506,9 @@ class Optimizer:
             try:
                 impl.function(**{k: v for k, v in kwargs.items() if k in impl.argnames})
             except Exception as exc:
-                self.progress.warning(f"plugin {impl.plugin_name!r} failed in {hook}: {type(exc).__name__}: {exc}")
+                self.progress.warning(f"plugin {impl.plugin_name!r} failed in {hook}: {type(exc).__name__}: "
+                                      f"{_first_line(str(exc))}; the run goes on without it (fix it, or block it "
+                                      f"with KERNELPRO_BLOCK_PLUGINS={impl.plugin_name})")
 
     def _reference_flops(self) -> float | None:
         """The reference's FLOPs as the baseline job counted them (None: not counted there)."""
@@ -513,6 +527,9 @@ class Optimizer:
             analysis, profiles = self.profiler.profile(self._target(cid), self._profile_context(cid, result))
             save_profiles(profiles, self.run.profile_dir(cid))
             self.run.write_json(f"analyses/{cid}.json", analysis.to_dict())
+        except PluginFailed:  # the configured classifier raised: the run stops (see _evaluate_draft)
+            self._unprofilable.add(cid)
+            raise
         except Exception as exc:
             self.progress.message(f"{cid}: profiling failed: {type(exc).__name__}: {exc}")
             self._unprofilable.add(cid)
@@ -608,12 +625,25 @@ class Optimizer:
         records = freeze(self.records)
         for impl in reversed(caller.get_hookimpls()):
             try:
-                sections.extend(impl.function(run=self.info(), records=records) or [])
+                returned = impl.function(run=self.info(), records=records) or []
+                # a section that is not markdown text would stop report.md from being written
+                if not isinstance(returned, (list, tuple)) or not all(isinstance(x, str) for x in returned):
+                    raise TypeError(f"expected a list of markdown strings, got {_first_line(repr(returned))[:80]}")
+                sections.extend(returned)
             except Exception as exc:
-                line = f"plugin {impl.plugin_name!r} failed in kernelpro_report_sections: {type(exc).__name__}: {exc}"
-                self.progress.warning(line)
+                line = (f"plugin {impl.plugin_name!r} failed in kernelpro_report_sections: {type(exc).__name__}: "
+                        f"{_first_line(str(exc))}")
+                self.progress.warning(f"{line}; its section is left out of report.md (fix it, or block it with "
+                                      f"KERNELPRO_BLOCK_PLUGINS={impl.plugin_name})")
                 sections.append(f"## {impl.plugin_name}\n\n(not written: {line})\n")
         return sections
+
+    def abandon(self) -> None:
+        """The run stops early (a plugin failed): background compiles are ended; the records,
+        drafts and tree.json stay as last written, so ``--resume`` continues from there."""
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
 
     # --- the best candidate ---------------------------------------------------------------
 
@@ -666,6 +696,10 @@ def optimize(problem: Problem, config: cfg.Config, plugins: Plugins, run_dir: Pa
     opt = Optimizer(problem, config, plugins, run_dir, device, progress)
     opt.start(resume)
     t0 = time.monotonic()
-    summary = opt.loop()
+    try:
+        summary = opt.loop()
+    except PluginFailed:
+        opt.abandon()
+        raise
     summary["wall_s"] = time.monotonic() - t0
     return summary

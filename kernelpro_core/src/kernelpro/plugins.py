@@ -13,6 +13,11 @@ Control:
   on stderr by the CLI; it is never swallowed.
 - A hook implementation whose name starts with ``kernelpro_`` but matches no hook
   specification fails at start-up (:class:`PluginError`).
+- A registration hook that raises is recorded (:attr:`Plugins.hook_failures`, one warning
+  line each) and what it registered in that call is left out; the other plugins work.
+- A name registered twice is recorded (:attr:`Plugins.conflicts`); every lookup then
+  raises :class:`PluginError` with one line naming both providers (:meth:`Plugins.check`).
+- A plugin that raises while a command runs ends in :class:`PluginFailed`, one line.
 """
 
 from __future__ import annotations
@@ -65,6 +70,32 @@ class PluginError(Exception):
 
 class UnknownName(PluginError):
     pass
+
+
+class PluginFailed(PluginError):
+    """A plugin raised in one of its hooks or methods while a command ran. The message is
+    one line naming the plugin, the hook or method, and the error; the caller adds what
+    the user should do next, which depends on the command."""
+
+    def __init__(self, what: str, hook: str, exc: BaseException, plugin: str | None = None) -> None:
+        self.plugin = plugin
+        self.hook = hook
+        super().__init__(f"{what} failed in {hook}: {type(exc).__name__}: {_first_line(str(exc))}")
+
+
+@attrs.frozen
+class HookFailure:
+    """A registration hook that raised: what the plugin registered in that call is left out."""
+
+    plugin: str
+    distribution: str | None
+    hook: str
+    error: str
+
+    def line(self) -> str:
+        return (f"plugin {self.plugin!r} from {self.distribution or '?'} failed in {self.hook}: {self.error}; "
+                f"what it registers there is left out (fix or uninstall it, or block it with "
+                f"{BLOCK_ENV}={self.plugin})")
 
 
 @attrs.frozen
@@ -135,6 +166,10 @@ class Plugins:
         #: warnings so far (duplicate or tied GPU specs, a failing GPU-spec hook)
         self.warnings: list[str] = []
         self.on_warning: Callable[[str], None] = _print_warning
+        #: registration hooks that raised (reported as warnings; the rest of the plugins work)
+        self.hook_failures: list[HookFailure] = []
+        #: (kind, name) -> every registration of a name registered more than once
+        self.conflicts: dict[tuple[str, str], list[Registration]] = {}
 
     # --- loading -------------------------------------------------------------------------
 
@@ -182,6 +217,9 @@ class Plugins:
     # --- registry ------------------------------------------------------------------------
 
     def _collect(self) -> dict[str, dict[str, Registration]]:
+        """Call every registration hook once. A hook that raises is recorded in
+        :attr:`hook_failures` and what it registered in that call is dropped; a name
+        registered twice is recorded in :attr:`conflicts` (lookups then fail, see :meth:`check`)."""
         if self._registry is not None:
             return self._registry
         reg: dict[str, dict[str, Registration]] = {k: {} for k in KINDS}
@@ -190,41 +228,81 @@ class Plugins:
             for impl in hook.get_hookimpls():
                 plugin_name = self.pm.get_name(impl.plugin) or "?"
                 dist = self._dist_of.get(plugin_name, (None, None))[0]
+                staged: list[Registration] = []
 
-                def register(obj: Any, _kind=kind, _plugin=plugin_name, _dist=dist, _human=human) -> None:
+                def register(obj: Any, _kind=kind, _plugin=plugin_name, _dist=dist, _human=human,
+                             _staged=staged) -> None:
                     name = getattr(obj, "name", None)
                     if not isinstance(name, str) or not name:
-                        raise PluginError(f"plugin {_plugin!r} registered a {_human} without a name: {obj!r}")
-                    if name in reg[_kind]:
-                        other = reg[_kind][name].plugin
-                        raise PluginError(
-                            f"{_human} {name!r} is registered twice: by {other!r} and by {_plugin!r}"
-                        )
-                    reg[_kind][name] = Registration(_kind, name, obj, _plugin, _dist)
+                        raise PluginError(f"registered a {_human} without a name: {obj!r}")
+                    _staged.append(Registration(_kind, name, obj, _plugin, _dist))
 
                 try:
                     impl.function(register)
-                except PluginError:
-                    raise
                 except Exception as exc:
-                    raise PluginError(
-                        f"plugin {plugin_name!r} failed in {hook_name}: {type(exc).__name__}: {_first_line(str(exc))}"
-                    ) from None
+                    self.hook_failures.append(HookFailure(plugin_name, dist, hook_name,
+                                                          f"{type(exc).__name__}: {_first_line(str(exc))}"))
+                    continue
+                for r in staged:
+                    if r.name in reg[kind]:
+                        self.conflicts.setdefault((kind, r.name), [reg[kind][r.name]]).append(r)
+                    else:
+                        reg[kind][r.name] = r
         self._registry = reg
         return reg
 
+    def collect(self) -> None:
+        """Run every registration hook now (GPU specs included), so that failures and
+        duplicate names are known before a command starts its work."""
+        self._collect()
+        self.gpu_specs()
+
+    def conflict_lines(self) -> list[str]:
+        """One line per name registered twice: the kind, the name, every provider, the fix."""
+        lines = []
+        for (kind, name), regs in self.conflicts.items():
+            providers = " and by ".join(
+                f"plugin {r.plugin!r} ({r.distribution or '?'}, {getattr(r.obj, '__module__', '?')})" for r in regs
+            )
+            others = sorted({r.plugin for r in regs[1:]}) or [regs[-1].plugin]
+            lines.append(f"{KINDS[kind][1]} {name!r} is registered twice: by {providers}; uninstall one, or block "
+                         f"one with {BLOCK_ENV}={others[0]} or the config's plugins.block")
+        return lines
+
+    def check(self) -> None:
+        """Raise :class:`PluginError` (one line) when a name is registered more than once:
+        which of the two a command would use would depend on the installation."""
+        self._collect()
+        lines = self.conflict_lines()
+        if lines:
+            more = f" ({len(lines) - 1} more: see kernelpro plugins)" if len(lines) > 1 else ""
+            raise PluginError(lines[0] + more)
+
+    def _checked(self) -> dict[str, dict[str, Registration]]:
+        self.check()
+        return self._collect()
+
+    def provider(self, kind: str, name: str) -> str:
+        """``search policy 'greedy' (plugin 'core_search' from kernelpro-core)``, for messages."""
+        r = self._collect()[kind].get(name)
+        where = f" (plugin {r.plugin!r} from {r.distribution or '?'})" if r is not None else ""
+        return f"{KINDS[kind][1]} {name!r}{where}"
+
     def registrations(self, kind: str) -> dict[str, Registration]:
-        return dict(self._collect()[kind])
+        return dict(self._checked()[kind])
 
     def names(self, kind: str) -> list[str]:
-        return sorted(self._collect()[kind])
+        return sorted(self._checked()[kind])
 
     def get(self, kind: str, name: str) -> Registration:
-        regs = self._collect()[kind]
+        regs = self._checked()[kind]
         if name not in regs:
             human = KINDS[kind][1]
             available = ", ".join(sorted(regs)) or "none"
             hint = f" (install {HINTS[name]})" if name in HINTS else ""
+            failed = [f.plugin for f in self.hook_failures if f.hook == KINDS[kind][0]]
+            if failed:
+                hint += f" (plugin {', '.join(repr(p) for p in failed)} failed in {KINDS[kind][0]})"
             raise UnknownName(f"unknown {human} {name!r}{hint}; available: {available}")
         return regs[name]
 
@@ -242,22 +320,22 @@ class Plugins:
         return self.get("classifier", name).obj
 
     def micro_profilers(self) -> list[type]:
-        return [r.obj for _, r in sorted(self._collect()["micro_profiler"].items())]
+        return [r.obj for _, r in sorted(self._checked()["micro_profiler"].items())]
 
     def collectors(self) -> list[type]:
-        return [r.obj for _, r in sorted(self._collect()["collector"].items())]
+        return [r.obj for _, r in sorted(self._checked()["collector"].items())]
 
     def analyzers(self) -> list[type]:
-        return [r.obj for _, r in sorted(self._collect()["analyzer"].items())]
+        return [r.obj for _, r in sorted(self._checked()["analyzer"].items())]
 
     def measurements(self) -> dict[str, type]:
-        return {n: r.obj for n, r in self._collect()["measurement"].items()}
+        return {n: r.obj for n, r in self._checked()["measurement"].items()}
 
     def heuristics(self) -> list[type]:
-        return [r.obj for _, r in sorted(self._collect()["heuristic"].items())]
+        return [r.obj for _, r in sorted(self._checked()["heuristic"].items())]
 
     def llm_tools(self) -> list[type]:
-        return [r.obj for _, r in sorted(self._collect()["llm_tool"].items())]
+        return [r.obj for _, r in sorted(self._checked()["llm_tool"].items())]
 
     def gpu_specs(self) -> list[tuple[GpuSpec, str]]:
         """Every registered GPU spec with the plugin that registered it, sorted by plugin
@@ -296,15 +374,19 @@ class Plugins:
         try:
             impl.function(register)
         except Exception as exc:
-            self.warn(f"plugin {plugin_name!r} failed in kernelpro_register_gpu_specs: {type(exc).__name__}: "
-                      f"{_first_line(str(exc))}; its GPU specs are not used")
+            error = f"{type(exc).__name__}: {_first_line(str(exc))}"
+            self.hook_failures.append(HookFailure(plugin_name, self._dist_of.get(plugin_name, (None, None))[0],
+                                                  "kernelpro_register_gpu_specs", error))
+            # recorded, not printed: the command reports hook failures once, with the fix
+            self.warnings.append(f"plugin {plugin_name!r} failed in kernelpro_register_gpu_specs: {error}; "
+                                 "its GPU specs are not used")
             return []
         return specs
 
     def resolve_gpu(self, device_name: str, arch: str) -> GpuSpec | None:
         """The ceilings for a device: a plugin's override (calibration), else the
         registered spec that matches it best (rule in :func:`kernelpro.gpus.choose`)."""
-        override = self.pm.hook.kernelpro_resolve_gpu_spec(device_name=device_name, arch=arch)
+        override = self.call_first("kernelpro_resolve_gpu_spec", device_name=device_name, arch=arch)
         if override is not None:
             return override
         spec, warning = gpus.choose(self.gpu_specs(), device_name, arch)
@@ -354,12 +436,35 @@ class Plugins:
         return self.pm.hook
 
     def register_commands(self, cli: Any) -> None:
-        self.pm.hook.kernelpro_register_commands(cli=cli)
+        # one plugin whose commands fail to register must not take the command line down
+        for impl in reversed(self.pm.hook.kernelpro_register_commands.get_hookimpls()):
+            try:
+                impl.function(cli=cli)
+            except Exception as exc:
+                plugin_name = self.pm.get_name(impl.plugin) or "?"
+                self.hook_failures.append(HookFailure(
+                    plugin_name, self._dist_of.get(plugin_name, (None, None))[0], "kernelpro_register_commands",
+                    f"{type(exc).__name__}: {_first_line(str(exc))}"))
+
+    def call_first(self, hook: str, **kwargs: Any) -> Any:
+        """A firstresult hook called as pluggy would (last registered first, first non-None
+        wins), but a plugin that raises ends in :class:`PluginFailed` naming it."""
+        for impl in reversed(getattr(self.pm.hook, hook).get_hookimpls()):
+            plugin_name = self.pm.get_name(impl.plugin) or "?"
+            try:
+                value = impl.function(**{k: v for k, v in kwargs.items() if k in impl.argnames})
+            except Exception as exc:
+                raise PluginFailed(f"plugin {plugin_name!r}", hook, exc, plugin=plugin_name) from None
+            if value is not None:
+                return value
+        return None
 
     def describe(self) -> list[dict[str, Any]]:
         """What ``kernelpro plugins --json`` prints."""
         reg = self._collect()
         out = []
+        conflicted = {r.plugin: f"{KINDS[k][1]} {n!r} is registered twice"
+                      for (k, n), regs in self.conflicts.items() for r in regs}
         for info in sorted(self.infos, key=lambda i: i.name):
             things: dict[str, list[str]] = {}
             for kind, regs in reg.items():
@@ -377,9 +482,13 @@ class Plugins:
                 "hooks": list(info.hooks),
                 "registers": things,
                 "blocked": info.blocked,
-                "error": info.error,
+                "error": info.error or self._runtime_error(info.name) or conflicted.get(info.name),
             })
         return out
+
+    def _runtime_error(self, plugin: str) -> str | None:
+        failed = [f for f in self.hook_failures if f.plugin == plugin]
+        return "; ".join(f"failed in {f.hook}: {f.error}" for f in failed) or None
 
 
 _INSTALLED: Plugins | None = None

@@ -34,7 +34,7 @@ from kernelpro.api import (
     ProfileContext,
     ProfileTarget,
 )
-from kernelpro.plugins import Plugins, UnknownName
+from kernelpro.plugins import PluginFailed, Plugins, UnknownName
 from kernelpro.records import Analysis, Finding, ProfileData, to_json
 
 SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2, "info": 3}
@@ -58,9 +58,14 @@ class Profiler:
         self.classifier = None
         if classifier:
             try:
-                self.classifier = plugins.classifier(classifier)(classifier_settings)
+                cls = plugins.classifier(classifier)
             except UnknownName as exc:
                 self.notes.append(f"no bottleneck classification: {exc}")
+            else:
+                try:
+                    self.classifier = cls(classifier_settings)
+                except Exception as exc:
+                    raise PluginFailed(plugins.provider("classifier", classifier), "__init__()", exc) from None
         all_collectors = plugins.collectors()
         if collectors is not None:
             names = {c.name for c in all_collectors}
@@ -75,6 +80,14 @@ class Profiler:
                                                      if m.name not in blocked]
         settings = heuristic_settings or {}
         self.heuristics = [h(settings.get(h.name)) for h in plugins.heuristics()]
+
+    def _classify(self, profiles: dict[str, ProfileData], context: ProfileContext) -> Any:
+        """The configured classifier's verdict; one that raises ends in :class:`PluginFailed`,
+        since every later step (the gate, the search's choices) depends on it."""
+        try:
+            return self.classifier.classify(profiles, context)
+        except Exception as exc:
+            raise PluginFailed(self.plugins.provider("classifier", self.classifier.name), "classify()", exc) from None
 
     def gated(self, bottleneck, level: str | None = None) -> list[MicroProfiler]:
         return [m for m in self.micro_profilers
@@ -105,7 +118,7 @@ class Profiler:
             self.last_seconds[f"{c.name}:1"] = time.monotonic() - t0
         bottleneck = None
         if self.classifier is not None and stage1:
-            bottleneck = self.classifier.classify(stage1, context)
+            bottleneck = self._classify(stage1, context)
         gated = self.gated(bottleneck)  # with no bottleneck, every micro-profiler applies
         if only is not None:
             wanted = set(only)
@@ -171,7 +184,7 @@ class Profiler:
         bottleneck = None
         profiles = {profile.level: profile}
         if profile.level == "kernel" and self.classifier is not None:
-            bottleneck = self.classifier.classify(profiles, context)
+            bottleneck = self._classify(profiles, context)
         # nothing classifies the other levels by themselves: then every micro-profiler of it runs
         gated = self.gated(bottleneck, level=profile.level)
         notes = list(self.notes) + list(profile.notes) + gpu_notes
