@@ -39,18 +39,19 @@ def test_analyze_runs_the_example_classifier_micro_profiler_spec_and_heuristic(t
     config = tmp_path / "c.yaml"
     config.write_text("profiling:\n  classifier: speed_of_light\n  classifier_params: {busy_pct: 60}\n"
                       "  micro_profiler_params:\n    launch_count: {max_kernels: 0}\n")
-    res = kernelpro("analyze", str(REPORT), "-c", str(config), "--json", env={"XDG_CACHE_HOME": str(tmp_path)})
+    res = kernelpro("analyze", str(REPORT), "-c", str(config), "--gpu", "Example Hopper", "--json",
+                    env={"XDG_CACHE_HOME": str(tmp_path)})
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)
     bottleneck = out["bottleneck"]
     assert bottleneck["classifier"] == "speed_of_light" and bottleneck["kind"] == "memory"
-    assert "on Lab H200" in bottleneck["summary"]  # the vendor's spec won for "NVIDIA H200"
+    assert "on Example Hopper" in bottleneck["summary"]  # the vendor's spec, named with --gpu
     tools = {f["tool"]: f for f in out["findings"]}
     assert tools["launch_count"]["evidence"]["launches"] == 1.0  # its setting came from the config
     assert tools["example_hopper_tma"]["title"].startswith("Hopper")
     # the same report with the classifier's threshold above both units: no heuristic finding
     config.write_text("profiling:\n  classifier: speed_of_light\n  classifier_params: {busy_pct: 99}\n")
-    out = json.loads(kernelpro("analyze", str(REPORT), "-c", str(config), "--json",
+    out = json.loads(kernelpro("analyze", str(REPORT), "-c", str(config), "--gpu", "Example Hopper", "--json",
                                env={"XDG_CACHE_HOME": str(tmp_path)}).stdout)
     assert out["bottleneck"]["kind"] == "latency"
     assert not any(f["tool"] in ("example_hopper_tma", "launch_count") for f in out["findings"])

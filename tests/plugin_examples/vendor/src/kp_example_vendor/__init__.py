@@ -1,9 +1,10 @@
 """Example vendor package: a GPU spec and an architecture heuristic for Hopper.
 
-The spec is a lab's own entry for the H200 it runs on: the built-in figures under another
-name, claiming exactly the device name "NVIDIA H200" at priority 1, so it wins over the
-built-in table (priority 0) for that device only. A real vendor package would put its
-measured or datasheet ceilings in place of the copied ones.
+The spec describes a made-up device, "KernelPro Example Hopper" (claimed by that exact name,
+at priority 1 over any table entry that would also match it); its figures are the built-in
+H200's, copied, so that the example runs on real profiles. A vendor package puts its own
+datasheet or measured ceilings there, and its devices' driver names in ``match``. Select it
+with ``--gpu "Example Hopper"`` (or ``gpu:`` in the config).
 
 The heuristic speaks only on sm_90 devices: memory-bound kernels there can stage tiles with
 the Tensor Memory Accelerator, and generators are told so before they write code.
@@ -18,7 +19,8 @@ from kernelpro.api import BUILTIN_GPU_SPECS, ArchHeuristic, Finding, gpu_spec_ma
 KERNELPRO_API_VERSION = "1.0"
 
 _H200 = next(s for s in BUILTIN_GPU_SPECS if gpu_spec_matches(s, "NVIDIA H200", "sm_90"))
-LAB_H200 = attrs.evolve(_H200, name="Lab H200", match=("NVIDIA H200",), exact=True, priority=1)
+EXAMPLE_HOPPER = attrs.evolve(_H200, name="Example Hopper", match=("KernelPro Example Hopper",), exact=True,
+                               priority=1)
 
 
 @attrs.frozen
@@ -54,7 +56,7 @@ class HopperTma(ArchHeuristic):
 
 @hookimpl
 def kernelpro_register_gpu_specs(register):
-    register(LAB_H200)
+    register(EXAMPLE_HOPPER)
 
 
 @hookimpl
