@@ -95,3 +95,13 @@ def test_distribution_folders_hold_only_their_build_inputs():
     bad = misplaced_in_distributions(paths)
     assert not bad, (f"only {', '.join(DISTRIBUTION_ROOT)} belong at a distribution's root; GPU capture "
                      f"scripts go under tools/capture/, test fixtures under tests/: {bad[:10]}")
+
+
+def test_test_modules_have_unique_basenames():
+    """The test folders are not packages: pytest imports test modules by basename, and a
+    second test_x.py anywhere under tests/ stops the whole collection."""
+    from collections import Counter
+
+    tests = Path(__file__).resolve().parents[1]
+    counts = Counter(p.name for p in tests.rglob("test_*.py") if "plugin_examples" not in p.parts)
+    assert [name for name, n in counts.items() if n > 1] == []
