@@ -54,11 +54,13 @@ def test_search_read_list(tools, context):
     (0, {"query": "  "}, "non-empty 'query'"),
     (0, {"query": "copy", "k": 0}, "between 1 and 20"),
     (0, {"query": "copy", "k": "many"}, "integer"),
+    (0, {"query": "copy", "k": None}, "k must be an integer"),
     (0, {"query": "of the"}, "no searchable words"),
     (1, {"path": "../outside.txt"}, "outside the CUTLASS corpus root"),
     (1, {"path": "include/cute/swizzle.hpp", "start": 9, "end": 2}, "before start line"),
     (1, {"path": "include/cute"}, "is a directory"),
     (1, {"path": 3}, "'path' string"),
+    (1, {"path": "include/cute/swizzle.hpp", "start": None}, "start must be an integer"),
     (2, {"path": "../.."}, "outside the CUTLASS corpus root"),
     (2, {"path": "include/cute/swizzle.hpp"}, "not a directory"),
 ])

@@ -133,8 +133,9 @@ def kernelpro_register_heuristics(register: Callable[[type[ArchHeuristic]], None
     """
 
 
+# empty-body: pluggy calls the implementations, never a spec's body
 @hookspec
-def kernelpro_build_include_dirs() -> "list[str]":
+def kernelpro_build_include_dirs() -> "list[str]":  # type: ignore[empty-body]
     """Header directories added to every candidate's CUDA/C++ build, after the configured
     ``evaluator.include_paths`` (and to the ``compile_check`` LLM tool's), for example a
     CUTLASS/CuTe tree. Directories that do not exist are left out.
@@ -174,8 +175,9 @@ def kernelpro_resolve_gpu_spec(device_name: str, arch: str) -> "GpuSpec | None":
     """
 
 
+# empty-body: pluggy calls the implementations, never a spec's body
 @hookspec
-def kernelpro_report_sections(run: "RunInfo", records: "list[CandidateRecord]") -> "list[str]":
+def kernelpro_report_sections(run: "RunInfo", records: "list[CandidateRecord]") -> "list[str]":  # type: ignore[empty-body]
     """Contribute sections to a run's ``report.md``.
 
     Called once when the report is written, after the built-in sections.

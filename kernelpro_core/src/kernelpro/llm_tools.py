@@ -25,11 +25,11 @@ import sysconfig
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, cast
 
 import attrs
 
-from kernelpro.api import LLMTool, ToolContext, ToolError
+from kernelpro.api import LLMTool, MicroProfiler, ToolContext, ToolError
 from kernelpro.hookspecs import hookimpl
 from kernelpro.records import Analysis
 
@@ -184,7 +184,7 @@ class RunMicroProfiler(LLMTool):
             raise ToolError("profiling is not available in this run")
         names = list(dict.fromkeys(arguments["names"]))
         try:
-            analysis = context.profile_parent(names)  # type: ignore[arg-type]
+            analysis = context.profile_parent(names)
         except (ValueError, KeyError, LookupError) as exc:
             raise ToolError(str(exc).strip("'\"")) from None
         header = f"Micro-profilers {', '.join(names)} on {context.parent.id}:"
@@ -211,7 +211,9 @@ class ListMicroProfilers(LLMTool):
         self._catalog = catalog or _installed_micro_profilers
 
     def run(self, arguments: dict[str, Any], context: ToolContext) -> str:
-        classes = context.micro_profilers() if context.micro_profilers is not None else self._catalog()
+        found = context.micro_profilers() if context.micro_profilers is not None else self._catalog()
+        # the catalogs list what kernelpro_register_micro_profilers registered: MicroProfiler classes
+        classes = cast(list[type[MicroProfiler]], found)
         if not classes:
             return "No micro-profilers are installed."
         bottleneck = None

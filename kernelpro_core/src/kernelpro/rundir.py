@@ -96,7 +96,7 @@ class RunDir:
 
     def read_jsonl(self, name: str) -> list[dict[str, Any]]:
         """The JSON objects of a JSON-lines file of the run (a torn last line is skipped)."""
-        out = []
+        out: list[dict[str, Any]] = []
         try:
             text = (self.path / name).read_text()
         except OSError:

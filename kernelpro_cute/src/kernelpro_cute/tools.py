@@ -9,7 +9,7 @@ corpus or a malformed argument raises :class:`kernelpro.api.ToolError` with one 
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, overload
 
 import attrs
 from kernelpro.api import LLMTool, ToolContext, ToolError
@@ -54,9 +54,21 @@ def shared_files(cutlass_path: str | None = None) -> CorpusFiles:
         return _INDEXES.get(str(corpus.root)) or CorpusFiles(corpus)
 
 
+@overload
+def _int_arg(arguments: dict[str, Any], name: str, default: int) -> int: ...
+
+
+@overload
+def _int_arg(arguments: dict[str, Any], name: str, default: None) -> int | None: ...
+
+
 def _int_arg(arguments: dict[str, Any], name: str, default: int | None) -> int | None:
+    """``arguments[name]`` as an int; ``default`` when absent. An explicit null is allowed
+    only where the argument has no default (it means: not given)."""
     value = arguments.get(name, default)
     if value is None:
+        if default is not None:
+            raise ToolError(f"{name} must be an integer")
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise ToolError(f"{name} must be an integer")

@@ -10,7 +10,7 @@ double (see ``tests/energy/fake_nvml.py``).
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Mapping
 
 import attrs
 
@@ -60,10 +60,9 @@ def parse_device_index(device: str) -> int | None:
     return None
 
 
-def visible_device_entry(index: int, env: dict[str, str] | None = None) -> str | None:
+def visible_device_entry(index: int, env: Mapping[str, str] | None = None) -> str | None:
     """The ``CUDA_VISIBLE_DEVICES`` entry that torch device ``index`` refers to, if set."""
-    env = os.environ if env is None else env
-    value = env.get("CUDA_VISIBLE_DEVICES")
+    value = (os.environ if env is None else env).get("CUDA_VISIBLE_DEVICES")
     if value is None or not value.strip():
         return None
     entries = [e.strip() for e in value.split(",") if e.strip()]

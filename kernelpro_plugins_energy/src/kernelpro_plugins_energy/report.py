@@ -61,9 +61,9 @@ def ascii_plot(points: Sequence[Point], front: Sequence[Point]) -> str:
     label_lo = f"{e_lo:.4g}"
     pad = max(len(label_hi), len(label_lo))
     lines = ["energy mJ/call"]
-    for i, row in enumerate(grid):
+    for i, cells in enumerate(grid):
         label = label_hi if i == 0 else label_lo if i == PLOT_HEIGHT - 1 else ""
-        lines.append(f"{label:>{pad}} |{''.join(row).rstrip()}")
+        lines.append(f"{label:>{pad}} |{''.join(cells).rstrip()}")
     lines.append(" " * pad + " +" + "-" * PLOT_WIDTH)
     left = f"{t_lo:.4g}"
     right = f"{t_hi:.4g}"
@@ -86,8 +86,7 @@ def energy_section(records: Sequence[Mapping[str, Any]]) -> str | None:
         out.extend(f"- `{f}`" for f in flags)
         return "\n".join(out) + "\n"
 
-    references = [record_energy_j(r, "reference_energy_j_per_call") for r in measured]
-    references = [e for e in references if e is not None]
+    references = [e for e in (record_energy_j(r, "reference_energy_j_per_call") for r in measured) if e is not None]
     if references:
         out.append(
             f"Reference (eager PyTorch), measured next to each candidate: median "

@@ -171,8 +171,7 @@ def runtime_ms(result: EvalResult, source: str = "timing") -> float | None:
 
 def fastest_correct_ms(result: EvalResult, context: RewardContext, source: str = "timing") -> float | None:
     """The least runtime among the correct results of the population and ``result``."""
-    times = [runtime_ms(r, source) for r in (*context.population, result) if r.correct]
-    times = [t for t in times if t is not None]
+    times = [t for t in (runtime_ms(r, source) for r in (*context.population, result) if r.correct) if t is not None]
     return min(times) if times else None
 
 

@@ -137,7 +137,9 @@ class ExpertGenerator(Generator):
         if gemm is not None and fp32_mm:
             # fp32 products: tf32x3 (three tf32 tensor-core products) first, then ieee
             # (FMA pipes), which rarely beat the library
-            pool += [gemm_params(rec, "tf32x3"), gemm]
+            tf32x3 = gemm_params(rec, "tf32x3")
+            assert tf32x3 is not None  # the same regions as gemm's, which exist
+            pool += [tf32x3, gemm]
         for start in [base] + ([gemm] if gemm is not None else []):
             first = moves.root_first({r: start["tiles"][r] for r in start["lower"]})
             pool += [child for move, rid in moves.plan(None, list(start["lower"]), first) if move != "graph"

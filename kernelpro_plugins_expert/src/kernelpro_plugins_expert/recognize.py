@@ -53,6 +53,10 @@ class OpNode:
     dtype: str | None
 
 
+#: One step of a pointwise program: ``(op, operands, attrs)``.
+Step = tuple[str, tuple[tuple[str, Any], ...], dict[str, Any]]
+
+
 @attrs.frozen
 class Region:
     """Nodes to be replaced by one kernel call.
@@ -69,7 +73,7 @@ class Region:
     inputs: tuple[Any, ...]
     shape: tuple[int, ...]
     attrs: dict[str, Any] = attrs.field(factory=dict)
-    program: tuple[tuple[str, tuple[tuple[str, Any], ...], dict[str, Any]], ...] = ()
+    program: tuple[Step, ...] = ()
     epilogue_of: str | None = None  # gemm/conv node whose output this pointwise region consumes
     # gemm: the library's GEMM + pointwise region this Triton GEMM replaces (its output)
     # pointwise bodies fused into a reduction/softmax/norm kernel: applied to each loaded
@@ -208,11 +212,11 @@ def _recognize_graph(gm: Any, input_count: int) -> Recognition:
         oi = info[n.name]
         if n.name in claimed or oi.kind not in ("reduce", "softmax", "layernorm", "rmsnorm"):
             continue
-        r = _single_region(n, oi, by_name)
-        if r is not None:
-            regions.append(r)
+        single = _single_region(n, oi, by_name)
+        if single is not None:
+            regions.append(single)
             claimed.add(n.name)
-            claimed.update(r.nodes)
+            claimed.update(single.nodes)
     regions.extend(_pointwise_regions(order, info, claimed))
     regions = _fuse_into_reductions(regions, by_name)
     regions = _full_reduction_regions(order, regions, by_name)
@@ -269,7 +273,7 @@ def _single_region(n: Any, oi: OpInfo, by_name: dict[str, Any]) -> Region | None
     shape, _ = _meta(oi.inputs[0]) if hasattr(oi.inputs[0], "meta") else (None, None)
     if shape is None:
         return None
-    nodes = (n.name,)
+    nodes: tuple[str, ...] = (n.name,)
     output = n.name
     attrs_ = dict(oi.attrs)
     if oi.kind == "reduce" and attrs_.pop("returns_pair", False):
@@ -294,7 +298,8 @@ def _single_region(n: Any, oi: OpInfo, by_name: dict[str, Any]) -> Region | None
 
 
 def _is(node: Any, info: dict[str, OpInfo], kind: str, *ops: str) -> bool:
-    oi = info.get(getattr(node, "name", None))
+    name = getattr(node, "name", None)
+    oi = info.get(name) if isinstance(name, str) else None
     return oi is not None and oi.kind == kind and (not ops or oi.op in ops)
 
 
@@ -337,6 +342,8 @@ def _rmsnorm_patterns(order: list[Any], info: dict[str, OpInfo]) -> list[Region]
         if final is None or any(len(by.users) != 1 for by in (sq,)) or len(sq.users) != 1:
             continue
         shape, _ = _meta(x)
+        if shape is None:
+            continue
         found.append(Region(kind="rmsnorm", op="rms_norm", nodes=tuple(chain), output=final.name,
                             inputs=(x.name, None), shape=shape,
                             attrs={"dim": info[n.name].attrs["dim"] % len(shape), "eps": eps,
@@ -378,6 +385,8 @@ def _pointwise_region(members: list[Any], info: dict[str, OpInfo]) -> Region | N
         return None  # several values leave the region: left to PyTorch
     out = members[-1]
     out_shape, out_dtype = _meta(out)
+    if out_shape is None:
+        return None
     inputs: list[Any] = []
     program = []
     index = {m.name: j for j, m in enumerate(members)}
@@ -452,7 +461,7 @@ def _fuse_into_reductions(regions: list[Region], by_name: dict[str, Any]) -> lis
 #: F.kl_div's term per element, over ("in", 0) = input (log-probabilities) and ("in", 1) =
 #: target: target * (log(target) - input), as xlogy so a zero target adds 0; with
 #: log_target, exp(target) * (target - input) (the formulas of torch.nn.KLDivLoss's docs)
-_KL_TERMS = {
+_KL_TERMS: dict[bool, tuple[Step, ...]] = {
     False: (("xlogy", (("in", 1), ("in", 1)), {}), ("mul", (("in", 1), ("in", 0)), {}),
             ("sub", (("v", 0), ("v", 1)), {})),
     True: (("exp", (("in", 1),), {}), ("sub", (("in", 1), ("in", 0)), {}), ("mul", (("v", 0), ("v", 1)), {})),
@@ -683,7 +692,7 @@ def _gemm_regions(gm: Any, order: list[Any], info: dict[str, OpInfo], regions: l
         a_shape, a_dtype = _meta(a)
         b_shape, b_dtype = _operand_meta(gm, b)
         out_shape, out_dtype = _meta(n)
-        if None in (a_shape, b_shape, out_shape) or a_dtype != b_dtype or a_dtype != out_dtype or \
+        if a_shape is None or b_shape is None or out_shape is None or a_dtype != b_dtype or a_dtype != out_dtype or \
                 a_dtype not in ("float32", "float16", "bfloat16"):
             continue
         if oi.attrs["trans_b"] and len(b_shape) == 2:
@@ -740,7 +749,7 @@ def _conv_regions(gm: Any, order: list[Any], info: dict[str, OpInfo]) -> list[Re
         x_shape, x_dtype = _meta(x)
         w_shape, w_dtype = _operand_meta(gm, w)
         out_shape, out_dtype = _meta(n)
-        if None in (x_shape, w_shape, out_shape) or len(x_shape) != rank + 2 or len(out_shape) != rank + 2 or \
+        if x_shape is None or w_shape is None or out_shape is None or len(x_shape) != rank + 2 or len(out_shape) != rank + 2 or \
                 x_dtype not in ("float32", "float16", "bfloat16") or w_dtype != x_dtype or out_dtype != x_dtype:
             continue
         if bias is not None and _operand_meta(gm, bias)[1] != x_dtype:

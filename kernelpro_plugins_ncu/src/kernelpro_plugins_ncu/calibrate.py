@@ -151,10 +151,11 @@ def calibrated_spec(device_name: str, arch: str, record: dict[str, Any],
     and DGEMM runs on the FP64 tensor cores), so for those a datasheet value is kept and
     the measured GEMM rate serves only a GPU with no datasheet entry.
     """
-    keys = ("dram_bandwidth_gbs", "bf16_tflops", "fp16_tflops", "tf32_tflops")
+    keys: tuple[str, ...] = ("dram_bandwidth_gbs", "bf16_tflops", "fp16_tflops", "tf32_tflops")
     if base is None:
         keys += ("fp32_tflops", "fp64_tflops")
-    measured = {k: float(record[k]) for k in keys if isinstance(record.get(k), (int, float)) and record[k] > 0}
+    # GpuSpec's float fields by name (Any: passed on as keyword arguments)
+    measured: dict[str, Any] = {k: float(record[k]) for k in keys if isinstance(record.get(k), (int, float)) and record[k] > 0}
     if base is not None:
         return attrs.evolve(base, source="calibrated", **measured)
     needed = ("dram_bandwidth_gbs", "bf16_tflops", "fp16_tflops", "tf32_tflops", "fp32_tflops",

@@ -122,9 +122,9 @@ def roofline_numbers(profile: ProfileData, spec: GpuSpec | None) -> dict[str, fl
                       ("fp64_pipe_pct", M.PIPE_FP64_PCT), ("alu_pipe_pct", M.PIPE_ALU_PCT),
                       ("achieved_occupancy_pct", M.ACHIEVED_OCCUPANCY_PCT),
                       ("issue_active_pct", M.ISSUE_ACTIVE_PCT)):
-        value = _weighted(kernels, weights, name)
-        if value is not None:
-            ev[key] = value
+        avg = _weighted(kernels, weights, name)
+        if avg is not None:
+            ev[key] = avg
     tensor = [(M.tensor_pipe_pct(k.metrics), w) for k, w in zip(kernels, weights)
               if any(n in k.metrics for n in (M.PIPE_TENSOR_HMMA_PCT, M.PIPE_TENSOR_PCT))]
     if tensor and sum(w for _, w in tensor) > 0:
@@ -171,7 +171,7 @@ def busiest_pipe(ev: Mapping[str, float]) -> str:
              "fp64": ev.get("fp64_pipe_pct"), "int": ev.get("alu_pipe_pct")}
     known = {k: v for k, v in pipes.items() if v is not None}
     if known and max(known.values()) > 0:
-        return max(known, key=lambda k: known[k])  # type: ignore[arg-type,return-value]
+        return max(known, key=lambda k: known[k])
     shares = {"tensor": sum(ev.get(f"{k}_time_fraction", 0.0) for k in ("fp16", "bf16", "tf32", "fp8", "int8", "fp64_tensor")),
               "fp32": ev.get("fp32_time_fraction", 0.0), "fp64": ev.get("fp64_time_fraction", 0.0)}
     return max(shares, key=lambda k: shares[k])

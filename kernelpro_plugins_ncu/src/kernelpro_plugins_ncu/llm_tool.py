@@ -13,7 +13,7 @@ import difflib
 import fnmatch
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from kernelpro.api import CollectorError, LLMTool, ToolContext, ToolError
 from kernelpro.api import KernelProfile, ProfileData, from_json
@@ -70,7 +70,7 @@ class FetchMetrics(LLMTool):
                    "kernel-level profile). Give exact metric names (e.g. dram__bytes_read.sum, "
                    "sm__throughput.avg.pct_of_peak_sustained_elapsed) or shell-style patterns "
                    "(smsp__average_warps_issue_stalled_*); optionally a substring of the kernel name.")
-    input_schema: dict[str, Any] = {
+    input_schema: ClassVar[dict[str, Any]] = {
         "type": "object",
         "properties": {
             "metrics": {"type": "array", "items": {"type": "string"}, "minItems": 1,
@@ -108,9 +108,9 @@ def render(kernels: list[KernelProfile], wanted: list[str], kernel_substring: st
         dur = f"{(k.duration_ns or 0) / 1e3:.1f} us" if k.duration_ns else "duration unknown"
         lines.append(f"kernel {k.name.split('(')[0]} ({dur}{share})")
         for pattern in wanted:
-            names = [n for n in available if fnmatch.fnmatchcase(n, pattern)] if any(
+            matched = [n for n in available if fnmatch.fnmatchcase(n, pattern)] if any(
                 c in pattern for c in "*?[") else [pattern]
-            for name in names:
+            for name in matched:
                 if name in k.metrics:
                     lines.append(f"  {name} = {_format(float(k.metrics[name]))}")
                 elif pattern not in missing:

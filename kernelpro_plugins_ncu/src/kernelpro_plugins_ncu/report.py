@@ -248,7 +248,7 @@ def import_ncu_report(ncu_path: str | None = None):
             if (candidate / "ncu_report.py").exists():
                 sys.path.insert(0, str(candidate))
                 try:
-                    import ncu_report  # type: ignore
+                    import ncu_report
 
                     return ncu_report
                 except Exception:
@@ -314,6 +314,14 @@ SUMMARY_SOURCE_METRICS = ("smsp__pcsamp_sample_count", "derived__memory_l2_theor
                           "smsp__branch_targets_threads_divergent")
 
 
+def _launch_dims(values: dict[str, float], which: str) -> tuple[int, int, int] | None:
+    """The launch's grid or block dimensions from its ``launch__<which>_dim_{x,y,z}`` metrics."""
+    x, y, z = (values.get(f"launch__{which}_dim_{d}") for d in "xyz")
+    if x is None or y is None or z is None:
+        return None
+    return int(x), int(y), int(z)
+
+
 def read_ncu_rep_module(path: Path, ncu_report) -> tuple[list[KernelProfile], dict[str, Any]]:
     """Read a .ncu-rep with the ``ncu_report`` module: every kernel of every range."""
     try:
@@ -347,13 +355,8 @@ def read_ncu_rep_module(path: Path, ncu_report) -> tuple[list[KernelProfile], di
                     values[mname] = value
                 elif isinstance(value, str) and value:
                     texts[mname] = value
-            grid = block = None
-            gx = [values.get(f"launch__grid_dim_{d}") for d in "xyz"]
-            bx = [values.get(f"launch__block_dim_{d}") for d in "xyz"]
-            if all(v is not None for v in gx):
-                grid = tuple(int(v) for v in gx)  # type: ignore[assignment]
-            if all(v is not None for v in bx):
-                block = tuple(int(v) for v in bx)  # type: ignore[assignment]
+            grid = _launch_dims(values, "grid")
+            block = _launch_dims(values, "block")
             lines = tuple(f"{loc} ({SOURCE_METRICS[key]}: {value:.0f})"
                           for key in SUMMARY_SOURCE_METRICS if key in spots
                           for loc, value in spots[key][:3])

@@ -196,7 +196,7 @@ def _main_tid(timeline: Timeline) -> Any:
     if not per_tid:
         for call in timeline.runtime:
             per_tid[call.tid] += call.dur_us
-    return max(per_tid, key=per_tid.get) if per_tid else None
+    return max(per_tid, key=lambda tid: per_tid[tid]) if per_tid else None
 
 
 class _Locator:

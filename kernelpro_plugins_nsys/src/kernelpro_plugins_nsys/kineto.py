@@ -36,7 +36,7 @@ from kernelpro_plugins_nsys.timeline import (
 )
 
 # c10::DeviceType values as Kineto writes them in [memory] events
-_DEVICE_TYPES = {0: "cpu", 1: "cuda"}
+_DEVICE_TYPES: dict[int | None, str] = {0: "cpu", 1: "cuda"}
 
 _COPY_KIND = re.compile(r"\b(HtoD|DtoH|DtoD|HtoH|PtoP|DtoA|AtoD|HtoA|AtoH|AtoA)\b")
 
@@ -104,9 +104,9 @@ def parse(data: dict[str, Any], source_path: Path | None = None) -> Timeline:
     flow_ts: dict[tuple[float, Any], int] = {}
     for ev in data["traceEvents"]:
         if isinstance(ev, dict) and ev.get("ph") == "f" and ev.get("cat") == "ac2g" and "id" in ev:
-            ts = ev.get("ts")
-            if isinstance(ts, (int, float)) and _int(ev["id"]) is not None:
-                flow_ts[(round(float(ts), 3), ev.get("tid"))] = _int(ev["id"])
+            ts, flow_id = ev.get("ts"), _int(ev["id"])
+            if isinstance(ts, (int, float)) and flow_id is not None:
+                flow_ts[(round(float(ts), 3), ev.get("tid"))] = flow_id
 
     for ev in data["traceEvents"]:
         if not isinstance(ev, dict):

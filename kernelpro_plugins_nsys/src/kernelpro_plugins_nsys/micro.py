@@ -316,6 +316,7 @@ class CpuOverhead(SystemMicroProfiler):
         if overhead_share < CPU_OVERHEAD_SHARE:
             return []
         typical = tl.typical_forward()
+        assert typical is not None  # _payload passes only timelines with forwards
         top = ", ".join(f"{n} {us:.0f} us" for n, us, _ in typical.top_host_ops[:3])
         if tl.device == "cuda":
             gpu_part = (
@@ -364,6 +365,7 @@ class IdleGaps(SystemMicroProfiler):
             return []
         idle = tl.gpu_idle_share
         typical = tl.typical_forward()
+        assert typical is not None  # _payload passes only timelines with forwards
         gaps = list(typical.gaps)  # largest first
         if idle < GAP_IDLE_SHARE or not gaps or gaps[0].dur_us < GAP_MIN_US:
             return []

@@ -36,6 +36,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 FORWARD_RANGE = "kernelpro:forward"
 PROFILER_WARMUP_RANGE = "kernelpro:profiler_warmup"
@@ -96,7 +97,7 @@ def record_kineto(model, inputs, device: str, warmup: int, iters: int, out: Path
         for _ in range(warmup):
             model(*inputs)
         sync()
-        kwargs = dict(
+        kwargs: dict[str, Any] = dict(
             activities=_profiler_activities(torch, cuda),
             record_shapes=True,
             profile_memory=True,

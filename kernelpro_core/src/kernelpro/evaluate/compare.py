@@ -112,6 +112,7 @@ def compare(cand_out: Any, ref_out: Any, tolerances: dict[str, tuple[float, floa
             return Comparison(False, f"{where}: {mismatch_nf} non-finite reference values not matched")
         worst_abs, worst_rel = max(worst_abs, max_abs), max(worst_rel, max_rel)
         if n_over:
+            assert example is not None  # set with every value counted in n_over
             idx, got, want = example
             return Comparison(
                 False,

@@ -137,7 +137,7 @@ def install_build_hooks() -> None:
             kwargs["extra_cuda_cflags"] = list(kwargs.get("extra_cuda_cflags") or []) + flags
             return fn(*args, **kwargs)
 
-        wrapper.__wrapped__ = fn  # type: ignore[attr-defined]
+        wrapper.__wrapped__ = fn
         wrapper.__doc__ = fn.__doc__
         return wrapper
 

@@ -67,6 +67,8 @@ class L2State:
         return int(base), int(nbytes)
 
     def clear_window(self, stream: int) -> None:
+        if self.lib is None:
+            return
         buf = ctypes.create_string_buffer(ATTR_VALUE_BYTES)  # base 0, 0 bytes, ratio 0, normal/normal
         self.lib.cudaStreamSetAttribute(ctypes.c_void_p(stream), CUDA_STREAM_ATTRIBUTE_ACCESS_POLICY_WINDOW, buf)
 

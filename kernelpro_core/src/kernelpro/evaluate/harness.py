@@ -28,6 +28,7 @@ import sys
 import threading
 import time
 import traceback
+from types import FrameType
 from typing import Any
 
 import torch
@@ -106,9 +107,11 @@ def candidate_threads() -> list[str]:
     """Python threads other than this one that belong to the candidate: started with a
     target (or a Thread subclass) from the candidate's module, or executing the candidate's
     code right now (a thread pool running submitted work: ``sys._current_frames``)."""
-    out = []
+    out: list[str] = []
     me = threading.get_ident()
     frames = sys._current_frames()
+    frame: FrameType | None
+    f: FrameType | None
     # this thread's own entry is this frame: held, it makes a cycle that keeps the callers'
     # frames, and the outputs in their locals, alive until the cyclic collector runs
     frames.pop(me, None)
@@ -364,6 +367,7 @@ class Harness:
                   and not leaf.is_meta and leaf.device.type == view.device.type and leaf.shape == view.shape
                   and leaf.dtype == view.dtype)
             if ok:
+                assert view is not None
                 view.copy_(leaf)
             done.append(ok)
         self._sync()

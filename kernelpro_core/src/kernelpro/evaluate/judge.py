@@ -38,6 +38,7 @@ import secrets
 import statistics
 import time
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Any, Callable
 
 import attrs
@@ -184,7 +185,7 @@ class Judge:
         return min(max(float(ev["call_timeout_factor"]) * self.ref_call_s, float(ev["call_timeout_floor_s"])),
                    float(ev["call_timeout_ceiling_s"]))
 
-    def ask(self, remote: Remote, msg: dict[str, Any], timeout: float, what: str, fds: list[int] = (),
+    def ask(self, remote: Remote, msg: dict[str, Any], timeout: float, what: str, fds: Sequence[int] = (),
             idle_s: float | None = None) -> dict[str, Any]:
         """A request whose failure (timeout, death, a failure answer) ends the evaluation."""
         try:
@@ -238,7 +239,7 @@ class Judge:
     def lend_outputs(self, remote: Remote, ref_out: Any, key: str, dtype: Callable[[torch.dtype], torch.dtype]
                      = lambda d: d) -> list[torch.Tensor]:
         """Allocate output buffers for the tensors of ``ref_out`` (dtypes mapped by ``dtype``)."""
-        specs = []
+        specs: list[dict[str, Any]] = []
         for t in cmp.tensors(ref_out):
             dt = dtype(t.dtype)
             specs.append({"dtype": transport.dtype_name(dt), "shape": list(t.shape),
@@ -322,10 +323,11 @@ class Judge:
     def reference_outputs(self) -> None:
         """Every trial's inputs (kept) and the reference's outputs on them (kept)."""
         self.status("reference_outputs")
-        assert self.ref is not None
+        ref = self.ref
+        assert ref is not None
         trials = int(self.ev["trials"])
         self.input_sets: list[list[Any]] = [self.draw_inputs(self.seed + 1 + t) for t in range(trials)]
-        self.ref_in = self.lend_inputs(self.ref, self.input_sets[0], "lending the reference's inputs")
+        self.ref_in = self.lend_inputs(ref, self.input_sets[0], "lending the reference's inputs")
         self.ref_outs: list[Any] = []
         self.ref_views: list[torch.Tensor] | None = None
         budget: list[float] = []
@@ -347,13 +349,13 @@ class Judge:
             inp.fill(self.ref_in, values)
             self.sync()
             t0 = time.monotonic()
-            answer = self.ask(self.ref, {"op": "call", "export": self.ref_views is not None},
+            answer = self.ask(ref, {"op": "call", "export": self.ref_views is not None},
                               first if not call_s else max(first, self.call_limit()), "the reference's forward")
             call_s.append(time.monotonic() - t0)
             if self.ref_views is None:  # the first call tells the output's structure
                 self.ref_example = _example(answer.get("out"), self.device)
-                self.ref_views = self.lend_outputs(self.ref, self.ref_example, "main")
-                exported = self.ask(self.ref, {"op": "export"}, 60.0, "handing back the reference's output")
+                self.ref_views = self.lend_outputs(ref, self.ref_example, "main")
+                exported = self.ask(ref, {"op": "export"}, 60.0, "handing back the reference's output")
                 answer = {**answer, "exported": exported.get("exported")}
             self.ref_call_s = statistics.median(call_s)
             err, out = self.read_back(answer, self.ref_example, self.ref_views, reference=True)
@@ -778,7 +780,7 @@ class Judge:
     def verify(self) -> None:
         """Re-check the kept timed calls; the cross-checks of what the candidate's process reported."""
         self.status("verify")
-        assert self.ref is not None
+        assert self.ref is not None and self.ref_views is not None  # set by reference_outputs
         for i, j, u, kept in self.kept:
             inp.fill(self.ref_in, self.input_sets[j], u)
             self.sync()
@@ -915,7 +917,7 @@ class Judge:
             values = self.draw_inputs(self.seed + 5000 + t)
             inp.fill(self.ref_in, values)
             self.sync()
-            assert self.ref is not None
+            assert self.ref is not None and self.ref_views is not None  # set by reference_outputs
             answer = self.ask(self.ref, {"op": "call", "export": True}, max(60.0, self.call_limit()),
                               "the reference's re-verification")
             err, ref = self.read_back(answer, self.ref_example, self.ref_views, reference=True)
@@ -1014,7 +1016,7 @@ def _example(desc: Any, device: str) -> Any:
     """An output value of the described structure (empty tensors of its shapes and dtypes,
     values as given): what the judge allocates buffers after."""
     if isinstance(desc, dict) and ("list" in desc or "tuple" in desc):
-        items = [_example(x, device) for x in desc.get("list", desc.get("tuple", []))]
+        items = [_example(x, device) for x in (desc["list"] if "list" in desc else desc["tuple"])]
         return items if "list" in desc else tuple(items)
     if isinstance(desc, dict) and isinstance(desc.get("tensor"), dict):
         t = desc["tensor"]

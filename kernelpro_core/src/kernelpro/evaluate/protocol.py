@@ -15,6 +15,7 @@ import select
 import socket
 import struct
 import time
+from collections.abc import Sequence
 from typing import Any
 
 MAX_MESSAGE = 16 << 20  # bytes of one message: larger ones are a protocol error
@@ -52,7 +53,7 @@ class Channel:
     def fileno(self) -> int:
         return self.sock.fileno()
 
-    def send(self, message: dict[str, Any], fds: list[int] = ()) -> None:
+    def send(self, message: dict[str, Any], fds: Sequence[int] = ()) -> None:
         body = json.dumps(message, separators=(",", ":")).encode()
         data = struct.pack(">I", len(body)) + body
         if fds:

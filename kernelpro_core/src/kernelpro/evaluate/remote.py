@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 from kernelpro.evaluate import procwatch
@@ -66,13 +67,13 @@ class Remote:
         self.confined = answer.get("confined")
         return answer
 
-    def send(self, msg: dict[str, Any], fds: list[int] = ()) -> None:
+    def send(self, msg: dict[str, Any], fds: Sequence[int] = ()) -> None:
         try:
             self.chan.send(msg, fds)
         except OSError:
             raise self.ended("sending a request") from None
 
-    def request(self, msg: dict[str, Any] | None, timeout: float, what: str, fds: list[int] = (),
+    def request(self, msg: dict[str, Any] | None, timeout: float, what: str, fds: Sequence[int] = (),
                 idle_s: float | None = None) -> dict[str, Any]:
         """Send ``msg`` (None: just wait) and return the answer; raises :class:`HarnessEnded`
         when none comes within ``timeout`` seconds, or (``idle_s``) when the harness and what

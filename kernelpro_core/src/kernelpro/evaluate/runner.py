@@ -24,8 +24,9 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -35,6 +36,9 @@ from kernelpro.evaluate.channel import FD_ENV, ChannelError, ParentEnd
 from kernelpro.evaluate.reaper import kill_group, log_tail, signal_pid
 from kernelpro.evaluate.sandbox import FileWatch
 from kernelpro.records import CompileResult, EvalResult, Verdict, from_json
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kernelpro.api import Measurement
 
 SIGNAL_NAMES = {s.value: s.name for s in signal.Signals}  # canonical names (SIGABRT, not SIGIOT)
 
@@ -86,7 +90,7 @@ def evaluate(
     config: EvaluatorConfig,
     workdir: Path,
     seed: int = 0,
-    measurements: list[tuple[type, Any]] = (),
+    measurements: Sequence[tuple[type[Measurement], Any]] = (),
     build_dir: Path | None = None,
     language: str = "pytorch",
     compiled: build.CompileOutcome | None = None,
@@ -118,7 +122,7 @@ def evaluate(
 
 
 def _evaluate(problem_path: Path, candidate_path: Path | None, *, device: str, config: EvaluatorConfig,
-              workdir: Path, seed: int, measurements: list[tuple[type, Any]], build_dir: Path | None,
+              workdir: Path, seed: int, measurements: Sequence[tuple[type[Measurement], Any]], build_dir: Path | None,
               language: str, compiled: build.CompileOutcome | None, reference_flops: float | None) -> EvalResult:
     t0 = time.monotonic()
     stage_info: dict[str, Any] = {}

@@ -97,7 +97,7 @@ def _write_rights(abi: int) -> int:
 
 def device_files(dev: str = "/dev") -> list[str]:
     """The character devices a CUDA process writes (``/dev/null``, ``/dev/nvidia*``, ...)."""
-    out = []
+    out: list[str] = []
     try:
         names = os.listdir(dev)
     except OSError:

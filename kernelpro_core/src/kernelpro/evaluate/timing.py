@@ -153,7 +153,7 @@ def interleave(calls: dict[str, Callable[[int], Sample]], *, warmup_ms: float, r
     ``-1 - i``) and returns its sample."""
     per_call: dict[str, float] = {}
     for name, call in calls.items():
-        spent, times = 0.0, []
+        spent, times = 0.0, list[float]()
         while True:
             s = call(-1 - len(times))
             spent += s.event_ms

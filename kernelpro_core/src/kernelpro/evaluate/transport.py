@@ -294,7 +294,7 @@ def output_leaves(desc: Any) -> list[dict[str, Any]]:
     """The leaves of an output description in :func:`kernelpro.evaluate.compare.flatten` order."""
     if isinstance(desc, dict) and ("list" in desc or "tuple" in desc):
         out: list[dict[str, Any]] = []
-        for x in desc.get("list", desc.get("tuple", [])):
+        for x in (desc["list"] if "list" in desc else desc["tuple"]):
             out.extend(output_leaves(x))
         return out
     return [desc]

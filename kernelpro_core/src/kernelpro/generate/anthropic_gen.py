@@ -235,7 +235,7 @@ class AnthropicGenerator(Generator):
                 results: list[dict[str, Any]] = []
                 for use in uses:
                     t0 = time.monotonic()
-                    if tools_open:
+                    if tools_open and toolbox is not None:
                         out, is_error = toolbox.call(use.name, use.input)
                     else:
                         out, is_error = NO_ROUNDS_LEFT, True

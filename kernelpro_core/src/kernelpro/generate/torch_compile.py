@@ -12,6 +12,7 @@ option, ordered by the node's bottleneck (launch-bound forwards try CUDA graphs 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
@@ -50,13 +51,13 @@ class TorchCompileGenerator(Generator):
     def space(self, device: str) -> list[dict[str, Any]]:
         modes = GPU_MODES if device.startswith("cuda") else CPU_MODES
         options = GPU_OPTIONS if device.startswith("cuda") else CPU_OPTIONS
-        configs = [{"mode": m, "options": {}} for m in modes]
+        configs: list[dict[str, Any]] = [{"mode": m, "options": {}} for m in modes]
         for opt in options:
             configs.append({"mode": None, "options": dict(opt)})
         return configs
 
     def refinements(self, parent: dict[str, Any], device: str, bottleneck: str | None) -> list[dict[str, Any]]:
-        options = GPU_OPTIONS if device.startswith("cuda") else CPU_OPTIONS
+        options: Sequence[dict[str, Any]] = GPU_OPTIONS if device.startswith("cuda") else CPU_OPTIONS
         if bottleneck in ("too_little_work", "latency") and device.startswith("cuda"):
             options = sorted(options, key=lambda o: "triton.cudagraphs" not in o)
         out = []

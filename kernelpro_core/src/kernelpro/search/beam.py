@@ -14,7 +14,7 @@ each node it has accounted for carries ``stats["beam_round"]``.
 from __future__ import annotations
 
 import random
-from typing import Any
+from typing import Any, Callable
 
 import attrs
 
@@ -155,5 +155,5 @@ class Beam(SearchPolicy):
 
 
 @hookimpl
-def kernelpro_register_search_policies(register):  # type: ignore[no-untyped-def]
+def kernelpro_register_search_policies(register: Callable[[type[SearchPolicy]], None]) -> None:
     register(Beam)

@@ -67,7 +67,7 @@ from __future__ import annotations
 
 import math
 import random
-from typing import Any
+from typing import Any, Callable
 
 import attrs
 
@@ -77,6 +77,8 @@ from kernelpro.search.tree import ROOT, Node, Tree
 
 _pos = attrs.validators.gt(0)
 _nonneg = attrs.validators.ge(0)
+_pos_f = attrs.validators.gt(0.0)  # for float fields: attrs types a validator by its bound
+_nonneg_f = attrs.validators.ge(0.0)
 
 
 @attrs.frozen
@@ -88,7 +90,7 @@ class Settings:
     # UCT exploration constant below the root, on normalised values in [0, 1]; below the root
     # it acts only with best_first off (best-first refinement does not descend by UCT below a
     # strategy); with asymmetric off it is also the root's
-    exploration: float = attrs.field(default=0.05, validator=_nonneg)
+    exploration: float = attrs.field(default=0.05, validator=_nonneg_f)
     # share of a subtree's best (instead of its mean) in its value: 0 = plain UCT mean.
     # The goal is the best kernel, not the average one; the mean part damps timing noise.
     max_backup: float = attrs.field(
@@ -97,7 +99,7 @@ class Settings:
 
     # progressive widening: at most ceil(k * N**alpha) children after N visits
     widening: bool = True
-    widening_k: float = attrs.field(default=1.5, validator=_pos)
+    widening_k: float = attrs.field(default=1.5, validator=_pos_f)
     widening_alpha: float = attrs.field(
         default=0.5, validator=[attrs.validators.ge(0.0), attrs.validators.le(1.0)]
     )
@@ -105,10 +107,10 @@ class Settings:
     # asymmetric branching: the root explores distinct strategies widely, refinements narrowly
     asymmetric: bool = True
     root_max_children: int = attrs.field(default=8, validator=_pos)
-    root_widening_k: float = attrs.field(default=2.0, validator=_pos)
+    root_widening_k: float = attrs.field(default=2.0, validator=_pos_f)
     # UCT constant among the root's children (strategies); ``exploration`` applies below.
     # With asymmetric off, ``exploration`` applies everywhere.
-    root_exploration: float = attrs.field(default=0.3, validator=_nonneg)
+    root_exploration: float = attrs.field(default=0.3, validator=_nonneg_f)
     # first-play urgency for strategies: a child of the root whose subtree holds fewer
     # candidates than this is valued as the best so far, because a first attempt says little
     # about where a strategy can go (0 = off)
@@ -125,7 +127,7 @@ class Settings:
     log_reward: bool = True
     # smallest reward range used for normalisation: log(1.1), so noise around 1.0x is not
     # stretched to the whole [0, 1] scale
-    min_span: float = attrs.field(default=0.0953, validator=_pos)
+    min_span: float = attrs.field(default=0.0953, validator=_pos_f)
     correctness_wall: bool = True
     wall_value: float = -0.5  # normalised value of failures (correct ones are in [0, 1])
 
@@ -134,7 +136,7 @@ class Settings:
     max_consecutive_failures: int = attrs.field(default=4, validator=_pos)
     stale_expansions: int = attrs.field(default=15, validator=_pos)
     # an improvement must beat the subtree's best by this fraction (timing noise is ~1-5%)
-    min_improvement: float = attrs.field(default=0.02, validator=_nonneg)
+    min_improvement: float = attrs.field(default=0.02, validator=_nonneg_f)
 
     # playout: a candidate that sets a new best for the problem is expanded next, once,
     # before UCT picks the rest of the batch (a greedy one-step playout)
@@ -145,7 +147,7 @@ class Settings:
     best_first: bool = True
 
     # parallel expansion: pretend visits per in-flight selection, valued as the worst correct
-    virtual_loss: float = attrs.field(default=2.5, validator=_nonneg)
+    virtual_loss: float = attrs.field(default=2.5, validator=_nonneg_f)
     # a node whose expansions produced nothing this many times is closed (liveness, not pruning)
     max_empty_expansions: int = attrs.field(default=2, validator=_pos)
 
@@ -410,7 +412,7 @@ class MCTS(SearchPolicy):
         raw = self._raw(node) if correct else None
         for nd in self._path(tree, node.id):
             nd.visits += 1
-            if correct:
+            if raw is not None:  # the node is correct
                 nd.value_sum += raw
                 nd.stats["n_correct"] = nd.stats.get("n_correct", 0) + 1
                 if nd.stats.get("best_reward_raw") is None or raw > nd.stats["best_reward_raw"]:
@@ -467,5 +469,5 @@ class MCTS(SearchPolicy):
 
 
 @hookimpl
-def kernelpro_register_search_policies(register):  # type: ignore[no-untyped-def]
+def kernelpro_register_search_policies(register: Callable[[type[SearchPolicy]], None]) -> None:
     register(MCTS)

@@ -91,8 +91,8 @@ class Tree:
         return [n for n in self.nodes.values() if n.kind != "root"]
 
     def best(self) -> Node | None:
-        scored = [n for n in self.candidates() if n.correct and n.reward is not None]
-        return max(scored, key=lambda n: n.reward) if scored else None
+        scored = [(n.reward, n) for n in self.candidates() if n.correct and n.reward is not None]
+        return max(scored, key=lambda rn: rn[0])[1] if scored else None
 
     # --- persistence ---------------------------------------------------------------------
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import abc
+from collections.abc import Mapping, Sequence
 
 from kernelpro.api import MicroProfiler, ProfileContext
 from kernelpro.api import Bottleneck, Finding, GpuSpec, ProfileData
@@ -35,8 +36,8 @@ class SassMicroProfiler(MicroProfiler):
         """Findings for one kernel."""
 
     def finding(self, entry: KernelEntry, severity: str, title: str, message: str, action: str,
-                gain: float | None, evidence: dict[str, float],
-                lines: list[Instruction] | tuple[str, ...] = ()) -> Finding:
+                gain: float | None, evidence: Mapping[str, float],
+                lines: Sequence[Instruction | str] = ()) -> Finding:
         quoted = tuple(i if isinstance(i, str) else
                        f"/*{i.address:04x}*/ {i.text}" + (f"  // {i.source}" if i.source else "")
                        for i in list(lines)[:MAX_SOURCE_LINES])
