@@ -26,7 +26,7 @@ class Abort(click.ClickException):
 
     def __init__(self, message: str, code: int = EXIT_USAGE) -> None:
         super().__init__(message)
-        self.exit_code = code
+        self.exit_code = code  # type: ignore[misc]  # click declares it on the class; each Abort has its own
 
     def show(self, file: Any = None) -> None:
         click.echo(f"error: {self.format_message()}", err=True)
@@ -389,7 +389,7 @@ def profile(problem: str, candidate: str, config_path: str | None, device: str |
     except ProblemError as exc:
         raise Abort(str(exc)) from None
     keep = workdir is not None
-    base = Path(workdir) if keep else Path(tempfile.mkdtemp(prefix="kernelpro-profile-"))
+    base = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix="kernelpro-profile-"))
     try:
         build = base / "build"
         result = evaluate(Path(problem), Path(candidate), device=dev, config=config.evaluator,

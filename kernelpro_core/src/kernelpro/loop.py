@@ -63,7 +63,7 @@ class FrozenDict(dict):
     def _frozen(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("this record is read-only; copy it to change it")
 
-    __setitem__ = __delitem__ = _frozen  # type: ignore[assignment]
+    __setitem__ = __delitem__ = _frozen
     clear = pop = popitem = setdefault = update = __ior__ = _frozen  # type: ignore[assignment]
 
 

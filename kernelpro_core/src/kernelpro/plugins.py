@@ -31,7 +31,19 @@ import attrs
 import pluggy
 
 from kernelpro import gpus, hookspecs
-from kernelpro.api import api_version_problem
+from kernelpro.api import (
+    Analyzer,
+    ArchHeuristic,
+    BottleneckClassifier,
+    Collector,
+    Generator,
+    LLMTool,
+    Measurement,
+    MicroProfiler,
+    Reward,
+    SearchPolicy,
+    api_version_problem,
+)
 from kernelpro.records import GpuSpec
 
 GROUP = "kernelpro"
@@ -159,7 +171,7 @@ class Plugins:
         try:
             self.pm.check_pending()
         except pluggy.PluginValidationError as exc:
-            name = self.pm.get_name(exc.plugin) if getattr(exc, "plugin", None) is not None else "?"
+            name = (self.pm.get_name(exc.plugin) if getattr(exc, "plugin", None) is not None else None) or "?"
             raise PluginError(f"plugin {name!r}: {_first_line(str(exc))}") from None
         self._registry: dict[str, dict[str, Registration]] | None = None
         self._gpu_specs: list[tuple[GpuSpec, str]] | None = None
@@ -307,34 +319,34 @@ class Plugins:
         return regs[name]
 
     # typed façade ------------------------------------------------------------------------
-    def generator(self, name: str) -> type:
+    def generator(self, name: str) -> type[Generator]:
         return self.get("generator", name).obj
 
-    def search_policy(self, name: str) -> type:
+    def search_policy(self, name: str) -> type[SearchPolicy]:
         return self.get("search", name).obj
 
-    def reward(self, name: str) -> type:
+    def reward(self, name: str) -> type[Reward]:
         return self.get("reward", name).obj
 
-    def classifier(self, name: str) -> type:
+    def classifier(self, name: str) -> type[BottleneckClassifier]:
         return self.get("classifier", name).obj
 
-    def micro_profilers(self) -> list[type]:
+    def micro_profilers(self) -> list[type[MicroProfiler]]:
         return [r.obj for _, r in sorted(self._checked()["micro_profiler"].items())]
 
-    def collectors(self) -> list[type]:
+    def collectors(self) -> list[type[Collector]]:
         return [r.obj for _, r in sorted(self._checked()["collector"].items())]
 
-    def analyzers(self) -> list[type]:
+    def analyzers(self) -> list[type[Analyzer]]:
         return [r.obj for _, r in sorted(self._checked()["analyzer"].items())]
 
-    def measurements(self) -> dict[str, type]:
+    def measurements(self) -> dict[str, type[Measurement]]:
         return {n: r.obj for n, r in self._checked()["measurement"].items()}
 
-    def heuristics(self) -> list[type]:
+    def heuristics(self) -> list[type[ArchHeuristic]]:
         return [r.obj for _, r in sorted(self._checked()["heuristic"].items())]
 
-    def llm_tools(self) -> list[type]:
+    def llm_tools(self) -> list[type[LLMTool]]:
         return [r.obj for _, r in sorted(self._checked()["llm_tool"].items())]
 
     def gpu_specs(self) -> list[tuple[GpuSpec, str]]:
@@ -423,7 +435,7 @@ class Plugins:
         for impl in reversed(self.pm.hook.kernelpro_build_include_dirs.get_hookimpls()):
             name = self.pm.get_name(impl.plugin) or "?"
             try:
-                got = impl.function()
+                got: Any = impl.function()
             except Exception as exc:
                 raise PluginError(f"plugin {name!r}: kernelpro_build_include_dirs failed: "
                                   f"{type(exc).__name__}: {_first_line(str(exc))}") from None

@@ -84,10 +84,12 @@ class Profiler:
     def _classify(self, profiles: dict[str, ProfileData], context: ProfileContext) -> Any:
         """The configured classifier's verdict; one that raises ends in :class:`PluginFailed`,
         since every later step (the gate, the search's choices) depends on it."""
+        classifier = self.classifier
+        assert classifier is not None  # called only when a classifier is configured
         try:
-            return self.classifier.classify(profiles, context)
+            return classifier.classify(profiles, context)
         except Exception as exc:
-            raise PluginFailed(self.plugins.provider("classifier", self.classifier.name), "classify()", exc) from None
+            raise PluginFailed(self.plugins.provider("classifier", classifier.name), "classify()", exc) from None
 
     def gated(self, bottleneck, level: str | None = None) -> list[MicroProfiler]:
         return [m for m in self.micro_profilers
