@@ -15,8 +15,7 @@ import os
 from typing import Mapping
 
 import attrs
-from kernelpro.api import ArchHeuristic, ProfileContext
-from kernelpro.api import Bottleneck, Finding, GpuSpec, ProfileData
+from kernelpro.api import ArchHeuristic, Bottleneck, Finding, GpuSpec, ProfileContext, ProfileData
 
 from kernelpro_cute.corpus import CorpusError, locate
 from kernelpro_cute.presets import presets_for

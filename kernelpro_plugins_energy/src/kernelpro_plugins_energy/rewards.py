@@ -46,8 +46,7 @@ from typing import Any, ClassVar
 
 import attrs
 
-from kernelpro.api import Reward, RewardContext
-from kernelpro.api import EvalResult
+from kernelpro.api import EvalResult, Reward, RewardContext
 
 MEASUREMENT = "energy"
 KEY = "energy_j_per_call"

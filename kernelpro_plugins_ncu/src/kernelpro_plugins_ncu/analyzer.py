@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kernelpro.api import Analyzer, CollectorError
-from kernelpro.api import ProfileData
+from kernelpro.api import Analyzer, CollectorError, ProfileData
 
 from kernelpro_plugins_ncu import report as R
 

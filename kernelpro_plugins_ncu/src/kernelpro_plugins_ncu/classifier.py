@@ -33,8 +33,14 @@ from typing import Mapping
 
 import attrs
 
-from kernelpro.api import BottleneckClassifier, ProfileContext
-from kernelpro.api import Bottleneck, GpuSpec, KernelProfile, ProfileData
+from kernelpro.api import (
+    Bottleneck,
+    BottleneckClassifier,
+    GpuSpec,
+    KernelProfile,
+    ProfileContext,
+    ProfileData,
+)
 
 from kernelpro_plugins_ncu import metrics as M
 

@@ -28,9 +28,7 @@ from typing import ClassVar, Sequence
 
 import attrs
 
-from kernelpro.api import Collector, CollectorError, ProfileTarget
-from kernelpro.api import forward_command
-from kernelpro.api import ProfileData
+from kernelpro.api import Collector, CollectorError, ProfileData, ProfileTarget, forward_command
 
 from kernelpro_plugins_ncu import metrics as M
 from kernelpro_plugins_ncu import report as R

@@ -15,8 +15,15 @@ import json
 from pathlib import Path
 from typing import Any, ClassVar
 
-from kernelpro.api import CollectorError, LLMTool, ToolContext, ToolError
-from kernelpro.api import KernelProfile, ProfileData, from_json
+from kernelpro.api import (
+    CollectorError,
+    KernelProfile,
+    LLMTool,
+    ProfileData,
+    ToolContext,
+    ToolError,
+    from_json,
+)
 
 from kernelpro_plugins_ncu import report as R
 

@@ -28,8 +28,7 @@ from typing import Any, Iterable
 
 import attrs
 
-from kernelpro.api import CollectorError
-from kernelpro.api import KernelProfile, ProfileData
+from kernelpro.api import CollectorError, KernelProfile, ProfileData
 
 from kernelpro_plugins_ncu import metrics as M
 

@@ -11,8 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import ClassVar
 
-from kernelpro.api import Analyzer, CollectorError
-from kernelpro.api import ProfileData
+from kernelpro.api import Analyzer, CollectorError, ProfileData
 
 from kernelpro_plugins_nsys import kineto, nsys_sqlite
 from kernelpro_plugins_nsys.profile import LEVEL, to_profile_data

@@ -19,8 +19,7 @@ from pathlib import Path
 from typing import ClassVar, Sequence
 
 import attrs
-from kernelpro.api import Collector, CollectorError, ProfileTarget
-from kernelpro.api import ProfileData
+from kernelpro.api import Collector, CollectorError, ProfileData, ProfileTarget
 
 from kernelpro_plugins_nsys import kineto, nsys_sqlite, nsys_tool
 from kernelpro_plugins_nsys.profile import LEVEL, to_profile_data

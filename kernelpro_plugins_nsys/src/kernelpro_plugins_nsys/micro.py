@@ -15,8 +15,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from kernelpro.api import ANY, MicroProfiler, ProfileContext
-from kernelpro.api import Finding, ProfileData
+from kernelpro.api import ANY, Finding, MicroProfiler, ProfileContext, ProfileData
 
 from kernelpro_plugins_nsys.analysis import HOST_RANGE_OVER, SystemTimeline
 

@@ -10,8 +10,7 @@ from typing import Sequence
 
 import attrs
 
-from kernelpro.api import Analyzer, Collector, CollectorError, ProfileTarget
-from kernelpro.api import ProfileData
+from kernelpro.api import Analyzer, Collector, CollectorError, ProfileData, ProfileTarget
 
 from kernelpro_plugins_sass.binaries import (
     DisassembledFile,

@@ -18,8 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from kernelpro.api import CollectorError, ProfileContext
-from kernelpro.api import BUILTIN_GPU_SPECS as SPECS
+from kernelpro.api import BUILTIN_GPU_SPECS as SPECS, CollectorError, ProfileContext
 
 from kernelpro_plugins_sass.collector import SassAnalyzer
 from kernelpro_plugins_sass.profilers import ALL

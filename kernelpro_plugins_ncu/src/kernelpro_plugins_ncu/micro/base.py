@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Mapping
 
-from kernelpro.api import MicroProfiler, ProfileContext
-from kernelpro.api import Bottleneck, Finding, KernelProfile, ProfileData
+from kernelpro.api import Bottleneck, Finding, KernelProfile, MicroProfiler, ProfileContext, ProfileData
 
 from kernelpro_plugins_ncu import metrics as M
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import attrs
 
-from kernelpro.api import ProfileContext
-from kernelpro.api import Bottleneck, Finding, ProfileData
+from kernelpro.api import Bottleneck, Finding, ProfileContext, ProfileData
 
 from kernelpro_plugins_ncu.micro.base import M, KernelMicroProfiler, clip, io_bytes, metric
 

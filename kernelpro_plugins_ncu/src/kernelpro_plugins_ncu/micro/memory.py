@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import attrs
 
-from kernelpro.api import ProfileContext
-from kernelpro.api import Bottleneck, Finding, KernelProfile, ProfileData
+from kernelpro.api import Bottleneck, Finding, KernelProfile, ProfileContext, ProfileData
 
 from kernelpro_plugins_ncu.micro.base import M, KernelMicroProfiler, clip, io_bytes, metric, short_name
 

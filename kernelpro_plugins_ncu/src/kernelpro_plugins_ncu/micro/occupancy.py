@@ -7,8 +7,7 @@ import math
 
 import attrs
 
-from kernelpro.api import ProfileContext
-from kernelpro.api import Bottleneck, Finding, ProfileData
+from kernelpro.api import Bottleneck, Finding, ProfileContext, ProfileData
 
 from kernelpro_plugins_ncu.micro.base import M, KernelMicroProfiler, clip, metric, severity_for
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Mapping, Sequence
 
-from kernelpro.api import MicroProfiler, ProfileContext
-from kernelpro.api import Bottleneck, Finding, GpuSpec, ProfileData
+from kernelpro.api import Bottleneck, Finding, GpuSpec, MicroProfiler, ProfileContext, ProfileData
 
 from kernelpro_plugins_sass.disasm import Instruction
 from kernelpro_plugins_sass.payload import KernelEntry, sass_payload

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from kernelpro.api import ANY
-from kernelpro.api import Finding, GpuSpec
+from kernelpro.api import ANY, Finding, GpuSpec
 
 from kernelpro_plugins_sass import isa
 from kernelpro_plugins_sass.payload import KernelEntry

@@ -11,9 +11,7 @@ import os
 
 import attrs
 
-from kernelpro.api import Generator, Reward
-from kernelpro.api import hookimpl
-from kernelpro.api import CandidateDraft
+from kernelpro.api import CandidateDraft, Generator, Reward, hookimpl
 
 #: the KernelPro plugin API this plugin is written for (checked when it loads)
 KERNELPRO_API_VERSION = "1.0"
