@@ -433,3 +433,86 @@ def test_unknown_collector_is_caught_before_the_run(tmp_path, command):
     assert any(ln.startswith("error: profiling.collectors[0]: unknown collector 'nope'; available: ")
                and "ncu" in ln for ln in res.stderr.splitlines()), res.stderr
     assert not run.exists()
+
+
+# --- the search policy's and the reward's other methods, and constructors ----------------------
+
+MORE_BROKEN = '''
+from kernelpro.api import ROOT, Reward, SearchPolicy, hookimpl
+
+
+class UpdateFails(SearchPolicy):
+    name = "brk_update"
+
+    def select(self, tree, n):
+        return [ROOT]
+
+    def update(self, tree, node_id):
+        raise KeyError("update exploded")
+
+
+class StateFails(SearchPolicy):
+    name = "brk_state"
+
+    def select(self, tree, n):
+        return [ROOT]
+
+    def state(self):
+        raise RuntimeError("state exploded")
+
+
+class InitFails(SearchPolicy):
+    name = "brk_init"
+
+    def __init__(self, settings=None, rng=None):
+        raise RuntimeError("init exploded")
+
+    def select(self, tree, n):
+        return []
+
+
+class ScoreFails(Reward):
+    name = "brk_score"
+
+    def score(self, result, context):
+        raise ZeroDivisionError("score exploded")
+
+
+@hookimpl
+def kernelpro_register_search_policies(register):
+    for cls in (UpdateFails, StateFails, InitFails):
+        register(cls)
+
+
+@hookimpl
+def kernelpro_register_rewards(register):
+    register(ScoreFails)
+'''
+
+
+@pytest.mark.parametrize("choice, needle", [
+    (("--search", "brk_update"), "search policy 'brk_update' (plugin 'brk2' from brk2-dist) failed in update(): "
+                                 "KeyError: 'update exploded'"),
+    (("--search", "brk_state"), "search policy 'brk_state' (plugin 'brk2' from brk2-dist) failed in state(): "
+                                "RuntimeError: state exploded"),
+    (("--reward", "brk_score"), "reward 'brk_score' (plugin 'brk2' from brk2-dist) failed in score(): "
+                                "ZeroDivisionError: score exploded"),
+])
+def test_raising_policy_and_reward_methods_stop_with_one_line(tmp_path, choice, needle):
+    env = make_dist(tmp_path, "brk2-dist", {"brk2": MORE_BROKEN})
+    run = tmp_path / "run"
+    res = kernelpro("optimize", PROBLEM, "-c", str(FAST), "--device", "cpu", "--budget", "2",
+                    "--generator", "testplugin_echo", *choice, "-o", str(run), "--quiet", env=env)
+    assert res.returncode == 2, res.stderr
+    one_line_error(res, needle, f"kernelpro optimize --resume {run}")
+
+
+def test_a_constructor_that_raises_is_one_line_before_the_run_starts(tmp_path):
+    env = make_dist(tmp_path, "brk2-dist", {"brk2": MORE_BROKEN})
+    run = tmp_path / "run"
+    res = kernelpro("optimize", PROBLEM, "-c", str(FAST), "--device", "cpu", "--budget", "1",
+                    "--generator", "testplugin_echo", "--search", "brk_init", "-o", str(run), "--quiet", env=env)
+    assert res.returncode == 2, res.stderr
+    one_line_error(res, "search policy 'brk_init' (plugin 'brk2' from brk2-dist) failed in __init__(): "
+                        "RuntimeError: init exploded")
+    assert not (run / "candidates.jsonl").exists()

@@ -126,12 +126,10 @@ class Optimizer:
         gen_cls, gen_settings = resolved["generator"]
         pol_cls, pol_settings = resolved["search"]
         rew_cls, rew_settings = resolved["reward"]
-        try:
-            self.generator = gen_cls(gen_settings)
-            self.policy = pol_cls(pol_settings, rng=random.Random(config.seed))
-            self.reward = rew_cls(rew_settings)
-        except (ValueError, TypeError, OSError) as exc:
-            raise SetupError(f"{exc}") from None
+        self.generator = self._construct("generator", gen_cls, lambda: gen_cls(gen_settings))
+        self.policy = self._construct("search", pol_cls,
+                                      lambda: pol_cls(pol_settings, rng=random.Random(config.seed)))
+        self.reward = self._construct("reward", rew_cls, lambda: rew_cls(rew_settings))
         self.generator_failures = 0
         self.measurements = resolved["measurements"]
         self.heuristic_settings = resolved["heuristics"]
@@ -223,7 +221,7 @@ class Optimizer:
             self.baseline = from_json(base, EvalResult)
         if self.run.tree_path.exists():
             self.tree = Tree.load(self.run.tree_path)
-            self.policy.load_state(self.tree.policy_state)
+            self._policy("load_state", self.tree.policy_state)
         self.records = self.run.records()
         for rec in self.records:
             self.results[rec["id"]] = from_json(rec["result"], EvalResult)
@@ -265,10 +263,8 @@ class Optimizer:
                 continue
             self._evaluate_draft(pending)
         while len(self.records) < self.config.budget:
-            try:
-                parents = self.policy.select(self.tree, self.config.parallel)
-            except Exception as exc:  # the run stops; tree.json is the one saved after the last batch
-                raise PluginFailed(self.plugins.provider("search", self.policy.name), "select()", exc) from None
+            # a raising policy stops the run; tree.json is the one saved after the last batch
+            parents = self._policy("select", self.tree, self.config.parallel)
             if not parents:
                 self.stopped_because = "search exhausted"
                 break
@@ -276,7 +272,7 @@ class Optimizer:
             for parent_id in parents:
                 if len(self.records) + len(batch) >= self.config.budget:
                     # selected but not expanded: let the policy undo its bookkeeping (virtual loss)
-                    self.policy.release(self.tree, parent_id)
+                    self._policy("release", self.tree, parent_id)
                     continue
                 try:
                     drafts = self.generator.generate(self._request(parent_id))
@@ -287,7 +283,7 @@ class Optimizer:
                 except Exception as exc:
                     line = f"generator {self.generator.name} failed: {type(exc).__name__}: {exc}"
                     self.progress.message(line)
-                    self.policy.release(self.tree, parent_id)
+                    self._policy("release", self.tree, parent_id)
                     self.generator_failures += 1
                     if self.generator_failures >= MAX_GENERATOR_FAILURES:
                         self.stopped_because = f"{line} ({self.generator_failures} times in a row)"
@@ -296,7 +292,7 @@ class Optimizer:
                     continue
                 self.generator_failures = 0
                 if not drafts:
-                    self.policy.release(self.tree, parent_id)
+                    self._policy("release", self.tree, parent_id)
                     continue
                 for draft in drafts:
                     if len(self.records) + len(batch) >= self.config.budget:
@@ -445,7 +441,7 @@ class Optimizer:
                 failed = exc
         t_done = time.monotonic()
         self.results[cid] = result
-        reward = self.reward.score(result, self._reward_context())
+        reward = self._score(result, self._reward_context())
         record = {
             "id": cid,
             "parent": pending["parent"],
@@ -560,16 +556,42 @@ class Optimizer:
                 rec["bottleneck"], rec["findings"] = bottleneck, findings
                 rec.setdefault("seconds", {})["profile"] = seconds
 
+    def _construct(self, kind: str, cls: Any, make: Callable[[], Any]) -> Any:
+        """A configured plugin's instance. A ValueError, TypeError or OSError is the plugin
+        saying what is wrong with its settings or environment (a missing API key); anything
+        else is the plugin failing; both end the command in one line before the run starts."""
+        try:
+            return make()
+        except (ValueError, TypeError, OSError) as exc:
+            raise SetupError(f"{exc}") from None
+        except Exception as exc:
+            failed = PluginFailed(self.plugins.provider(kind, cls.name), "__init__()", exc)
+            raise SetupError(f"{failed}; fix, replace or block the plugin") from None
+
+    def _policy(self, method: str, *args: Any) -> Any:
+        """A call of the search policy; one that raises stops the run (PluginFailed): the
+        tree it keeps its statistics in can no longer be trusted."""
+        try:
+            return getattr(self.policy, method)(*args)
+        except Exception as exc:
+            raise PluginFailed(self.plugins.provider("search", self.policy.name), f"{method}()", exc) from None
+
+    def _score(self, result: EvalResult, context: RewardContext) -> float:
+        try:
+            return float(self.reward.score(result, context))
+        except Exception as exc:
+            raise PluginFailed(self.plugins.provider("reward", self.reward.name), "score()", exc) from None
+
     def _add_node(self, record: dict[str, Any]) -> None:
         parent = record["parent"] if record["parent"] in self.tree else ROOT
         self.tree.add(record["id"], parent, reward=record["reward"], correct=record["correct"],
                       verdict=record["verdict"], speedup=record["speedup"], description=record["description"],
                       stats={"params": record.get("params", {})})
         self.tree[parent].expansions += 1
-        self.policy.update(self.tree, record["id"])
+        self._policy("update", self.tree, record["id"])
 
     def _save_tree(self) -> None:
-        self.tree.policy_state = self.policy.state()
+        self.tree.policy_state = self._policy("state")
         self.tree.save(self.run.tree_path)
 
     def _reward_context(self) -> RewardContext:
@@ -654,7 +676,7 @@ class Optimizer:
         while True:
             ctx = self._reward_context()
             ranked = sorted((rec for rec in self.records if self.results[rec["id"]].correct),
-                            key=lambda rec: self.reward.score(self.results[rec["id"]], ctx), reverse=True)
+                            key=lambda rec: self._score(self.results[rec["id"]], ctx), reverse=True)
             eligible = [rec for rec in ranked if rec["id"] in self.retimed or not noisy(self.results[rec["id"]])]
             if not ranked or ranked[0] in eligible or retimes >= MAX_RETIMES:
                 return eligible[0] if eligible else None
@@ -684,7 +706,7 @@ class Optimizer:
                    flags=list(result.flags), retimed=True, result=to_json(result))
         if result.baseline_compiled is not None:
             rec["compiled_baseline_ms"] = result.baseline_compiled.median_ms
-        rec["reward"] = self.reward.score(result, self._reward_context())
+        rec["reward"] = self._score(result, self._reward_context())
         if cid in self.tree:  # the report's tree shows the numbers the best was chosen on
             node = self.tree[cid]
             node.speedup, node.reward, node.correct, node.verdict = (result.speedup, rec["reward"], result.correct,
