@@ -516,3 +516,60 @@ def test_a_constructor_that_raises_is_one_line_before_the_run_starts(tmp_path):
     one_line_error(res, "search policy 'brk_init' (plugin 'brk2' from brk2-dist) failed in __init__(): "
                         "RuntimeError: init exploded")
     assert not (run / "candidates.jsonl").exists()
+
+
+BROKEN_READERS = '''
+from kernelpro.api import Analyzer, Collector, hookimpl
+
+
+class LoadFails(Analyzer):
+    name = "brk_reader"
+
+    def accepts(self, path):
+        return path.suffix == ".brk3"
+
+    def load(self, path):
+        raise IndexError("load exploded")
+
+
+class CollectFails(Collector):
+    name = "brk_collect"
+    level = "kernel"
+
+    def collect(self, target, stage, metrics=()):
+        raise AttributeError("collect exploded")
+
+
+@hookimpl
+def kernelpro_register_analyzers(register):
+    register(LoadFails)
+
+
+@hookimpl
+def kernelpro_register_collectors(register):
+    register(CollectFails)
+'''
+
+
+def test_an_analyzer_that_raises_is_one_line_in_analyze(tmp_path):
+    env = make_dist(tmp_path, "brk3-dist", {"brk3": BROKEN_READERS})
+    report = tmp_path / "kernel.brk3"
+    report.write_text("anything")
+    res = kernelpro("analyze", str(report), env=env)
+    assert res.returncode == 2, res.stderr
+    one_line_error(res, "analyzer 'brk_reader' (plugin 'brk3' from brk3-dist) failed in load(): "
+                        "IndexError: load exploded")
+
+
+def test_a_collector_that_raises_costs_its_own_data_only():
+    from kernelpro.api import ProfileContext, ProfileTarget
+    from kernelpro.profile.pipeline import Profiler
+
+    mod = types.ModuleType("brk3_inline")
+    exec(BROKEN_READERS, mod.__dict__)
+    plugins = Plugins(entry_points=False, extra=[("brk3", mod)])
+    target = ProfileTarget(problem_path=Path("p.py"), candidate_path=Path("c.py"), device="cpu", workdir=Path("."))
+    analysis, profiles = Profiler(plugins, classifier=None, collectors=["brk_collect"]).profile(
+        target, ProfileContext(gpu=None, device="cpu"))
+    assert profiles == {}
+    assert any("brk_collect failed in collect(): AttributeError: collect exploded" in n for n in analysis.notes)

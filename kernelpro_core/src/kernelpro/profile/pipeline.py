@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import attrs
 
@@ -117,6 +117,8 @@ class Profiler:
                 stage1[c.level] = c.collect(target, stage=1)
             except CollectorError as exc:
                 notes.append(f"{c.name}: {exc}")
+            except Exception as exc:  # a broken collector costs its own data, not the run
+                notes.append(_broken(c.name, "collect()", exc))
             self.last_seconds[f"{c.name}:1"] = time.monotonic() - t0
         bottleneck = None
         if self.classifier is not None and stage1:
@@ -147,6 +149,8 @@ class Profiler:
                     profiles[c.level] = c.collect(target, stage=2, metrics=metrics)
             except CollectorError as exc:
                 notes.append(f"{c.name}: {exc}")
+            except Exception as exc:
+                notes.append(_broken(c.name, "collect()", exc))
             if collected:
                 self.last_seconds[f"{c.name}:2"] = time.monotonic() - t0
         for p in profiles.values():
@@ -154,6 +158,16 @@ class Profiler:
         findings = run_micro_profilers(gated, profiles, bottleneck, context, notes)
         findings += self.advise(bottleneck, profiles, context, notes)
         return Analysis(bottleneck=bottleneck, findings=tuple(sort_findings(findings)), notes=tuple(notes)), profiles
+
+    def _analyzer_call(self, analyzer: Any, method: str, fn: Callable[..., Any], *args: Any) -> Any:
+        """An analyzer's call: its CollectorError is the user's one line already; anything
+        else is the analyzer failing (PluginFailed)."""
+        try:
+            return fn(*args)
+        except CollectorError:
+            raise
+        except Exception as exc:
+            raise PluginFailed(self.plugins.provider("analyzer", analyzer.name), method, exc) from None
 
     def advise(self, bottleneck: Any, profiles: dict[str, ProfileData], context: ProfileContext,
                notes: list[str]) -> list[Finding]:
@@ -171,12 +185,12 @@ class Profiler:
         """``kernelpro analyze``: read an existing report, binary or trace. ``context.gpu``
         is the GPU the user named; without one, the GPU the file names (its
         ``device_name``) gives the spec and the heuristics."""
-        analyzers: list[Analyzer] = [a() for a in self.plugins.analyzers()]
-        chosen = next((a for a in analyzers if a.accepts(path)), None)
+        analyzers: list[Analyzer] = [self._analyzer_call(a, "__init__()", a) for a in self.plugins.analyzers()]
+        chosen = next((a for a in analyzers if self._analyzer_call(a, "accepts()", a.accepts, path)), None)
         if chosen is None:
             names = ", ".join(sorted(a.name for a in analyzers)) or "none installed"
             raise CollectorError(f"{path}: no analyzer reads this file (analyzers: {names})")
-        profile = chosen.load(path)
+        profile = self._analyzer_call(chosen, "load()", chosen.load, path)
         gpu_notes: list[str] = []
         if context.gpu is None and profile.device_name:
             context = attrs.evolve(context, gpu=self.plugins.gpu_for(profile.device_name))
@@ -253,3 +267,9 @@ def save_profiles(profiles: dict[str, ProfileData], directory: Path) -> None:
 
 
 _ = ANY  # re-exported for plugin authors reading this module
+
+
+def _broken(name: str, method: str, exc: BaseException) -> str:
+    text = str(exc).strip()
+    first = text.splitlines()[0] if text else ""
+    return f"{name} failed in {method}: {type(exc).__name__}: {first} (a bug in that collector; its data is missing)"
