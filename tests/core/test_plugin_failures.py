@@ -573,3 +573,12 @@ def test_a_collector_that_raises_costs_its_own_data_only():
         target, ProfileContext(gpu=None, device="cpu"))
     assert profiles == {}
     assert any("brk_collect failed in collect(): AttributeError: collect exploded" in n for n in analysis.notes)
+
+
+@pytest.mark.parametrize("env", ["KERNELPRO_BLOCK_PLUGINS", "KERNELPRO_LOAD_PLUGINS"])
+def test_an_unknown_name_in_the_plugin_environment_is_a_warning(env):
+    res = kernelpro("plugins", "--json", env={env: "core_search,no_such_plugin"})
+    assert res.returncode == 0, res.stderr
+    warnings = [ln for ln in res.stderr.splitlines() if "no_such_plugin" in ln]
+    assert len(warnings) == 1 and warnings[0].startswith("warning:") and "installed: " in warnings[0]
+    assert "Traceback" not in res.stderr

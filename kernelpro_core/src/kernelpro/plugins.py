@@ -182,6 +182,12 @@ class Plugins:
         self.hook_failures: list[HookFailure] = []
         #: (kind, name) -> every registration of a name registered more than once
         self.conflicts: dict[tuple[str, str], list[Registration]] = {}
+        if entry_points:  # a misspelt name in the environment would otherwise do nothing, silently
+            known = {i.name for i in self.infos}
+            for env in (BLOCK_ENV, LOAD_ENV):
+                for name in sorted((_split_env(env) or set()) - known):
+                    self.warn(f"{env} names {name!r}, which is no installed plugin's entry point; "
+                              f"installed: {', '.join(sorted(known))}")
 
     # --- loading -------------------------------------------------------------------------
 
