@@ -151,3 +151,20 @@ def test_the_loop_s_profiler_gets_the_settings(tmp_path):
     assert opt.profiler.classifier.settings == ThresholdSettings(busy_pct=75.0)
     by_name = {m.name: m for m in opt.profiler.micro_profilers}
     assert by_name["share"].settings == ShareSettings(label="loop")
+
+
+def test_collector_settings_come_from_the_config_and_unknown_ones_are_one_line():
+    pytest.importorskip("kernelpro_plugins_ncu")
+    from kernelpro.profile.pipeline import Profiler
+
+    plugins = Plugins()
+    config = cfg.load_config(None, {"profiling": {"collector_params": {"ncu": {"max_kernels": 7}}}})
+    settings = cfg.profiling_settings(config, plugins)
+    profiler = Profiler(plugins, None, ["ncu"], collector_settings=settings["collectors"])
+    assert profiler.collectors[0].settings.max_kernels == 7
+    for params, needle in (({"ncu": {"max_kernel": 7}}, "profiling.collector_params.ncu"),
+                           ({"nvprof": {}}, "profiling.collector_params.nvprof: unknown collector 'nvprof'")):
+        bad = cfg.load_config(None, {"profiling": {"collector_params": params}})
+        with pytest.raises(cfg.ConfigError) as info:
+            cfg.profiling_settings(bad, plugins)
+        assert len(info.value.problems) == 1 and needle in info.value.problems[0], info.value.problems

@@ -402,7 +402,7 @@ def profile(problem: str, candidate: str, config_path: str | None, device: str |
         try:
             profiler = Profiler(plugins, config.profiling.classifier, config.profiling.collectors,
                                 config.profiling.block_micro_profilers, settings["heuristics"],
-                                settings["classifier"], settings["micro_profilers"])
+                                settings["classifier"], settings["micro_profilers"], settings["collectors"])
         except UnknownName as exc:
             raise Abort(str(exc)) from None
         gpu = gpu_spec(plugins, dev, config.gpu)

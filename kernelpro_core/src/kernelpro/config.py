@@ -157,6 +157,8 @@ class ProfilingConfig:
     classifier_params: dict[str, Any] = attrs.field(factory=dict)
     # settings per micro-profiler by name, e.g. {warp_stalls: {...}}
     micro_profiler_params: dict[str, dict[str, Any]] = attrs.field(factory=dict)
+    # settings per collector by name, e.g. {ncu: {max_kernels: 64}}
+    collector_params: dict[str, dict[str, Any]] = attrs.field(factory=dict)
     timeout_s: float = 600.0
     # each: every correct candidate is profiled right after its evaluation; expand: only when
     # the search expands it (its findings are needed then) and the winner at the end
@@ -409,7 +411,8 @@ def validate(config: Config, plugins: Any) -> dict[str, Any]:
 def profiling_settings(config: Config, plugins: Any) -> dict[str, Any]:
     """What ``kernelpro profile`` and ``analyze`` take from a config: the settings of the
     heuristics (key ``heuristics``, by name), of the classifier (``classifier``) and of the
-    micro-profilers (``micro_profilers``, by name), and the ``gpu`` checked against the
+    micro-profilers (``micro_profilers``, by name) and of the collectors (``collectors``, by
+    name), and the ``gpu`` checked against the
     registered specs.
     Raises ConfigError listing every problem; the generator, search and reward are not
     looked at (those commands use none)."""
@@ -471,6 +474,18 @@ def _resolve_profiler_settings(profiling: ProfilingConfig, plugins: Any, problem
             continue
         try:
             resolved["micro_profilers"][name] = plugin_settings(micro[name], params, path)
+        except ConfigError as exc:
+            problems.extend(exc.problems)
+    collectors = {r.name: r.obj for r in plugins.registrations("collector").values()}
+    resolved["collectors"] = {}
+    for name, params in profiling.collector_params.items():
+        path = f"profiling.collector_params.{name}"
+        if name not in collectors:
+            avail = ", ".join(sorted(collectors)) or "none"
+            problems.append(f"{path}: unknown collector {name!r}; available: {avail}")
+            continue
+        try:
+            resolved["collectors"][name] = plugin_settings(collectors[name], params, path)
         except ConfigError as exc:
             problems.extend(exc.problems)
 

@@ -143,7 +143,8 @@ class Optimizer:
             try:
                 self.profiler = Profiler(plugins, config.profiling.classifier, config.profiling.collectors,
                                          config.profiling.block_micro_profilers, self.heuristic_settings,
-                                         resolved["classifier"], resolved["micro_profilers"])
+                                         resolved["classifier"], resolved["micro_profilers"],
+                                         resolved["collectors"])
             except PluginFailed as exc:  # before the run directory is touched
                 raise SetupError(f"{exc}; fix, replace or block the plugin") from None
         self.memory = None

@@ -50,7 +50,8 @@ class Profiler:
     def __init__(self, plugins: Plugins, classifier: str | None = "roofline",
                  collectors: list[str] | None = None, block_micro_profilers: Iterable[str] = (),
                  heuristic_settings: dict[str, Any] | None = None, classifier_settings: Any = None,
-                 micro_profiler_settings: dict[str, Any] | None = None) -> None:
+                 micro_profiler_settings: dict[str, Any] | None = None,
+                 collector_settings: dict[str, Any] | None = None) -> None:
         self.plugins = plugins
         self.notes: list[str] = []
         #: seconds of each collector pass of the last :meth:`profile` ("<collector>:<stage>")
@@ -73,7 +74,8 @@ class Profiler:
                 if name not in names:
                     raise UnknownName(f"unknown collector {name!r}; available: {', '.join(sorted(names)) or 'none'}")
             all_collectors = [c for c in all_collectors if c.name in collectors]
-        self.collectors: list[Collector] = [c() for c in all_collectors]
+        by_name = collector_settings or {}  # from profiling.collector_params
+        self.collectors: list[Collector] = [c(by_name.get(c.name)) for c in all_collectors]
         blocked = set(block_micro_profilers)
         micro_settings = micro_profiler_settings or {}  # by name, from profiling.micro_profiler_params
         self.micro_profilers: list[MicroProfiler] = [m(micro_settings.get(m.name)) for m in plugins.micro_profilers()
