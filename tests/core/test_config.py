@@ -8,7 +8,7 @@ import yaml
 from kernelpro import config as cfg
 from kernelpro.plugins import Plugins
 
-from helpers import kernelpro
+from helpers import DATA, kernelpro
 
 
 def _write(tmp_path, data):
@@ -108,3 +108,12 @@ def test_reward_that_needs_a_measurement_gets_it():
         "reward.name: 'needs_energy' needs the measurement 'no_such_measurement', which is not installed; "
         f"available: {', '.join(sorted(plugins.measurements())) or 'none'}"
     ]
+
+
+def test_a_single_config_problem_is_said_once(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("budget: x\n")
+    res = kernelpro("optimize", str(DATA / "tiny_problem.py"), "-c", str(bad), "--device", "cpu")
+    assert res.returncode == 2
+    assert [ln for ln in res.stderr.splitlines() if ln.startswith("error:")] == \
+        ["error: budget: expected int, got 'x'"]

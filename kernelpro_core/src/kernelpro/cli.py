@@ -81,8 +81,10 @@ def load_config_or_abort(path: str | None, overrides: dict[str, Any] | None = No
     try:
         return cfg.load_config(path, overrides)
     except cfg.ConfigError as exc:
+        if len(exc.problems) == 1:  # the problem is the error line
+            raise Abort(exc.problems[0]) from None
         _err(exc.problems)
-        raise Abort("invalid configuration" if len(exc.problems) > 1 else exc.problems[0]) from None
+        raise Abort("invalid configuration") from None
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
