@@ -582,3 +582,16 @@ def test_an_unknown_name_in_the_plugin_environment_is_a_warning(env):
     warnings = [ln for ln in res.stderr.splitlines() if "no_such_plugin" in ln]
     assert len(warnings) == 1 and warnings[0].startswith("warning:") and "installed: " in warnings[0]
     assert "Traceback" not in res.stderr
+
+
+def test_a_candidate_whose_score_failed_is_evaluated_again_on_resume(tmp_path):
+    env = make_dist(tmp_path, "brk2-dist", {"brk2": MORE_BROKEN})
+    run = tmp_path / "run"
+    res = kernelpro("optimize", PROBLEM, "-c", str(FAST), "--device", "cpu", "--budget", "2",
+                    "--generator", "testplugin_echo", "--reward", "brk_score", "-o", str(run), "--quiet", env=env)
+    assert res.returncode == 2, res.stderr
+    assert not (run / "candidates.jsonl").exists() or _records(run) == []
+    assert [d["id"] for d in json.loads((run / "pending.json").read_text())] == ["c0001"]
+    resumed = kernelpro("optimize", "--resume", str(run), "--reward", "log_speedup", "--quiet", env=env)
+    assert resumed.returncode == 0, resumed.stderr
+    assert [r["id"] for r in _records(run)] == ["c0001", "c0002"]
