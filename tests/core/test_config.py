@@ -40,7 +40,7 @@ def test_wrong_types_are_reported_with_paths(tmp_path):
 
 
 def test_unknown_keys_are_errors(tmp_path):
-    assert _problems(tmp_path, {"evaluator": {"trails": 3}}) == ["evaluator.trails: unknown key"]
+    assert _problems(tmp_path, {"evaluator": {"trails": 3}}) == ["evaluator.trails: unknown key (did you mean 'trials'?)"]
     assert _problems(tmp_path, {"colour": "blue"}) == ["colour: unknown key"]
 
 
@@ -117,3 +117,21 @@ def test_a_single_config_problem_is_said_once(tmp_path):
     assert res.returncode == 2
     assert [ln for ln in res.stderr.splitlines() if ln.startswith("error:")] == \
         ["error: budget: expected int, got 'x'"]
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("evaluatr:\n  trials: 2\n", "error: evaluatr: unknown key (did you mean 'evaluator'?)"),
+    ("evaluator:\n  warmup_msec: 2\n", "error: evaluator.warmup_msec: unknown key (did you mean 'warmup_ms'?)"),
+    ("search:\n  name: gredy\n", "error: search.name: unknown search policy 'gredy' (did you mean 'greedy'?); "
+                                 "available: "),
+    ("zzz_unrelated: 1\n", "error: zzz_unrelated: unknown key"),
+])
+def test_misspelt_keys_and_plugin_names_get_a_suggestion(tmp_path, text, expected):
+    path = tmp_path / "c.yaml"
+    path.write_text(text)
+    res = kernelpro("config", "validate", str(path))
+    assert res.returncode == 2
+    errors = [ln for ln in res.stderr.splitlines() if ln.startswith("error:")]
+    assert len(errors) == 1 and errors[0].startswith(expected), errors
+    if "zzz" in text:
+        assert "did you mean" not in errors[0]

@@ -126,7 +126,7 @@ def test_analyze_heuristic_settings_come_from_the_config(analyze):
     assert [f["title"] for f in data["findings"]] == ["use tma"]
     res = analyze("NVIDIA H200", config_text="heuristic_params: {hopper_notes: {wurd: tma}}\n")
     assert res.exit_code == 2
-    assert res.output.strip() == "error: heuristic_params.hopper_notes.wurd: unknown key"
+    assert res.output.strip() == "error: heuristic_params.hopper_notes.wurd: unknown key (did you mean 'word'?)"
 
 
 def test_analyze_unknown_gpu_is_one_line(analyze):

@@ -389,7 +389,8 @@ def test_every_profiling_and_plugin_name_is_checked(tmp_path, core_plus_mine):
         plugins:
           block: [testplugin, no_such_plugin]
     """), core_plus_mine)
-    assert problems[0].startswith("profiling.classifier: unknown bottleneck classifier 'rooflin'; available: ")
+    assert problems[0].startswith("profiling.classifier: unknown bottleneck classifier 'rooflin' "
+                                  "(did you mean 'roofline'?); available: ")
     assert "myclassifier" in problems[0]
     assert problems[1].startswith("profiling.collectors[1]: unknown collector 'nope'; available: ")
     assert "mycollector" in problems[1]

@@ -98,11 +98,12 @@ def test_params_are_validated_into_each_plugin_s_settings():
 
 
 @pytest.mark.parametrize("profiling, problem", [
-    ({"classifier_params": {"bussy_pct": 80}}, "profiling.classifier_params.bussy_pct: unknown key"),
+    ({"classifier_params": {"bussy_pct": 80}}, "profiling.classifier_params.bussy_pct: unknown key (did you mean 'busy_pct'?)"),
     ({"classifier_params": {"busy_pct": "high"}}, "profiling.classifier_params.busy_pct: expected float, got 'high'"),
     ({"classifier": "roofline_x", "classifier_params": {"busy_pct": 1}},
      "profiling.classifier_params: the classifier 'roofline_x' is not installed; available: threshold"),
-    ({"micro_profiler_params": {"share": {"min_shar": 1}}}, "profiling.micro_profiler_params.share.min_shar: unknown key"),
+    ({"micro_profiler_params": {"share": {"min_shar": 1}}},
+     "profiling.micro_profiler_params.share.min_shar: unknown key (did you mean 'min_share'?)"),
     ({"micro_profiler_params": {"plain": {"x": 1}}}, "profiling.micro_profiler_params.plain.x: unknown key"),
     ({"micro_profiler_params": {"shares": {}}},
      "profiling.micro_profiler_params.shares: unknown micro-profiler 'shares'; available: plain, share"),
@@ -119,7 +120,8 @@ def test_config_validate_reports_them(tmp_path, monkeypatch):
     path.write_text("profiling:\n  classifier: threshold\n  micro_profiler_params: {share: {min_shar: 1}}\n")
     res = CliRunner().invoke(cli_mod.cli, ["config", "validate", str(path)])
     assert res.exit_code == 2
-    assert res.output.strip() == "error: profiling.micro_profiler_params.share.min_shar: unknown key"
+    assert res.output.strip() == ("error: profiling.micro_profiler_params.share.min_shar: unknown key "
+                                  "(did you mean 'min_share'?)")
 
 
 def test_analyze_applies_the_settings(tmp_path, monkeypatch):

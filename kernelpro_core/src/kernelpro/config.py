@@ -241,8 +241,9 @@ converter = make_converter()
 def _format_errors(exc: BaseException, path: str) -> list[str]:
     out: list[str] = []
     if isinstance(exc, ForbiddenExtraKeysError):
+        known = [f.name for f in attrs.fields(exc.cl)] if attrs.has(exc.cl) else []
         for key in sorted(exc.extra_fields):
-            out.append(f"{_join(path, key)}: unknown key")
+            out.append(f"{_join(path, key)}: unknown key{did_you_mean(key, known)}")
         return out
     if isinstance(exc, (ClassValidationError, IterableValidationError)):
         for sub in exc.exceptions:
@@ -259,6 +260,14 @@ def _format_errors(exc: BaseException, path: str) -> list[str]:
             return [f"{_join(path, head)}: {tail}"]
         return [f"{path}: {tail}"]
     return [f"{path or '(top)'}: {msg}"]
+
+
+def did_you_mean(word: str, choices: typing.Iterable[str]) -> str:
+    """``" (did you mean 'x'?)"`` for the closest of ``choices`` to a misspelt ``word``, or ""."""
+    import difflib
+
+    close = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.75)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def _note_of(exc: BaseException) -> str | None:
@@ -500,8 +509,8 @@ def check_plugin_names(config: Config, plugins: Any) -> list[str]:
 
     def unknown(path: str, kind: str, name: str, known: list[str]) -> None:
         hint = f" (install {HINTS[name]})" if name in HINTS else ""
-        problems.append(f"{path}: unknown {KINDS[kind][1] if kind in KINDS else kind} {name!r}{hint}; "
-                        f"available: {', '.join(sorted(known)) or 'none'}")
+        problems.append(f"{path}: unknown {KINDS[kind][1] if kind in KINDS else kind} {name!r}{hint}"
+                        f"{did_you_mean(name, known)}; available: {', '.join(sorted(known)) or 'none'}")
 
     prof = config.profiling
     classifiers = plugins.names("classifier")

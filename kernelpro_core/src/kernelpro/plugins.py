@@ -321,7 +321,9 @@ class Plugins:
             failed = [f.plugin for f in self.hook_failures if f.hook == KINDS[kind][0]]
             if failed:
                 hint += f" (plugin {', '.join(repr(p) for p in failed)} failed in {KINDS[kind][0]})"
-            raise UnknownName(f"unknown {human} {name!r}{hint}; available: {available}")
+            from kernelpro.config import did_you_mean
+
+            raise UnknownName(f"unknown {human} {name!r}{hint}{did_you_mean(name, regs)}; available: {available}")
         return regs[name]
 
     # typed façade ------------------------------------------------------------------------
