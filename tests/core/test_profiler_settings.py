@@ -106,7 +106,8 @@ def test_params_are_validated_into_each_plugin_s_settings():
      "profiling.micro_profiler_params.share.min_shar: unknown key (did you mean 'min_share'?)"),
     ({"micro_profiler_params": {"plain": {"x": 1}}}, "profiling.micro_profiler_params.plain.x: unknown key"),
     ({"micro_profiler_params": {"shares": {}}},
-     "profiling.micro_profiler_params.shares: unknown micro-profiler 'shares'; available: plain, share"),
+     "profiling.micro_profiler_params.shares: unknown micro-profiler 'shares' (did you mean 'share'?); "
+     "available: plain, share"),
 ])
 def test_bad_params_are_one_line_each(profiling, problem):
     with pytest.raises(cfg.ConfigError) as exc:

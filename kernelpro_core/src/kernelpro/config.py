@@ -473,30 +473,30 @@ def _resolve_profiler_settings(profiling: ProfilingConfig, plugins: Any, problem
                                                          "profiling.classifier_params")
             except ConfigError as exc:
                 problems.extend(exc.problems)
-    micro = {r.name: r.obj for r in plugins.registrations("micro_profiler").values()}
-    resolved["micro_profilers"] = {}
-    for name, params in profiling.micro_profiler_params.items():
-        path = f"profiling.micro_profiler_params.{name}"
-        if name not in micro:
-            avail = ", ".join(sorted(micro)) or "none"
-            problems.append(f"{path}: unknown micro-profiler {name!r}; available: {avail}")
+    resolved["micro_profilers"] = _settings_by_name(plugins, "micro_profiler", "micro-profiler",
+                                                    profiling.micro_profiler_params,
+                                                    "profiling.micro_profiler_params", problems)
+    resolved["collectors"] = _settings_by_name(plugins, "collector", "collector", profiling.collector_params,
+                                               "profiling.collector_params", problems)
+
+
+def _settings_by_name(plugins: Any, kind: str, human: str, params_by_name: dict[str, dict[str, Any]],
+                      path: str, problems: list[str]) -> dict[str, Any]:
+    """Each named plugin's params validated by its Settings class; unknown names and bad
+    params appended to ``problems`` (one line each)."""
+    classes = {r.name: r.obj for r in plugins.registrations(kind).values()}
+    settings: dict[str, Any] = {}
+    for name, params in params_by_name.items():
+        where = f"{path}.{name}"
+        if name not in classes:
+            avail = ", ".join(sorted(classes)) or "none"
+            problems.append(f"{where}: unknown {human} {name!r}{did_you_mean(name, classes)}; available: {avail}")
             continue
         try:
-            resolved["micro_profilers"][name] = plugin_settings(micro[name], params, path)
+            settings[name] = plugin_settings(classes[name], params, where)
         except ConfigError as exc:
             problems.extend(exc.problems)
-    collectors = {r.name: r.obj for r in plugins.registrations("collector").values()}
-    resolved["collectors"] = {}
-    for name, params in profiling.collector_params.items():
-        path = f"profiling.collector_params.{name}"
-        if name not in collectors:
-            avail = ", ".join(sorted(collectors)) or "none"
-            problems.append(f"{path}: unknown collector {name!r}; available: {avail}")
-            continue
-        try:
-            resolved["collectors"][name] = plugin_settings(collectors[name], params, path)
-        except ConfigError as exc:
-            problems.extend(exc.problems)
+    return settings
 
 
 def check_plugin_names(config: Config, plugins: Any) -> list[str]:
