@@ -6,8 +6,10 @@ H200's, copied, so that the example runs on real profiles. A vendor package puts
 datasheet or measured ceilings there, and its devices' driver names in ``match``. Select it
 with ``--gpu "Example Hopper"`` (or ``gpu:`` in the config).
 
-The heuristic speaks only on sm_90 devices: memory-bound kernels there can stage tiles with
-the Tensor Memory Accelerator, and generators are told so before they write code.
+The heuristic speaks only for this package's own device (``applies``), an sm_90 part:
+memory-bound kernels there can stage tiles with the Tensor Memory Accelerator, and
+generators are told so before they write code. A heuristic for every Hopper GPU would
+rely on ``archs`` alone.
 """
 
 from __future__ import annotations
@@ -33,6 +35,9 @@ class HopperTma(ArchHeuristic):
     description = "Hopper: stage memory-bound tiles with TMA"
     archs = ("sm_90", "sm_90a")
     Settings = HopperTmaSettings
+
+    def applies(self, gpu):
+        return super().applies(gpu) and gpu is not None and gpu.name == EXAMPLE_HOPPER.name
 
     def advise(self, bottleneck, profiles, context):
         if bottleneck is None or bottleneck.kind != "memory":
