@@ -532,10 +532,3 @@ def _api_problem(obj: Any) -> str | None:
 def _first_line(text: str) -> str:
     text = text.strip()
     return text.splitlines()[0] if text else ""
-
-
-def instantiate(cls: type, settings: Any, **kwargs: Any) -> Any:
-    return cls(settings, **kwargs)
-
-
-FactoryT = Callable[..., Any]
