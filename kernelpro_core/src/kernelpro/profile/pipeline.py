@@ -34,7 +34,7 @@ from kernelpro.api import (
     ProfileContext,
     ProfileTarget,
 )
-from kernelpro.plugins import PluginFailed, Plugins, UnknownName
+from kernelpro.plugins import PluginFailed, Plugins, UnknownName, _first_line
 from kernelpro.records import Analysis, Finding, ProfileData, to_json
 
 SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2, "info": 3}
@@ -272,6 +272,5 @@ _ = ANY  # re-exported for plugin authors reading this module
 
 
 def _broken(name: str, method: str, exc: BaseException) -> str:
-    text = str(exc).strip()
-    first = text.splitlines()[0] if text else ""
-    return f"{name} failed in {method}: {type(exc).__name__}: {first} (a bug in that collector; its data is missing)"
+    return (f"{name} failed in {method}: {type(exc).__name__}: {_first_line(str(exc))} "
+            "(a bug in that collector; its data is missing)")
