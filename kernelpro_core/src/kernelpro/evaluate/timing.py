@@ -40,6 +40,8 @@ envelope_slack_fraction x its median)`` plus three standard errors of the differ
 
 from __future__ import annotations
 
+import bisect
+import math
 import statistics
 import time
 from typing import Any, Callable, Sequence
@@ -241,3 +243,20 @@ def envelope_excess(samples: list[Sample], summary: Summary, ref_samples: list[S
     reference; and the standard error of that difference (both in ms)."""
     cand, ref = overheads(samples, summary), overheads(ref_samples, ref_summary)
     return statistics.median(cand) - statistics.median(ref), (median_se(cand) ** 2 + median_se(ref) ** 2) ** 0.5
+
+
+def exceeds_z(xs: Sequence[float], ys: Sequence[float], margin: float) -> tuple[float, float]:
+    """How often an ``x`` exceeds a ``y`` by more than ``margin`` (over every pair, ties half),
+    and the z-score of that share against 1/2 (a one-sided rank-sum test). When ``xs`` and
+    ``ys`` come from one distribution the share is below 1/2 for any positive margin, however
+    heavy the distribution's tail: a few calls slowed by the machine's load move it little."""
+    n1, n2 = len(xs), len(ys)
+    if not n1 or not n2:
+        return 0.5, 0.0
+    ordered = sorted(ys)
+    wins = 0.0
+    for x in xs:
+        below = bisect.bisect_left(ordered, x - margin)
+        wins += below + 0.5 * (bisect.bisect_right(ordered, x - margin) - below)
+    share = wins / (n1 * n2)
+    return share, (share - 0.5) / math.sqrt((n1 + n2 + 1) / (12.0 * n1 * n2))
