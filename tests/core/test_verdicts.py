@@ -32,7 +32,7 @@ def _eval(tmp_path: Path, name: str, config: EvaluatorConfig = FAST):
 ])
 def test_verdicts(tmp_path, name, verdict, reason):
     res = _eval(tmp_path, name)
-    assert res.verdict is verdict, res.reason
+    assert res.verdict is verdict, (res.reason, res.flags)
     assert reason in res.reason
 
 
@@ -52,7 +52,7 @@ def test_compile_error_is_trimmed(tmp_path):
 
 def test_correct_result_carries_timing_and_correctness(tmp_path):
     res = _eval(tmp_path, "good.py")
-    assert res.correct
+    assert res.correct, (res.verdict, res.reason, res.flags)
     assert res.correctness.trials == 3  # 2 trials + the N(0,1) trial
     assert res.timing.n >= 3 and res.baseline.n >= 3
     assert res.timing.method == "perf_counter"
