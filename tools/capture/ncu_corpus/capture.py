@@ -40,7 +40,7 @@ HERE = Path(__file__).resolve().parent
 OUT = Path(os.environ.get("OUT") or tempfile.mkdtemp(prefix="kp_corpus_out_"))
 STAGE = Path(tempfile.mkdtemp(prefix="kp_corpus_")) / "ncu_corpus"
 # each group's workloads stop starting at the first number; the profiler is stopped at the second
-GROUP_LIMIT_S = {"eager": (190.0, 240.0), "template": (70.0, 110.0), "compiled": (120.0, 170.0)}
+GROUP_LIMIT_S = {"eager": (140.0, 180.0), "template": (55.0, 85.0), "compiled": (80.0, 120.0)}
 T0 = time.perf_counter()
 
 
