@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from kernelpro.evaluate import compare as cmp
-from kernelpro.evaluate import procwatch, transport
+from kernelpro.evaluate import procwatch, timing, transport
 from kernelpro.evaluate.protocol import Channel, ProtocolError, Timeout
 from kernelpro.evaluate.sandbox import FileWatch
 
@@ -130,7 +130,7 @@ def test_the_file_watch_sees_writes_creations_and_deletions_beside_the_problem(t
 
 def test_another_process_s_cpu_clock_counts_threads_that_ended():
     code = ("import threading, time\n"
-            "def burn():\n    end = time.perf_counter() + 0.3\n    while time.perf_counter() < end: pass\n"
+            "def burn():\n    end = time.thread_time() + 0.3\n    while time.thread_time() < end: pass\n"
             "t = threading.Thread(target=burn); t.start(); t.join()\nprint('done', flush=True)\ntime.sleep(30)\n")
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
@@ -268,8 +268,24 @@ def test_gpu_work_left_after_the_answer_is_a_violation():
 
     ref = [0.20 + 0.002 * (k % 5) for k in range(40)]
     judge = _probe_judge(ref, [x + 1.25 for x in ref])  # a 2 ms side-stream spin left running
-    with pytest.raises(Fail, match="still busy after"):
+    judge.samples = {"candidate": [timing.Sample(0.5, 0.5, 1.0)] * 40}
+    asked = []
+    judge.probe_control = lambda ms: asked.append(ms) or [x + 0.05 for x in ref]  # a same-length call: 0.05 ms later
+    with pytest.raises(Fail, match="still busy after the candidate's process answered.*same-length control"):
         judge.check_gpu_after_answer()
+    assert asked == [0.5]  # the control is as long as the candidate's calls to the GPU's idle
+
+
+def test_a_probe_late_only_as_after_any_call_that_long_is_not_a_violation():
+    """After long calls the GPU answers the judge's probe later whoever made them (an honest
+    side-stream candidate's 10 ms calls on the H200); the same-length control shows it."""
+    ref = [0.20 + 0.002 * (k % 5) for k in range(40)]
+    judge = _probe_judge(ref, [x + 0.077 for x in ref])
+    judge.samples = {"candidate": [timing.Sample(10.0, 10.02, 10.6)] * 40}
+    judge.probe_control = lambda ms: [x + 0.07 for x in ref]
+    judge.check_gpu_after_answer()
+    assert judge.notes["gpu_busy_after_answer_ms"] == pytest.approx(0.077)
+    assert judge.notes["gpu_busy_after_control_ms"] == pytest.approx(0.007, abs=1e-6)
 
 
 def test_a_slower_probe_within_its_spread_is_not_a_violation():

@@ -711,15 +711,21 @@ class Judge:
         if with_candidate:
             self.check_processes("timing")
         summaries = {}
+        # the timed calls came one at a time with the GPU idle between them for about the
+        # protocol's round trip: the sync-latency controls are taken after as much idle time
+        idle_ms = statistics.median(s.envelope_ms - s.sync_ms for s in samples["reference"]) \
+            if self.cuda and int(ev["rounds"]) <= 0 and samples["reference"] else 0.0
+        idle_ms = min(max(idle_ms, 0.0), 5.0)
+        self.notes["sync_control_idle_ms"] = idle_ms
         for name in calls:
             remote = self.cand if name == "candidate" else self.ref
             assert remote is not None
-            gap0 = _number(self.ask(remote, {"op": "gap0", "reps": 30}, 60.0, "measuring the sync latency"), "ms") \
-                if self.cuda else 0.0
+            gap0 = _number(self.ask(remote, {"op": "gap0", "reps": 30, "idle_ms": idle_ms}, 60.0,
+                                    "measuring the sync latency"), "ms") if self.cuda else 0.0
 
             def control(stream_ms: float, remote: Remote = remote) -> float | None:
-                a = self.ask(remote, {"op": "spin_gap", "stream_ms": stream_ms}, max(60.0, 50 * stream_ms / 1e3),
-                             "timing a same-length control")
+                a = self.ask(remote, {"op": "spin_gap", "stream_ms": stream_ms, "idle_ms": idle_ms},
+                             max(60.0, 50 * stream_ms / 1e3), "timing a same-length control")
                 return None if a.get("ms") is None else _number(a, "ms")
 
             summaries[name] = timing.summarize(samples[name], cuda=self.cuda, gap0_ms=gap0, control=control)
@@ -835,17 +841,51 @@ class Judge:
         if not (self.cuda and "candidate" in self.probe_after and "reference" in self.probe_after):
             return
         ref, cand = self.probe_after["reference"], self.probe_after["candidate"]
-        base = statistics.median(ref)
-        late = statistics.median(cand) - base
-        se = (timing.median_se(cand) ** 2 + timing.median_se(ref) ** 2) ** 0.5
+        late, se, base = self._probe_late(cand, ref)
         self.notes["gpu_busy_after_answer_ms"] = late
         self.notes["gpu_busy_after_answer_se_ms"] = se
-        # 3 standard errors: an honest candidate's side-stream calls left 0.06 ms over 20 calls (H200)
-        if late > max(float(self.ev["envelope_slack_ms"]), 0.25 * base) + 3 * se:
+        if late <= self._probe_allowed(base, se):
+            return
+        # A GPU that just ran a long call (H200: an honest candidate's 10 ms side-stream calls)
+        # answers the judge's probe later than after the reference's short calls. The control:
+        # the reference's trusted process spins one stream as long as the candidate's calls
+        # took to the GPU's idle, synchronizes, answers, and the judge probes right after.
+        control = self.probe_control(statistics.median(s.sync_ms for s in self.samples["candidate"]))
+        if control:
+            late, se, base = self._probe_late(cand, control)
+            self.notes["gpu_busy_after_control_ms"] = late
+        if late > self._probe_allowed(base, se):
             raise self.fail(Verdict.INTEGRITY, f"the GPU was still busy after the candidate's process answered: "
                             f"a one-element kernel the judge ran right after each answer took {late:.3g} ms "
-                            f"longer after the candidate's calls than after the reference's (median {base:.3g} "
-                            f"ms): work left running past the call")
+                            f"longer after the candidate's calls than after "
+                            f"{'a same-length control call' if control else 'the reference' + chr(39) + 's'} "
+                            f"(median {base:.3g} ms): work left running past the call")
+
+    def probe_control(self, stream_ms: float, n: int = 20) -> list[float]:
+        """The judge's probe right after ``n`` same-length control calls of the reference's
+        process (empty when its torch has no spin kernel)."""
+        assert self.ref is not None
+        control: list[float] = []
+        probe = torch.zeros(1, device=self.device)
+        for _ in range(n):
+            answer = self.ask(self.ref, {"op": "spin", "stream_ms": stream_ms}, max(60.0, 50 * stream_ms / 1e3),
+                              "timing the GPU probe's control")
+            if answer.get("ms") is None:
+                return []
+            t_q = time.perf_counter()
+            probe.add_(1.0)
+            torch.cuda.synchronize()
+            control.append((time.perf_counter() - t_q) * 1e3)
+        return control
+
+    @staticmethod
+    def _probe_late(cand: list[float], ref: list[float]) -> tuple[float, float, float]:
+        base = statistics.median(ref)
+        se = (timing.median_se(cand) ** 2 + timing.median_se(ref) ** 2) ** 0.5
+        return statistics.median(cand) - base, se, base
+
+    def _probe_allowed(self, base: float, se: float) -> float:
+        return max(float(self.ev["envelope_slack_ms"]), 0.25 * base) + 3 * se
 
     def check_envelope(self) -> None:
         """The candidate's reported times against the judge's clock. A shortfall beyond the slack
