@@ -1,0 +1,202 @@
+#!/usr/bin/env python3
+"""What KernelPro's classifier and kernel-level micro-profilers say about each kernel of the
+corpus (``tests/ncu/corpus/<gpu>/``, captured by ``tools/capture/ncu_corpus/capture.py``),
+beside Nsight Compute's own rule results on the same reports.
+
+    python benchmarks/ncu_corpus/run.py [--corpus tests/ncu/corpus/h200] [--json OUT.json] [--markdown OUT.md]
+
+Per kernel: its workload (``<name>@<size>``), duration, the roofline fraction and bottleneck
+our classifier gives, our findings (micro-profiler, estimated gain), and ncu's rules with an
+estimated speedup of at least ``--min-speedup`` percent. Two measures:
+
+* **coverage**: of the kernels below 60 % of their roofline, the share with at least one
+  finding that carries an action and an estimated gain (``at_roofline`` does not count);
+* **recall against ncu**: of ncu's rule results at or above the threshold, the share for
+  which one of our findings names the same cause (``CAUSES`` below says which of our
+  micro-profilers name which rule's cause).
+
+Runs on a CPU: the corpus holds ncu's raw-page CSV exports, which the ncu plugin reads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+REPO = Path(__file__).resolve().parents[2]
+
+#: ncu rule -> the KernelPro micro-profilers whose findings name the same cause
+CAUSES: dict[str, tuple[str, ...]] = {
+    "CPIStall": ("warp_stalls",),
+    "IssueSlotUtilization": ("issue_slots", "warp_stalls"),
+    "AchievedOccupancy": ("occupancy_gap", "tail_effect"),
+    "TheoreticalOccupancy": ("occupancy_limiter",),
+    "LaunchConfiguration": ("small_grid", "tail_effect", "launch_overhead"),
+    "WorkloadImbalance": ("tail_effect", "occupancy_gap"),
+    "UncoalescedGlobalAccess": ("uncoalesced_global",),
+    "MemoryCacheAccessPattern": ("uncoalesced_global", "cache_hit_rate", "dram_excess"),
+    "SharedMemoryConflicts": ("shared_bank_conflicts",),
+    "UncoalescedSharedAccess": ("shared_bank_conflicts",),
+    "ThreadDivergence": ("thread_divergence",),
+    "FPInstructions": ("unfused_fp32",),
+    "HighPipeUtilization": ("tensor_cores_idle", "unfused_fp32", "at_roofline"),
+    "MemoryL2Compression": (),  # no KernelPro micro-profiler looks at L2 compression
+}
+GROUPS = ("eager", "compiled", "template")
+
+
+def _rows(path: Path) -> list[list[str]]:
+    lines = [ln for ln in path.read_text().splitlines() if ln.startswith('"')]
+    return list(csv.reader(io.StringIO("\n".join(lines))))
+
+
+def workloads(ranges_csv: Path) -> dict[str, str]:
+    """Kernel ID -> ``<workload>@<size>`` from the NVTX-renamed export."""
+    rows = _rows(ranges_csv)
+    head = rows[0]
+    i_id, i_name = head.index("ID"), head.index("Kernel Name")
+    out = {}
+    for r in rows[1:]:
+        if r[i_id].strip() and "/" in r[i_name]:
+            out[r[i_id]] = r[i_name].split("/", 1)[0]
+    return out
+
+
+def rules(rules_csv: Path, min_speedup: float) -> dict[str, list[dict[str, Any]]]:
+    """Kernel ID -> ncu's optimization rules (type OPT) at or above ``min_speedup`` percent,
+    one per rule name (the largest estimate)."""
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for r in csv.DictReader(io.StringIO(rules_csv.read_text())):
+        try:
+            speedup = float(r.get("Estimated Speedup") or 0.0)
+        except ValueError:
+            speedup = 0.0
+        if r.get("Rule Type") != "OPT" or speedup < min_speedup:
+            continue
+        seen = out.setdefault(r["ID"], {})
+        name = r["Rule Name"]
+        if name not in seen or speedup > seen[name]["speedup"]:
+            seen[name] = {"rule": name, "speedup": speedup, "message": r.get("Rule Description", "")[:240]}
+    return {k: sorted(v.values(), key=lambda x: -x["speedup"]) for k, v in out.items()}
+
+
+def analyze(corpus: Path, min_speedup: float) -> list[dict[str, Any]]:
+    from kernelpro.api import ProfileContext
+    from kernelpro.plugins import installed
+    from kernelpro.profile.pipeline import Profiler as Pipeline, run_micro_profilers
+    from kernelpro_plugins_ncu.report import parse_raw_csv
+
+    plugins = installed()
+    pipe = Pipeline(plugins)
+    out: list[dict[str, Any]] = []
+    for group in GROUPS:
+        raw = corpus / f"{group}.raw.csv"
+        if not raw.exists():
+            continue
+        kernels, meta = parse_raw_csv(raw.read_text())
+        ids = [r[0] for r in _rows(raw)[1:] if r and r[0].strip().isdigit()]
+        names = workloads(corpus / f"{group}.ranges.csv")
+        ncu_rules = rules(corpus / f"{group}.rules.csv", min_speedup)
+        device = meta.get("device_name") or "NVIDIA H200"
+        gpu = plugins.gpu_for(device)
+        context = ProfileContext(gpu=gpu, device="cuda")
+        for kid, k in zip(ids, kernels):
+            from kernelpro.records import ProfileData
+
+            profile = ProfileData(level="kernel", collector="ncu", kernels=(k,), device_name=device)
+            profiles = {"kernel": profile}
+            notes: list[str] = []
+            bottleneck = pipe._classify(profiles, context)
+            findings = run_micro_profilers(pipe.gated(bottleneck, level="kernel"), profiles, bottleneck, context, notes)
+            findings += pipe.advise(bottleneck, profiles, context, notes)
+            ours = [{"tool": f.tool, "title": f.title, "gain": f.estimated_gain, "action": bool(f.action)}
+                    for f in findings]
+            tools = {f["tool"] for f in ours}
+            theirs = ncu_rules.get(kid, [])
+            for r in theirs:
+                r["matched"] = bool(set(CAUSES.get(r["rule"], ())) & tools)
+            out.append({
+                "group": group, "id": kid, "workload": names.get(kid, "?"), "kernel": k.name[:120],
+                "duration_us": (k.duration_ns or 0.0) / 1e3,
+                "bottleneck": bottleneck.kind if bottleneck else None,
+                "roofline_fraction": bottleneck.roofline_fraction if bottleneck else None,
+                "findings": ours, "ncu_rules": theirs, "notes": notes,
+            })
+    return out
+
+
+def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    below = [r for r in rows if r["roofline_fraction"] is not None and r["roofline_fraction"] < 0.6]
+    covered = [r for r in below if any(f["tool"] != "at_roofline" and f["action"] and f["gain"] is not None
+                                       for f in r["findings"])]
+    results = [x for r in rows for x in r["ncu_rules"]]
+    matched = [x for x in results if x["matched"]]
+    by_rule: dict[str, list[int]] = {}
+    for x in results:
+        by_rule.setdefault(x["rule"], [0, 0])
+        by_rule[x["rule"]][0] += 1
+        by_rule[x["rule"]][1] += int(x["matched"])
+    at_roof = [r for r in rows if r["roofline_fraction"] is not None and r["roofline_fraction"] >= 0.6]
+    return {
+        "kernels": len(rows),
+        "below_60pct": len(below),
+        "covered": len(covered),
+        "coverage": len(covered) / len(below) if below else None,
+        "ncu_results": len(results),
+        "matched": len(matched),
+        "recall": len(matched) / len(results) if results else None,
+        "recall_by_rule": {k: {"results": v[0], "matched": v[1]} for k, v in sorted(by_rule.items())},
+        "at_or_above_60pct": len(at_roof),
+        "uncovered": [f"{r['workload']} {r['kernel'][:60]}" for r in below if r not in covered],
+    }
+
+
+def markdown(rows: list[dict[str, Any]], summary: dict[str, Any]) -> str:
+    lines = [f"Kernels: {summary['kernels']}; below 60 % of the roofline: {summary['below_60pct']}, "
+             f"with a finding that has an action and a gain: {summary['covered']} "
+             f"({summary['coverage']:.0%}). ncu rule results at or above the threshold: "
+             f"{summary['ncu_results']}, named by one of our findings: {summary['matched']} "
+             f"({summary['recall']:.0%}).", "",
+             "| rule | results | named by ours |", "|---|---|---|"]
+    for rule, v in summary["recall_by_rule"].items():
+        lines.append(f"| {rule} | {v['results']} | {v['matched']} |")
+    lines += ["", "| workload | kernel | us | roofline | bottleneck | ours | ncu (est. %) |", "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        frac = f"{r['roofline_fraction']:.0%}" if r["roofline_fraction"] is not None else "-"
+        ours = ", ".join(sorted({f["tool"] for f in r["findings"]})) or "-"
+        theirs = ", ".join(f"{x['rule']} {x['speedup']:.0f}{'' if x['matched'] else ' (missed)'}"
+                           for x in r["ncu_rules"]) or "-"
+        lines.append(f"| {r['workload']} | `{r['kernel'][:40]}` | {r['duration_us']:.1f} | {frac} | "
+                     f"{r['bottleneck'] or '-'} | {ours} | {theirs} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--corpus", type=Path, default=REPO / "tests" / "ncu" / "corpus" / "h200")
+    ap.add_argument("--min-speedup", type=float, default=10.0)
+    ap.add_argument("--json", type=Path)
+    ap.add_argument("--markdown", type=Path)
+    args = ap.parse_args()
+    if not (args.corpus / "eager.raw.csv").exists():
+        print(f"error: no corpus at {args.corpus} (expected eager.raw.csv)", file=sys.stderr)
+        return 2
+    rows = analyze(args.corpus, args.min_speedup)
+    summary = summarize(rows)
+    if args.json:
+        args.json.write_text(json.dumps({"summary": summary, "kernels": rows}, indent=1))
+    if args.markdown:
+        args.markdown.write_text(markdown(rows, summary))
+    print(json.dumps({k: v for k, v in summary.items() if k != "uncovered"}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

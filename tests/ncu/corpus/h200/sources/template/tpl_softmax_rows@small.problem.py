@@ -1,0 +1,18 @@
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+    def forward(self, x):
+        return torch.softmax(x, dim=-1)
+
+
+def get_inputs():
+    return [torch.randn(64, 1024)]
+
+
+def get_init_inputs():
+    return []
