@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""The KernelBench development subset (../shared/kernelbench) split into a tuning sample and a
+validation sample, drawn once with fixed seeds and committed as ``split.json`` (level,
+problem id and name only: the problems are read from the shared data, never copied).
+
+* ``tuning``: the 10 + 10 level-1 / level-2 problems the expert generator's passes were run
+  and changed on (``benchmarks/expert_h200.py``'s sample: seed 20261130). Study these freely.
+* ``validation``: drawn on 2026-12-02, before any change made for the issue that asked for
+  it, from the problems outside the tuning sample with seed 20261202: 20 of level 1, 20 of
+  level 2, 10 of level 3. Run only to report. When a report on it has been used to decide a
+  change, draw a new one (``--draw`` with a new seed, and say so in the record).
+
+    python benchmarks/kernelbench/split.py            # check split.json against the data
+    python benchmarks/kernelbench/split.py --draw     # write split.json (only to draw anew)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+SHARED = REPO.parent / "shared" / "kernelbench"
+SPLIT = HERE / "split.json"
+TUNING_SEED, TUNING_PER_LEVEL = 20261130, {1: 10, 2: 10}
+VALIDATION_SEED, VALIDATION_PER_LEVEL = 20261202, {1: 20, 2: 20, 3: 10}
+
+
+def load(level: int) -> list[dict]:
+    path = SHARED / f"level{level}_dev.jsonl"
+    if not path.exists():
+        raise SystemExit(f"error: {path} is absent")
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return sorted(rows, key=lambda r: int(r["problem_id"]))
+
+
+def draw() -> dict:
+    # the tuning sample exactly as benchmarks/expert_h200.py drew it: one generator over levels 1, 2
+    rng = random.Random(TUNING_SEED)
+    tuning: dict[int, list[dict]] = {}
+    for level, n in TUNING_PER_LEVEL.items():
+        rows = load(level)
+        tuning[level] = [rows[i] for i in sorted(rng.sample(range(len(rows)), n))]
+    rng = random.Random(VALIDATION_SEED)
+    validation: dict[int, list[dict]] = {}
+    for level, n in VALIDATION_PER_LEVEL.items():
+        taken = {r["problem_id"] for r in tuning.get(level, [])}
+        rest = [r for r in load(level) if r["problem_id"] not in taken]
+        validation[level] = [rest[i] for i in sorted(rng.sample(range(len(rest)), min(n, len(rest))))]
+
+    def ids(sample: dict[int, list[dict]]) -> list[dict]:
+        return [{"level": lv, "problem_id": r["problem_id"], "name": r["name"]} for lv in sorted(sample)
+                for r in sample[lv]]
+
+    return {"tuning": {"seed": TUNING_SEED, "problems": ids(tuning)},
+            "validation": {"seed": VALIDATION_SEED, "drawn": "2026-12-02", "problems": ids(validation)}}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--draw", action="store_true", help="write split.json from the seeds")
+    args = ap.parse_args()
+    fresh = draw()
+    if args.draw:
+        SPLIT.write_text(json.dumps(fresh, indent=1) + "\n")
+        print(f"wrote {SPLIT}")
+        return 0
+    kept = json.loads(SPLIT.read_text())
+    if kept["tuning"]["problems"] != fresh["tuning"]["problems"] or \
+            kept["validation"]["problems"] != fresh["validation"]["problems"]:
+        print("error: split.json does not match the seeds over this data", file=sys.stderr)
+        return 1
+    for part in ("tuning", "validation"):
+        by = {}
+        for p in kept[part]["problems"]:
+            by[p["level"]] = by.get(p["level"], 0) + 1
+        print(part, ", ".join(f"level {lv}: {n}" for lv, n in sorted(by.items())))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
