@@ -190,6 +190,32 @@ PROBLEMS = {
         "    def forward(self, x, t):\n        return F.kl_div(x, t, reduction='none')\n"
         "def get_inputs():\n    return [torch.randn(4, 9), torch.rand(4, 9)]\n"
         "def get_init_inputs():\n    return []\n"),
+    # element-wise losses reduced to one value (the input of the first through a pointwise prologue)
+    "mse_loss_scaled": HEAD + (
+        "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "    def forward(self, x, t):\n        return F.mse_loss(x * 2.0, t)\n"
+        "def get_inputs():\n    return [torch.randn(37, 300), torch.randn(37, 300)]\n"
+        "def get_init_inputs():\n    return []\n"),
+    "l1_loss_sum": HEAD + (
+        "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "    def forward(self, x, t):\n        return F.l1_loss(x, t, reduction='sum')\n"
+        "def get_inputs():\n    return [torch.randn(5, 7, 11), torch.randn(5, 7, 11)]\n"
+        "def get_init_inputs():\n    return []\n"),
+    "smooth_l1_beta": HEAD + (
+        "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "    def forward(self, x, t):\n        return F.smooth_l1_loss(x, t, beta=0.5)\n"
+        "def get_inputs():\n    return [torch.randn(4099), torch.randn(4099)]\n"
+        "def get_init_inputs():\n    return []\n"),
+    "huber_delta": HEAD + (
+        "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "    def forward(self, x, t):\n        return F.huber_loss(x, t, delta=2.0)\n"
+        "def get_inputs():\n    return [torch.randn(64, 130) * 3.0, torch.randn(64, 130)]\n"
+        "def get_init_inputs():\n    return []\n"),
+    "mse_loss_none": HEAD + (
+        "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "    def forward(self, x, t):\n        return F.mse_loss(x, t, reduction='none')\n"
+        "def get_inputs():\n    return [torch.randn(4, 9), torch.randn(4, 9)]\n"
+        "def get_init_inputs():\n    return []\n"),
     "data_dependent": problem("", "        if x.sum() > 0:\n            return x\n        return -x\n",
                               "[torch.randn(4)]"),
 }

@@ -275,3 +275,29 @@ def test_depthwise_convolutions_are_windowed_kernels_and_other_convolutions_stay
     assert [str(i) for i in region.inputs[1:3]] == ["Param(path='conv.weight')", "Param(path='conv.bias')"]
     rec = recognize(PROBLEMS["grouped_conv_multiplier2"])
     assert not any(r.kind == "pool" for r in rec.regions) and "conv" in rec.kinds
+
+
+def test_an_explicit_out_of_place_flag_is_still_a_pointwise_op():
+    from expert_problems import problem
+
+    out_of_place = problem("", "        return F.hardsigmoid(x, inplace=False)\n", "[torch.randn(4, 8)]")
+    rec = recognize(out_of_place)
+    assert rec.ok and [r.kind for r in rec.regions] == ["pointwise"], rec.summary()
+    in_place = problem("", "        return F.hardsigmoid(x, inplace=True)\n", "[torch.randn(4, 8)]")
+    assert not recognize(in_place).regions  # writing into the input stays with PyTorch
+
+
+@pytest.mark.parametrize("name, op, reduction", [
+    ("mse_loss_scaled", "mse_loss", "mean"), ("l1_loss_sum", "l1_loss", "sum"),
+    ("smooth_l1_beta", "smooth_l1_loss", "mean"), ("huber_delta", "huber_loss", "mean"),
+])
+def test_elementwise_losses_are_one_full_reduction(name, op, reduction):
+    rec = recognize(PROBLEMS[name])
+    (region,) = rec.regions
+    assert (region.kind, region.op, region.attrs["reduction"]) == ("reduce_all", op, reduction)
+    if name == "mse_loss_scaled":  # the x * 2.0 that only feeds the loss is folded into its pass
+        assert [s[0] for s in region.program] == ["mul", "sub", "mul"]
+
+
+def test_a_loss_without_reduction_is_left_to_the_pointwise_path():
+    assert all(r.kind != "reduce_all" for r in recognize(PROBLEMS["mse_loss_none"]).regions)

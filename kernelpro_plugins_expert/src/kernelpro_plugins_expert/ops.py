@@ -60,6 +60,10 @@ POINTWISE: dict[str, tuple[int, str]] = {
     "abs": (1, "tl.abs({0})"),
     "square": (1, "({0} * {0})"),
     "identity": (1, "{0}"),
+    # the per-element terms of torch.nn.SmoothL1Loss (beta) and HuberLoss (delta), as their
+    # docs define them; a beta of 0 selects |d| (the other branch is not taken)
+    "smooth_l1": (1, "tl.where(tl.abs({0}) < {p[beta]}, 0.5 * {0} * {0} / {p[beta]}, tl.abs({0}) - 0.5 * {p[beta]})"),
+    "huber": (1, "tl.where(tl.abs({0}) < {p[delta]}, 0.5 * {0} * {0}, {p[delta]} * (tl.abs({0}) - 0.5 * {p[delta]}))"),
 }
 
 _BINARY_FUNCS = {
@@ -224,7 +228,9 @@ def _classify_call(node: Any, target: Any, args: tuple[Any, ...], method: bool) 
         return _pointwise(binary, (args[0], other))
     if unary == "relu6":
         return _pointwise("clamp", (args[0],), min=0.0, max=6.0)
-    if unary is not None and len(args) == 1 and not kw:
+    # F.hardsigmoid(x, inplace=False) and the like: an out-of-place call spelled out
+    plain_kw = {k: v for k, v in kw.items() if not (k == "inplace" and v is False)}
+    if unary is not None and len(args) == 1 and not plain_kw:
         return _pointwise(unary, (args[0],))
     if not method:
         if target is F.gelu:

@@ -22,7 +22,9 @@ formed:
   ``depthwise_conv``: one filter per channel), with a pointwise prologue (applied to each
   loaded element) and epilogue, each with any number of broadcast tensor inputs.
 * ``reduce_all``: a loss that reduces every element to one value (``F.kl_div`` with
-  reduction sum, mean or batchmean), with the pointwise region that only feeds it folded in.
+  reduction sum, mean or batchmean; ``F.mse_loss``, ``F.l1_loss``, ``F.smooth_l1_loss``
+  and ``F.huber_loss`` with reduction mean or sum), with the pointwise region that only
+  feeds it folded in.
 * ``conv``: a dense 1-D or 2-D convolution (``nn.Conv1d``/``nn.Conv2d``, groups 1, zero
   padding) with its bias, as an implicit GEMM; like a GEMM region it is lowered only in
   the Triton alternative. Other convolutions (grouped, transposed, 3-D, functional) and
@@ -468,6 +470,42 @@ _KL_TERMS: dict[bool, tuple[Step, ...]] = {
 }
 
 
+def _elementwise_loss(n: Any) -> tuple[Any, Any, str, tuple[Step, ...], str] | None:
+    """``F.mse_loss``, ``F.l1_loss``, ``F.smooth_l1_loss`` and ``F.huber_loss`` reduced by
+    mean or sum: (input, target, reduction, the per-element term over ("in", 0) = input and
+    ("in", 1) = target, the loss's name); None for anything else (reduction "none" is a
+    pointwise result, the legacy size_average/reduce arguments override reduction)."""
+    import torch.nn.functional as F
+
+    diff: Step = ("sub", (("in", 0), ("in", 1)), {})
+    if n.target in (F.mse_loss, F.l1_loss, F.smooth_l1_loss):
+        if _call_arg(n, 2, "size_average", None) is not None or _call_arg(n, 3, "reduce", None) is not None:
+            return None
+        reduction = _call_arg(n, 4, "reduction", "mean")
+        if n.target is F.mse_loss:
+            terms: tuple[Step, ...] = (diff, ("mul", (("v", 0), ("v", 0)), {}))
+        elif n.target is F.l1_loss:
+            terms = (diff, ("abs", (("v", 0),), {}))
+        else:
+            beta = _call_arg(n, 5, "beta", 1.0)
+            if not isinstance(beta, (int, float)) or beta < 0:
+                return None
+            # beta 0 is the L1 loss (torch's own special case), without a division by zero
+            terms = (diff, ("smooth_l1", (("v", 0),), {"beta": float(beta)}) if beta > 0 else ("abs", (("v", 0),), {}))
+    elif n.target is F.huber_loss:
+        reduction = _call_arg(n, 2, "reduction", "mean")
+        delta = _call_arg(n, 3, "delta", 1.0)
+        if not isinstance(delta, (int, float)) or delta <= 0:
+            return None
+        terms = (diff, ("huber", (("v", 0),), {"delta": float(delta)}))
+    else:
+        return None
+    if reduction not in ("mean", "sum"):
+        return None
+    name = getattr(n.target, "__name__", "loss")
+    return _call_arg(n, 0, "input", None), _call_arg(n, 1, "target", None), reduction, terms, name
+
+
 def _call_arg(node: Any, index: int, name: str, default: Any) -> Any:
     if len(node.args) > index:
         return node.args[index]
@@ -483,15 +521,22 @@ def _full_reduction_regions(order: list[Any], regions: list[Region], by_name: di
 
     out = list(regions)
     for n in order:
-        if n.op != "call_function" or n.target is not F.kl_div:
+        if n.op != "call_function":
             continue
-        inp, tgt = _call_arg(n, 0, "input", None), _call_arg(n, 1, "target", None)
-        reduction = _call_arg(n, 4, "reduction", "mean")
-        log_target = _call_arg(n, 5, "log_target", False)
-        if _call_arg(n, 2, "size_average", None) is not None or _call_arg(n, 3, "reduce", None) is not None:
-            continue  # the legacy arguments override reduction
-        if reduction not in ("sum", "mean", "batchmean") or not isinstance(log_target, bool):
-            continue
+        if n.target is F.kl_div:
+            inp, tgt = _call_arg(n, 0, "input", None), _call_arg(n, 1, "target", None)
+            reduction = _call_arg(n, 4, "reduction", "mean")
+            log_target = _call_arg(n, 5, "log_target", False)
+            if _call_arg(n, 2, "size_average", None) is not None or _call_arg(n, 3, "reduce", None) is not None:
+                continue  # the legacy arguments override reduction
+            if reduction not in ("sum", "mean", "batchmean") or not isinstance(log_target, bool):
+                continue
+            terms, op = _KL_TERMS[log_target], "kl_div"
+        else:
+            loss = _elementwise_loss(n)
+            if loss is None:
+                continue
+            inp, tgt, reduction, terms, op = loss
         if not all(hasattr(v, "meta") for v in (inp, tgt)):
             continue
         (shape, dtype), (tshape, tdtype) = _meta(inp), _meta(tgt)
@@ -519,8 +564,8 @@ def _full_reduction_regions(order: list[Any], regions: list[Region], by_name: di
             operand_of[value] = ("v", len(steps) - 1)
             nodes.extend(pro.nodes)
             out.remove(pro)
-        steps.extend(_remap(_KL_TERMS[log_target], (inp.name, tgt.name), operand_of, shift=len(steps)))
-        out.append(Region(kind="reduce_all", op="kl_div", nodes=tuple(nodes) + (n.name,), output=n.name,
+        steps.extend(_remap(terms, (inp.name, tgt.name), operand_of, shift=len(steps)))
+        out.append(Region(kind="reduce_all", op=op, nodes=tuple(nodes) + (n.name,), output=n.name,
                           inputs=tuple(inputs), shape=shape, attrs={"reduction": reduction, "dtype": dtype},
                           program=tuple(steps)))
     return out
