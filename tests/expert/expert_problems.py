@@ -216,6 +216,13 @@ PROBLEMS = {
         "    def forward(self, x, t):\n        return F.mse_loss(x, t, reduction='none')\n"
         "def get_inputs():\n    return [torch.randn(4, 9), torch.randn(4, 9)]\n"
         "def get_init_inputs():\n    return []\n"),
+    # instance norm without affine parameters: a layer norm over each (sample, channel)'s spatial dims
+    "instance_norm2d": problem("        self.norm = nn.InstanceNorm2d(6)\n", "        return self.norm(x)\n",
+                               "[torch.randn(3, 6, 9, 13) * 2.0 + 0.5]"),
+    "instance_norm1d_relu": problem("        self.norm = nn.InstanceNorm1d(4, eps=1e-3)\n",
+                                    "        return torch.relu(self.norm(x))\n", "[torch.randn(2, 4, 300)]"),
+    "instance_norm2d_affine": problem("        self.norm = nn.InstanceNorm2d(6, affine=True)\n",
+                                      "        return self.norm(x)\n", "[torch.randn(3, 6, 9, 13)]"),
     "data_dependent": problem("", "        if x.sum() > 0:\n            return x\n        return -x\n",
                               "[torch.randn(4)]"),
 }

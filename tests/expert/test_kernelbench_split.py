@@ -15,7 +15,7 @@ SHARED = REPO.parent / "shared" / "kernelbench"
 HERE = REPO / "benchmarks" / "kernelbench"
 
 # recorded 2026-12-02 (docs/validation/expert_generalisation.md): raise as families are added
-RECOGNIZED_AT_LEAST = {"level1": 36, "level2": 50, "level3": 17}
+RECOGNIZED_AT_LEAST = {"level1": 37, "level2": 50, "level3": 17}
 
 
 def _module(name: str):

@@ -34,7 +34,9 @@ CASES = ["elementwise_chain", "bias_gelu", "softmax", "softmax_dim0", "log_softm
          "conv1d_dilated_strided", "conv2d_stride_pad_min", "conv2d_valid_dilated",
          # full reductions (losses)
          "kl_div_log", "kl_div_log_target_sum", "log_softplus_chain",
-         "mse_loss_scaled", "l1_loss_sum", "smooth_l1_beta", "huber_delta"]
+         "mse_loss_scaled", "l1_loss_sum", "smooth_l1_beta", "huber_delta",
+         # instance norm (no affine) as a layer norm over the spatial dims
+         "instance_norm2d", "instance_norm1d_relu"]
 # the evaluator's tolerances per output dtype (relative to the output's magnitude here)
 GEMM_CASES = ("linear_relu_odd", "linear3d_sigmoid", "addmm_scale", "linear_residual_clone", "bmm_add",
               "matmul_transposed_both", "bias_gelu", "gemm_bias_relu", "gemm_div_sum_scale", "two_gemms_relu",

@@ -301,3 +301,13 @@ def test_elementwise_losses_are_one_full_reduction(name, op, reduction):
 
 def test_a_loss_without_reduction_is_left_to_the_pointwise_path():
     assert all(r.kind != "reduce_all" for r in recognize(PROBLEMS["mse_loss_none"]).regions)
+
+
+def test_instance_norm_without_affine_is_a_layer_norm_over_the_spatial_dims():
+    (region,) = recognize(PROBLEMS["instance_norm2d"]).regions
+    assert (region.kind, region.op, region.attrs["normalized_ndim"]) == ("layernorm", "layer_norm", 2)
+    (region,) = recognize(PROBLEMS["instance_norm1d_relu"]).regions
+    assert region.attrs["normalized_ndim"] == 1 and region.attrs["eps"] == 1e-3
+    assert [e[0] for e in region.epilogue] == ["relu"]
+    # per-channel weights are not a layer norm's (per-element) weights: left to PyTorch
+    assert not recognize(PROBLEMS["instance_norm2d_affine"]).regions
