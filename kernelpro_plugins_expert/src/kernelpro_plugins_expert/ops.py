@@ -205,8 +205,10 @@ def _classify_module(node: Any, mod: nn.Module) -> OpInfo:
                      getattr(mod, "divisor_override", None), type(mod).__name__.lower())
     if isinstance(mod, _POOL_MODULES):
         return OpInfo("pool", type(mod).__name__.lower(), (x,))
-    instance_rank = {nn.InstanceNorm1d: 1, nn.InstanceNorm2d: 2, nn.InstanceNorm3d: 3}.get(type(mod))
-    if instance_rank is not None and not mod.affine and not mod.track_running_stats:
+    ranks: dict[type, int] = {nn.InstanceNorm1d: 1, nn.InstanceNorm2d: 2, nn.InstanceNorm3d: 3}
+    instance_rank = ranks.get(type(mod))
+    if instance_rank is not None and isinstance(mod, nn.modules.instancenorm._InstanceNorm) \
+            and not mod.affine and not mod.track_running_stats:
         # each (sample, channel) normalized over its spatial dims with the biased variance:
         # a layer norm over the last ``instance_rank`` dims, without weight or bias
         return OpInfo("layernorm", "layer_norm", (x, None, None),
