@@ -40,7 +40,9 @@ def test_rewritten_timer_is_caught_by_the_judge_s_clock(run_eval, gelu_problem_l
     # the candidate's process reports 20x / 1000x shorter calls than they took; the judge's
     # wall clock around each call, less the protocol's overhead measured on the reference, cannot
     # contain them
-    result = run_eval(cheater(name), gelu_problem_large, rep_ms=100, min_reps=40, max_reps=60)
+    # timeout_s: the whole evaluation's budget, which a loaded 2-core machine can use up
+    # before the verdict (seen once at the fast configuration's 60 s)
+    result = run_eval(cheater(name), gelu_problem_large, rep_ms=100, min_reps=40, max_reps=60, timeout_s=240)
     assert result.verdict is INTEGRITY, (result.verdict, result.reason)
     assert "judge's clock" in result.reason
 
