@@ -144,14 +144,21 @@ def test_contract_violation_gets_a_repair_prompt(server, make_generator, problem
     assert server.bodies[1]["messages"][1] == {"role": "assistant", "content": [{"type": "text", "text": bad_reply}]}
 
 
-def test_truncated_or_refused_replies_say_why(server, make_generator, problem):
-    server.add(text_reply("Change: x\n```python\nimport torch\n", stop_reason="max_tokens"),
-               text_reply("I can't help with that.", stop_reason="refusal"), text_reply(answer()))
+def test_truncated_replies_say_why(server, make_generator, problem):
+    server.add(text_reply("Change: x\n```python\nimport torch\n", stop_reason="max_tokens"), text_reply(answer()))
     make_generator(max_tokens=2000).generate(request_for(problem))
     cut = server.bodies[1]["messages"][-1]["content"][-1]["text"]
-    refused = server.bodies[2]["messages"][-1]["content"][-1]["text"]
     assert "the code block is not closed (the answer was cut off?) (the reply stopped at max_tokens = 2000)" in cut
-    assert "no ```python code block (stop_reason: refusal)" in refused
+
+
+@pytest.mark.parametrize("reply, stop", [("I can't help with that.", "refusal"),
+                                         ("I'm sorry, but I can't assist with this request.", "end_turn")])
+def test_a_refusal_is_not_asked_again(server, make_generator, problem, reply, stop):
+    server.add(text_reply(reply, stop_reason=stop), text_reply(answer()))
+    [draft] = make_generator(max_repairs=2).generate(request_for(problem))
+    assert len(server.requests) == 1  # the same prompt would get the same answer
+    assert draft.contract_error and ("refused" in draft.contract_error or "declined" in draft.contract_error)
+    assert draft.params["contract_repairs"] == 0
 
 
 def test_contract_still_broken_after_max_repairs(server, make_generator, problem):
@@ -160,7 +167,8 @@ def test_contract_still_broken_after_max_repairs(server, make_generator, problem
     assert len(server.requests) == 3
     draft = drafts[0]
     assert draft.params["contract_error"] == "the code block does not define class ModelNew"
-    assert draft.description.startswith("reply broke the answer contract")
+    assert draft.contract_error == "the code block does not define class ModelNew"
+    assert draft.description == "x"  # the model's own Change line, not the error
     assert draft.source == "print('no model')\n"
     assert draft.usage["calls"] == 3
 

@@ -48,7 +48,7 @@ from kernelpro.generate.llm.client import (
     send,
     tool_uses,
 )
-from kernelpro.generate.llm.contract import ContractError, code_blocks, parse_answer
+from kernelpro.generate.llm.contract import ContractError, change_line, code_blocks, parse_answer, refusal
 from kernelpro.generate.llm.prompts import prompt_variables, render
 from kernelpro.generate.llm.retry import LLMError, with_retries
 from kernelpro.hookspecs import hookimpl
@@ -209,6 +209,8 @@ class AnthropicGenerator(Generator):
         )
         variables = variables_for()
         mode = variables["mode"]
+        # on a CPU run no GPU kernel can run: the language is neither asked for nor required
+        language, enforce = s.language, bool(variables["language_required"])
         system = render("system.j2", variables)
         messages: list[dict[str, Any]] = [
             {
@@ -251,8 +253,13 @@ class AnthropicGenerator(Generator):
                 messages.append({"role": "user", "content": results})
                 continue
             text = reply_text(message)
+            declined = refusal(text, message.stop_reason)
+            if declined is not None:
+                # asking again with the same request would get the same answer
+                contract_error = declined
+                break
             try:
-                answer = parse_answer(text, request.problem, s.language if s.enforce_language else None)
+                answer = parse_answer(text, request.problem, language if enforce else None)
             except ContractError as exc:
                 contract_error = str(exc)
                 if message.stop_reason == "max_tokens":
@@ -267,12 +274,13 @@ class AnthropicGenerator(Generator):
                 continue
             return self._finish(request, mode, answer.source, answer.description, None, usage, trace,
                                 system, messages)
-        # The contract was not met: hand back the last reply so the evaluator records it
-        # (as invalid) with its cost.
+        # The contract was not met: hand back the last reply, marked, so that the loop
+        # records it as a contract violation with its cost (it is never evaluated). The
+        # description stays the model's own, or none.
         blocks = [body for _, body in code_blocks(text)]
         source = blocks[-1] if blocks else text
-        return self._finish(request, mode, source, f"reply broke the answer contract: {contract_error}",
-                            contract_error, usage, trace, system, messages)
+        said = change_line(text)
+        return self._finish(request, mode, source, said, contract_error, usage, trace, system, messages)
 
     def _call(
         self,
@@ -383,6 +391,7 @@ class AnthropicGenerator(Generator):
             description=description or f"{mode} version by {s.model}",
             params=params,
             usage=usage.as_dict(),
+            contract_error=contract_error,
         )
 
     def _save_usage(self, run_dir: Path | None) -> None:
