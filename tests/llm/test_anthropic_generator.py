@@ -8,7 +8,10 @@ import json
 import pytest
 from llm_helpers import CUDA_KERNEL, answer, request_for, user_text
 from mock_messages_server import (
+    cut_stream,
     error_reply,
+    hang,
+    malformed_body,
     overloaded,
     rate_limited,
     server_error,
@@ -483,3 +486,32 @@ def test_no_tools_offered_when_rounds_are_zero(server, make_generator, problem):
     server.add(text_reply(answer()))
     make_generator(max_tool_rounds=0).generate(request_for(problem, parent, tools=toolbox_for(problem, parent, [])))
     assert "tools" not in server.bodies[0] and "# Tools" not in server.bodies[0]["system"][0]["text"]
+
+
+# --- transport failures are retried; a hung endpoint is bounded ------------------------------
+
+
+def test_a_malformed_body_is_retried(server, make_generator, problem):
+    server.add(malformed_body(), text_reply(answer()))
+    [draft] = make_generator(stream=False).generate(request_for(problem))
+    assert draft.source == CUDA_KERNEL and draft.params["retries"] == 1 and len(server.requests) == 2
+
+
+@pytest.mark.parametrize("framing", ["close", "chunked"])
+def test_a_stream_cut_mid_reply_is_retried_never_accepted(server, make_generator, problem, framing):
+    server.add(cut_stream(framing), text_reply(answer()))
+    [draft] = make_generator(stream=True).generate(request_for(problem))
+    # the cut reply (no message_stop) is an error, not an answer
+    assert draft.source == CUDA_KERNEL and draft.params["retries"] == 1 and len(server.requests) == 2
+    assert draft.params["contract_repairs"] == 0
+
+
+def test_a_hung_endpoint_is_bounded_by_the_call_deadline(server, make_generator, problem):
+    import time
+
+    server.add(*(hang(5.0) for _ in range(5)))
+    gen = make_generator(timeout_s=30.0, call_deadline_s=1.5, max_retries=6)
+    t0 = time.monotonic()
+    with pytest.raises(LLMError, match="deadline"):
+        gen.generate(request_for(problem))
+    assert time.monotonic() - t0 < 4.0

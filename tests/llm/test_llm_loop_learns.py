@@ -56,7 +56,7 @@ def run_loop(server, tmp_path, budget: int, extra: str = "", params: str = "", m
 
 def test_a_wrong_candidate_is_repaired_with_its_verdict_and_code(server, tmp_path):
     server.add(reply(WRONG, "scale without the relu"), reply(GOOD, "put the relu back"))
-    summary, records, _ = run_loop(server, tmp_path, budget=2)
+    summary, records, _ = run_loop(server, tmp_path, budget=2, params="    enforce_language: false\n")
 
     assert [r["verdict"] for r in records] == ["incorrect", "correct"]
     assert records[1]["parent"] == records[0]["id"]  # the repair is a child of the failure

@@ -105,7 +105,9 @@ class AnthropicSettings:
     enforce_language: bool = True  # refuse replies without a kernel in ``language``
     max_tool_rounds: int = attrs.field(default=4, validator=_non_negative)
     max_repairs: int = attrs.field(default=2, validator=_non_negative)
-    timeout_s: float = attrs.field(default=600.0, validator=_positive)
+    timeout_s: float = attrs.field(default=600.0, validator=_positive)  # longest wait for one read
+    # all attempts of one call (retries and their waits included) end by this many seconds
+    call_deadline_s: float = attrs.field(default=900.0, validator=_positive)
     max_retries: int = attrs.field(default=6, validator=_non_negative)
     retry_base_delay_s: float = attrs.field(default=2.0, validator=_non_negative)
     retry_max_delay_s: float = attrs.field(default=60.0, validator=_non_negative)
@@ -320,14 +322,16 @@ class AnthropicGenerator(Generator):
             with self._lock:
                 self.retries += 1
 
+        deadline = time.monotonic() + s.call_deadline_s
         message = with_retries(
-            lambda: send(self.client, params, stream=s.stream),
+            lambda: send(self.client, params, stream=s.stream, deadline=deadline, timeout_s=s.timeout_s),
             max_retries=s.max_retries,
             base_delay_s=s.retry_base_delay_s,
             max_delay_s=s.retry_max_delay_s,
             rng=self._rng,
             sleep=self._sleep,
             on_retry=on_retry,
+            deadline=deadline,
         )
         call = call_usage(message.usage, self.prices)
         usage.add(call)
