@@ -390,7 +390,7 @@ def test_budget_keeps_drafts_already_written(server, make_generator, problem):
 
 @pytest.mark.parametrize("budget, why", [
     (0.40, r"LLM dollar budget spent \(\$0.4500 of \$0.40\)"),  # crossed by the first call
-    (0.47, r"next call may cost up to"),  # $0.45 spent + up to $0.03 of output would exceed it
+    (0.46, r"next call needs at least"),  # $0.45 spent: $0.01 buys fewer than 1024 output tokens
 ])
 def test_dollar_budget_stops_generation(server, make_generator, problem, budget, why):
     big = {"input_tokens": 100_000, "output_tokens": 10_000}  # $0.30 + $0.15 at sonnet-4-6 prices
@@ -400,6 +400,17 @@ def test_dollar_budget_stops_generation(server, make_generator, problem, budget,
     with pytest.raises(GenerationBudgetExhausted, match=why):
         gen.generate(request_for(problem))
     assert len(server.requests) == 1
+
+
+def test_dollar_budget_lowers_max_tokens_to_what_it_allows(server, make_generator, problem, tmp_path):
+    # $0.10 at sonnet-4-6 prices: the default 16000 output tokens would cost up to $0.24
+    server.add(text_reply(answer(), usage={"input_tokens": 2000, "output_tokens": 800}))
+    gen = make_generator(budget_dollars=0.10)
+    [draft] = gen.generate(request_for(problem, run_dir=tmp_path))
+    sent = server.bodies[0]["max_tokens"]
+    assert 1024 <= sent < 16000
+    assert sent * 15.0 / 1e6 <= 0.10  # the output it may write fits the budget
+    assert draft.usage["dollars"] <= 0.10
 
 
 def test_output_token_budget_lowers_max_tokens(server, make_generator, problem):
