@@ -62,6 +62,9 @@ def test_a_wrong_candidate_is_repaired_with_its_verdict_and_code(server, tmp_pat
     assert records[1]["parent"] == records[0]["id"]  # the repair is a child of the failure
     first, second = (user_text(b) for b in server.bodies)
     assert first != second
+    # the first draft knows the inputs and the tolerances (the loop ran get_inputs() once)
+    assert "x: float32 [64, 64] contiguous" in first and "float32: atol 0.0001, rtol 0.0001" in first
+    assert "The reference takes" in first
     assert f"Version that failed: {records[0]['id']}" in second
     assert "Verdict: incorrect" in second
     assert "x * self.scale" in second  # the failed code
