@@ -76,9 +76,9 @@ def send(client: anthropic.Anthropic, params: dict[str, Any], *, stream: bool, d
         if left <= 0:
             raise DeadlineExceeded("the call deadline passed")
         timeout = left if timeout is None else min(timeout, left)
-    extra = {"timeout": timeout} if timeout is not None else {}
+    call: dict[str, Any] = {**params, "timeout": timeout} if timeout is not None else params
     if stream:
-        with client.messages.stream(**params, **extra) as events:
+        with client.messages.stream(**call) as events:
             stopped = False
             for event in events:
                 if event.type == "message_stop":
@@ -88,7 +88,7 @@ def send(client: anthropic.Anthropic, params: dict[str, Any], *, stream: bool, d
             if not stopped:
                 raise IncompleteReply("the stream ended without message_stop")
             return events.get_final_message()
-    return client.messages.create(**params, **extra)
+    return client.messages.create(**call)
 
 
 def assistant_content(message: Any) -> list[dict[str, Any]]:

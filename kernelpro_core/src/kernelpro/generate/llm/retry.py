@@ -61,7 +61,9 @@ def _transport_errors() -> tuple[type[BaseException], ...]:
 
 
 #: failures that are not the SDK's errors but are transient all the same
-TRANSIENT = (IncompleteReply, json.JSONDecodeError, *_transport_errors())
+TRANSIENT: tuple[type[BaseException], ...] = (IncompleteReply, json.JSONDecodeError, *_transport_errors())
+#: everything a call may raise that :func:`with_retries` judges
+_CAUGHT: tuple[type[BaseException], ...] = (anthropic.AnthropicError, DeadlineExceeded, *TRANSIENT)
 
 
 def is_retryable(exc: BaseException) -> bool:
@@ -153,7 +155,7 @@ def with_retries(
             if deadline is not None and clock() >= deadline:
                 raise DeadlineExceeded("the call deadline passed")
             return call()
-        except (anthropic.AnthropicError, DeadlineExceeded, *TRANSIENT) as exc:
+        except _CAUGHT as exc:
             if isinstance(exc, DeadlineExceeded) or (
                 deadline is not None and clock() >= deadline and is_retryable(exc)
             ):
