@@ -159,7 +159,8 @@ def aggregate(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "repaired": sum(r["repaired"] for r in rows),
         "repaired_fraction": round(sum(r["repaired"] for r in rows) / failed, 3) if failed else None,
         "dollars_per_problem": round(sum(dollars) / len(dollars), 4) if dollars else None,
-        "runs_ended_early": sum(1 for r in rows if r["evaluated"] < r.get("budget", 0) or r["exit"] != 0),
+        "runs_short_of_budget": sum(1 for r in rows if r["evaluated"] < r.get("budget", 0)),
+        "runs_without_a_correct_candidate": sum(1 for r in rows if not r["correct"]),
     }
 
 
