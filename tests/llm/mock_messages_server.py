@@ -69,6 +69,23 @@ def server_error() -> Reply:
     return error_reply(500, "api_error", "Internal server error")
 
 
+def malformed_body() -> Reply:
+    """HTTP 200 whose JSON body is cut off (content-length matches what is sent)."""
+    return {"kind": "malformed"}
+
+
+def cut_stream(framing: str = "close", after_events: int = 4) -> Reply:
+    """For a streamed request: the reply's events up to ``after_events``, then the connection
+    closes. ``framing`` "close": HTTP/1.0-style, the body ends at the close (no error at the
+    HTTP level); "chunked": chunked encoding without its final chunk (a protocol error)."""
+    return {"kind": "cut_stream", "framing": framing, "after_events": after_events}
+
+
+def hang(seconds: float, then: Reply | None = None) -> Reply:
+    """Say nothing for ``seconds`` (or until the client gives up), then reply ``then``."""
+    return {"kind": "hang", "seconds": seconds, "then": then}
+
+
 def stream_error(error_type: str = "overloaded_error") -> Reply:
     """For a streamed request: HTTP 200, message_start, then an ``error`` event."""
     return {"kind": "stream_error", "error_type": error_type}
@@ -155,6 +172,24 @@ class MockMessagesServer:
         if entry is None:
             return _send_json(h, 400, _error_body("invalid_request_error", "mock script exhausted"))
         reply = entry(body) if callable(entry) else entry
+        if reply["kind"] == "hang":
+            import time
+
+            time.sleep(reply["seconds"])
+            if reply.get("then") is None:
+                return None
+            reply = reply["then"]
+        if reply["kind"] == "malformed":
+            payload = json.dumps(_message(text_reply("cut"), body, number)).encode()[:-20]
+            h.send_response(200)
+            h.send_header("content-type", "application/json")
+            h.send_header("content-length", str(len(payload)))
+            h.end_headers()
+            h.wfile.write(payload)
+            return None
+        if reply["kind"] == "cut_stream":
+            return _send_cut_stream(h, _message(text_reply("Change: cut\n```python\n" + "x = 1\n" * 40),
+                                                body, number), reply["framing"], reply["after_events"])
         if reply["kind"] == "error":
             headers = {}
             if reply.get("retry_after") is not None:
@@ -263,3 +298,33 @@ def _send_stream(h: BaseHTTPRequestHandler, message: dict[str, Any], error_type:
         "usage": usage,
     })
     _event(h, "message_stop", {"type": "message_stop"})
+
+
+def _send_cut_stream(h: BaseHTTPRequestHandler, message: dict[str, Any], framing: str, after_events: int) -> None:
+    """The first ``after_events`` events of a streamed reply, then the connection closes."""
+    events = [("message_start", {"type": "message_start", "message": {**message, "content": [],
+                                                                          "stop_reason": None}}),
+              ("content_block_start", {"type": "content_block_start", "index": 0,
+                                       "content_block": {"type": "text", "text": ""}})]
+    for piece in _chunks(message["content"][0]["text"]):
+        events.append(("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                                "delta": {"type": "text_delta", "text": piece}}))
+    data = [f"event: {name}\ndata: {json.dumps(ev)}\n\n".encode() for name, ev in events[:after_events]]
+    if framing == "chunked":
+        h.protocol_version = "HTTP/1.1"
+    h.send_response(200)
+    h.send_header("content-type", "text/event-stream")
+    if framing == "chunked":
+        h.send_header("transfer-encoding", "chunked")
+    h.send_header("connection", "close")
+    h.end_headers()
+    for piece in data:
+        if framing == "chunked":
+            h.wfile.write(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
+        else:
+            h.wfile.write(piece)
+        h.wfile.flush()
+    if framing == "chunked":  # half of the next chunk, then nothing
+        h.wfile.write(b"400\r\nevent: content_block_delta\n")
+        h.wfile.flush()
+    h.close_connection = True

@@ -8,7 +8,10 @@ import json
 import pytest
 from llm_helpers import CUDA_KERNEL, answer, request_for, user_text
 from mock_messages_server import (
+    cut_stream,
     error_reply,
+    hang,
+    malformed_body,
     overloaded,
     rate_limited,
     server_error,
@@ -144,14 +147,21 @@ def test_contract_violation_gets_a_repair_prompt(server, make_generator, problem
     assert server.bodies[1]["messages"][1] == {"role": "assistant", "content": [{"type": "text", "text": bad_reply}]}
 
 
-def test_truncated_or_refused_replies_say_why(server, make_generator, problem):
-    server.add(text_reply("Change: x\n```python\nimport torch\n", stop_reason="max_tokens"),
-               text_reply("I can't help with that.", stop_reason="refusal"), text_reply(answer()))
+def test_truncated_replies_say_why(server, make_generator, problem):
+    server.add(text_reply("Change: x\n```python\nimport torch\n", stop_reason="max_tokens"), text_reply(answer()))
     make_generator(max_tokens=2000).generate(request_for(problem))
     cut = server.bodies[1]["messages"][-1]["content"][-1]["text"]
-    refused = server.bodies[2]["messages"][-1]["content"][-1]["text"]
     assert "the code block is not closed (the answer was cut off?) (the reply stopped at max_tokens = 2000)" in cut
-    assert "no ```python code block (stop_reason: refusal)" in refused
+
+
+@pytest.mark.parametrize("reply, stop", [("I can't help with that.", "refusal"),
+                                         ("I'm sorry, but I can't assist with this request.", "end_turn")])
+def test_a_refusal_is_not_asked_again(server, make_generator, problem, reply, stop):
+    server.add(text_reply(reply, stop_reason=stop), text_reply(answer()))
+    [draft] = make_generator(max_repairs=2).generate(request_for(problem))
+    assert len(server.requests) == 1  # the same prompt would get the same answer
+    assert draft.contract_error and ("refused" in draft.contract_error or "declined" in draft.contract_error)
+    assert draft.params["contract_repairs"] == 0
 
 
 def test_contract_still_broken_after_max_repairs(server, make_generator, problem):
@@ -160,7 +170,8 @@ def test_contract_still_broken_after_max_repairs(server, make_generator, problem
     assert len(server.requests) == 3
     draft = drafts[0]
     assert draft.params["contract_error"] == "the code block does not define class ModelNew"
-    assert draft.description.startswith("reply broke the answer contract")
+    assert draft.contract_error == "the code block does not define class ModelNew"
+    assert draft.description == "x"  # the model's own Change line, not the error
     assert draft.source == "print('no model')\n"
     assert draft.usage["calls"] == 3
 
@@ -379,7 +390,7 @@ def test_budget_keeps_drafts_already_written(server, make_generator, problem):
 
 @pytest.mark.parametrize("budget, why", [
     (0.40, r"LLM dollar budget spent \(\$0.4500 of \$0.40\)"),  # crossed by the first call
-    (0.47, r"next call may cost up to"),  # $0.45 spent + up to $0.03 of output would exceed it
+    (0.46, r"next call needs at least"),  # $0.45 spent: $0.01 buys fewer than 1024 output tokens
 ])
 def test_dollar_budget_stops_generation(server, make_generator, problem, budget, why):
     big = {"input_tokens": 100_000, "output_tokens": 10_000}  # $0.30 + $0.15 at sonnet-4-6 prices
@@ -389,6 +400,17 @@ def test_dollar_budget_stops_generation(server, make_generator, problem, budget,
     with pytest.raises(GenerationBudgetExhausted, match=why):
         gen.generate(request_for(problem))
     assert len(server.requests) == 1
+
+
+def test_dollar_budget_lowers_max_tokens_to_what_it_allows(server, make_generator, problem, tmp_path):
+    # $0.10 at sonnet-4-6 prices: the default 16000 output tokens would cost up to $0.24
+    server.add(text_reply(answer(), usage={"input_tokens": 2000, "output_tokens": 800}))
+    gen = make_generator(budget_dollars=0.10)
+    [draft] = gen.generate(request_for(problem, run_dir=tmp_path))
+    sent = server.bodies[0]["max_tokens"]
+    assert 1024 <= sent < 16000
+    assert sent * 15.0 / 1e6 <= 0.10  # the output it may write fits the budget
+    assert draft.usage["dollars"] <= 0.10
 
 
 def test_output_token_budget_lowers_max_tokens(server, make_generator, problem):
@@ -475,3 +497,32 @@ def test_no_tools_offered_when_rounds_are_zero(server, make_generator, problem):
     server.add(text_reply(answer()))
     make_generator(max_tool_rounds=0).generate(request_for(problem, parent, tools=toolbox_for(problem, parent, [])))
     assert "tools" not in server.bodies[0] and "# Tools" not in server.bodies[0]["system"][0]["text"]
+
+
+# --- transport failures are retried; a hung endpoint is bounded ------------------------------
+
+
+def test_a_malformed_body_is_retried(server, make_generator, problem):
+    server.add(malformed_body(), text_reply(answer()))
+    [draft] = make_generator(stream=False).generate(request_for(problem))
+    assert draft.source == CUDA_KERNEL and draft.params["retries"] == 1 and len(server.requests) == 2
+
+
+@pytest.mark.parametrize("framing", ["close", "chunked"])
+def test_a_stream_cut_mid_reply_is_retried_never_accepted(server, make_generator, problem, framing):
+    server.add(cut_stream(framing), text_reply(answer()))
+    [draft] = make_generator(stream=True).generate(request_for(problem))
+    # the cut reply (no message_stop) is an error, not an answer
+    assert draft.source == CUDA_KERNEL and draft.params["retries"] == 1 and len(server.requests) == 2
+    assert draft.params["contract_repairs"] == 0
+
+
+def test_a_hung_endpoint_is_bounded_by_the_call_deadline(server, make_generator, problem):
+    import time
+
+    server.add(*(hang(5.0) for _ in range(5)))
+    gen = make_generator(timeout_s=30.0, call_deadline_s=1.5, max_retries=6)
+    t0 = time.monotonic()
+    with pytest.raises(LLMError, match="deadline"):
+        gen.generate(request_for(problem))
+    assert time.monotonic() - t0 < 4.0

@@ -87,3 +87,50 @@ def test_long_compile_logs_are_cut(problem):
         verdict=Verdict.COMPILE_ERROR, compile=CompileResult(ok=False, log="error: x\n" * 5000)))
     log = variables(problem, parent)["evaluation"]["compile_log"]
     assert len(log) < 6100 and log.endswith("more characters cut]")
+
+
+# --- what an expert needs, and nothing of the evaluator's internals -------------------------
+
+
+def _baseline():
+    from kernelpro.records import TimingStats
+
+    t = TimingStats(median_ms=0.4062, iqr_ms=0.01, mean_ms=0.41, min_ms=0.4, max_ms=0.42, cv=0.01, n=50,
+                    method="cuda_event+l2_flush")
+    return EvalResult(verdict=Verdict.CORRECT, timing=t, baseline=t, device="cuda",
+                      measurements={"evaluator": {"flops": 3.4e7, "bytes_min": 1.34e8, "lower_bound_ms": 0.028,
+                                                  "reference_call_s": 0.5, "sandbox_landlock": 1.0}})
+
+
+def test_first_prompt_carries_inputs_tolerances_reference_time_and_bound(problem):
+    request = request_for(problem, gpu=SPECS[0], baseline=_baseline(), tolerances={"float32": (1e-4, 1e-4)},
+                          inputs=("x: float32 [4096, 4096] contiguous",))
+    v = prompt_variables(request, language="cuda", language_required=True)
+    text = render("problem.j2", v) + render("first.j2", v)
+    assert "x: float32 [4096, 4096] contiguous" in text
+    assert "float32: atol 0.0001, rtol 0.0001" in text
+    assert "The reference takes 0.4062 ms per call" in text
+    assert "Lower bound on this GPU: 0.028 ms (3.4e+07 FLOP, at least 1.34e+08 bytes moved)" in text
+    system = render("system.j2", v)
+    assert "Toolchain: torch " in system
+    assert "# The shape of an answer" in system and "load_inline(" in system and "class ModelNew" in system
+
+
+def test_evaluator_internals_are_not_sent_as_measurements(problem):
+    parent = ParentInfo(id="c0001", source=CUDA_KERNEL, analysis=None, result=EvalResult(
+        verdict=Verdict.CORRECT, device="cuda",
+        measurements={"evaluator": {"reference_call_s": 0.51, "sandbox_landlock": 1.0},
+                      "energy": {"joules_per_call": 0.25}}))
+    text = render("refine.j2", prompt_variables(request_for(problem, parent), language="cuda",
+                                                language_required=True))
+    assert "energy: joules_per_call = 0.25" in text
+    assert "reference_call_s" not in text and "sandbox_landlock" not in text
+
+
+def test_a_cpu_run_does_not_demand_cuda(problem):
+    v = prompt_variables(request_for(problem, device="cpu"), language="cuda", language_required=True)
+    system = render("system.j2", v)
+    assert "Device: CPU" in system
+    assert "Write CUDA C++ kernels" not in system and "# Kernel language" not in system
+    assert not v["language_required"]
+    assert "in cuda kernels" not in render("contract_repair.j2", {**v, "contract_error": "x"})

@@ -195,3 +195,27 @@ def test_modules_register_through_the_hooks():
     pm.hook.kernelpro_register_generators(register=generators.append)
     assert {t.name for t in tools} == {"run_micro_profiler", "list_micro_profilers", "compile_check"}
     assert generators == [anthropic_gen.AnthropicGenerator]
+
+
+def test_tools_are_offered_only_when_they_can_run():
+    from kernelpro.api import ParentInfo, ToolContext
+    from kernelpro.llm_tools import ListMicroProfilers, RunMicroProfiler
+    from kernelpro.problem import parse_problem
+    from kernelpro.records import EvalResult, Verdict
+
+    problem = parse_problem(
+        "import torch\nimport torch.nn as nn\nclass Model(nn.Module):\n    def forward(self, x):\n"
+        "        return x\ndef get_inputs():\n    return [torch.randn(4)]\ndef get_init_inputs():\n    return []\n")
+    ok = ParentInfo(id="c1", source="", result=EvalResult(verdict=Verdict.CORRECT), analysis=None)
+    bad = ParentInfo(id="c2", source="", result=EvalResult(verdict=Verdict.COMPILE_ERROR), analysis=None)
+
+    def ctx(parent, device="cuda", profiler=True):
+        return ToolContext(problem=problem, parent=parent, device=device, gpu=None, run_dir=None,
+                           profile_parent=(lambda names: None) if profiler else None)
+
+    for tool in (RunMicroProfiler(), ListMicroProfilers()):
+        assert tool.available(ctx(ok))
+        assert not tool.available(ctx(None))  # a first generation has no parent to profile
+        assert not tool.available(ctx(bad))  # a failed parent cannot be profiled
+        assert not tool.available(ctx(ok, device="cpu"))
+        assert not tool.available(ctx(ok, profiler=False))

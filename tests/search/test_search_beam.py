@@ -15,6 +15,9 @@ from kernelpro.search.tree import ROOT, Tree
 
 
 def beam(**overrides) -> Beam:
+    """A beam without repairs unless asked: these tests follow the rounds (repairs have
+    their own tests in test_search_repair.py)."""
+    overrides.setdefault("repair_width", 0)
     return Beam(Settings(**overrides), rng=random.Random(0))
 
 

@@ -140,7 +140,8 @@ def test_widening_decides_between_expanding_and_descending():
 
 
 def test_a_node_whose_children_all_failed_is_not_stuck():
-    p = policy(asymmetric=False, max_children=4, widening_k=1.0, pruning=False)
+    # repairs off: with them the failed child would be repaired first (test_search_repair.py)
+    p = policy(asymmetric=False, max_children=4, widening_k=1.0, pruning=False, repair_attempts=0)
     tree = Tree.new()
     add(p, tree, ROOT, None)
     assert p.select(tree, 1) == [ROOT]  # widening allows 1, but no child is selectable
@@ -342,7 +343,8 @@ def test_release_closes_a_node_that_keeps_producing_nothing():
 
 
 def test_search_ends_when_nothing_is_selectable():
-    p = policy(asymmetric=False, max_children=2, widening=False)
+    # repairs off (with them the failures are fixed first: test_search_repair.py)
+    p = policy(asymmetric=False, max_children=2, widening=False, repair_attempts=0)
     tree = Tree.new()
     add(p, tree, ROOT, None)
     add(p, tree, ROOT, None)

@@ -64,6 +64,20 @@ class Plugin(abc.ABC):
 
 
 @attrs.frozen
+class Attempt:
+    """An earlier expansion of the same parent (a sibling of the draft being asked for):
+    what it changed and how it fared, so that a generator does not try it again."""
+
+    id: str
+    source: str
+    description: str
+    verdict: str
+    reason: str = ""
+    speedup: float | None = None
+    runtime_ms: float | None = None
+
+
+@attrs.frozen
 class ParentInfo:
     """A node of the search tree as a generator sees it."""
 
@@ -93,6 +107,15 @@ class GenerationRequest:
     seed: int = 0
     run_dir: Path | None = None
     tools: Any = None  # a kernelpro.llm_tools.ToolBox for generators that call tools
+    # earlier expansions of the same parent (the root for a first generation), oldest first
+    attempts: tuple[Attempt, ...] = ()
+    # the reference as the run measured it (runtime, bytes and FLOPs lower bounds); None
+    # before the baseline exists
+    baseline: EvalResult | None = None
+    # the evaluator's tolerances per output dtype: {"float32": (atol, rtol), ...}
+    tolerances: Mapping[str, tuple[float, float]] = attrs.field(factory=dict)
+    # the forward inputs of one call, one line each ("x: float32 [4096, 4096] contiguous")
+    inputs: tuple[str, ...] = ()
 
 
 class Generator(Plugin):
@@ -131,6 +154,12 @@ class SearchPolicy(Plugin):
 
     def release(self, tree: "Tree", node_id: str) -> None:
         """Called when an expansion of ``node_id`` selected earlier produced nothing."""
+
+    def failed(self, tree: "Tree", node_id: str) -> None:
+        """Called when an expansion of ``node_id`` selected earlier failed in the generator
+        (an API error after its retries): the node is not to blame and stays open. The
+        default treats it as :meth:`release` for policies written before this method."""
+        self.release(tree, node_id)
 
     def state(self) -> dict[str, Any]:
         """JSON-serialisable internal state, saved in ``tree.json`` for resume."""
@@ -331,6 +360,11 @@ class LLMTool(Plugin):
     def run(self, arguments: dict[str, Any], context: ToolContext) -> str:
         """Do the work and return text for the model. Raise ``ToolError`` for a bad call."""
 
+    def available(self, context: ToolContext) -> bool:
+        """Whether the tool can work for this request (it is offered only then): a tool
+        that profiles the parent needs a correct parent on a GPU, say. Default: always."""
+        return True
+
 
 class ToolError(Exception):
     pass
@@ -412,7 +446,7 @@ __all__ = [
     "API_VERSION", "api_version_problem", "hookimpl",
     # plugin kinds and their contexts
     "Plugin", "NoSettings",
-    "Generator", "GenerationRequest", "ParentInfo", "GenerationBudgetExhausted",
+    "Generator", "GenerationRequest", "ParentInfo", "Attempt", "GenerationBudgetExhausted",
     "SearchPolicy", "Tree", "Node", "ROOT",
     "Reward", "RewardContext",
     "Collector", "CollectorError", "Analyzer", "ProfileTarget", "ProfileContext",

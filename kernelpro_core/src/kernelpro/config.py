@@ -188,6 +188,8 @@ class Config:
     parallel: int = 1  # expansions selected at once
     seed: int = 0
     generator: Choice = Choice("torch_compile")
+    # the run stops (best so far kept) after this many generator failures in a row
+    max_generator_failures: int = 3
     search: Choice = Choice("greedy")
     reward: Choice = Choice("log_speedup")
     measurements: list[str] = attrs.field(factory=list)
@@ -208,6 +210,8 @@ class Config:
             raise ValueError(f"budget: expected a positive integer, got {self.budget}")
         if self.parallel < 1:
             raise ValueError(f"parallel: expected a positive integer, got {self.parallel}")
+        if self.max_generator_failures < 1:
+            raise ValueError(f"max_generator_failures: expected a positive integer, got {self.max_generator_failures}")
 
 
 # --- the one converter ------------------------------------------------------------------

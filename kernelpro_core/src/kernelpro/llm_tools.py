@@ -177,6 +177,9 @@ class RunMicroProfiler(LLMTool):
         "additionalProperties": False,
     }
 
+    def available(self, context: ToolContext) -> bool:
+        return _parent_profilable(context)
+
     def run(self, arguments: dict[str, Any], context: ToolContext) -> str:
         if context.parent is None:
             raise ToolError("there is no parent kernel yet (this is a first generation)")
@@ -189,6 +192,13 @@ class RunMicroProfiler(LLMTool):
             raise ToolError(str(exc).strip("'\"")) from None
         header = f"Micro-profilers {', '.join(names)} on {context.parent.id}:"
         return header + "\n" + format_analysis(analysis)
+
+
+def _parent_profilable(context: ToolContext) -> bool:
+    """A correct parent, a profiler and a GPU: what profiling the parent needs."""
+    parent = context.parent
+    return (parent is not None and parent.result is not None and parent.result.correct
+            and context.profile_parent is not None and context.device.startswith("cuda"))
 
 
 def _installed_micro_profilers() -> list[type]:
@@ -209,6 +219,9 @@ class ListMicroProfilers(LLMTool):
     def __init__(self, settings: Any = None, catalog: Callable[[], list[type]] | None = None) -> None:
         super().__init__(settings)
         self._catalog = catalog or _installed_micro_profilers
+
+    def available(self, context: ToolContext) -> bool:
+        return _parent_profilable(context)  # the list is for choosing what to run on the parent
 
     def run(self, arguments: dict[str, Any], context: ToolContext) -> str:
         found = context.micro_profilers() if context.micro_profilers is not None else self._catalog()
@@ -275,6 +288,9 @@ class CompileCheck(LLMTool):
         "additionalProperties": False,
     }
     Settings = CompileCheckSettings
+
+    def available(self, context: ToolContext) -> bool:
+        return shutil.which(self.settings.nvcc) is not None
 
     def run(self, arguments: dict[str, Any], context: ToolContext) -> str:
         s: CompileCheckSettings = self.settings

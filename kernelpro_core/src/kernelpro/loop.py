@@ -19,6 +19,7 @@ import attrs
 
 from kernelpro import config as cfg
 from kernelpro.api import (
+    Attempt,
     GenerationBudgetExhausted,
     GenerationRequest,
     ParentInfo,
@@ -34,6 +35,10 @@ from kernelpro.profile.pipeline import Profiler, no_gpu_notes, save_profiles
 from kernelpro.records import Analysis, EvalResult, GpuSpec, Verdict, from_json, to_json
 from kernelpro.rundir import RunDir, write_atomic
 from kernelpro.search.tree import ROOT, Tree
+
+
+class _Rejected(Exception):
+    """A draft its generator rejected: recorded without evaluation."""
 
 
 class RunError(Exception):
@@ -76,8 +81,40 @@ def freeze(value: Any) -> Any:
     return value
 
 
-#: consecutive generator failures after which the run stops with the last error
-MAX_GENERATOR_FAILURES = 3
+#: earlier expansions of a parent shown to the generator (the newest)
+MAX_ATTEMPTS_SHOWN = 6
+
+
+_DESCRIBE_INPUTS = """
+import importlib.util, json, sys, torch
+torch.manual_seed(0)
+spec = importlib.util.spec_from_file_location("problem", sys.argv[1])
+mod = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(mod)
+out = []
+for x in mod.get_inputs():
+    if isinstance(x, torch.Tensor):
+        layout = "contiguous" if x.is_contiguous() else f"strides {list(x.stride())}"
+        out.append(f"{str(x.dtype).replace('torch.', '')} {list(x.shape)} {layout}")
+    else:
+        out.append(f"{type(x).__name__} {x!r}"[:80])
+print(json.dumps(out))
+"""
+
+
+def describe_inputs(problem_path: Path, names: tuple[str, ...]) -> tuple[str, ...]:
+    """One line per forward input of the problem: dtype, shape, layout (or a scalar's
+    value); () when ``get_inputs()`` cannot be run within a minute."""
+    import json
+    import subprocess
+
+    try:
+        done = subprocess.run([sys.executable, "-c", _DESCRIBE_INPUTS, str(problem_path)], capture_output=True,
+                              text=True, timeout=60)
+        lines = json.loads(done.stdout.strip().splitlines()[-1]) if done.returncode == 0 else []
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        return ()
+    return tuple(f"{names[i] if i < len(names) else f'input {i}'}: {line}" for i, line in enumerate(lines))
 
 
 def resolve_device(requested: str) -> str:
@@ -166,6 +203,7 @@ class Optimizer:
         self.stopped_because = "budget reached"
         self._pool: Any = None
         self.retimed: set[str] = set()
+        self._input_lines: tuple[str, ...] | None = None
         self._lock: Any = None
         self.run_id = run_dir.name  # replaced by the id stored in run.json at start()
 
@@ -282,11 +320,16 @@ class Optimizer:
                     self._evaluate_batch(batch)
                     return self.finish()
                 except Exception as exc:
-                    line = f"generator {self.generator.name} failed: {type(exc).__name__}: {exc}"
-                    self.progress.message(line)
-                    self._policy("release", self.tree, parent_id)
+                    # not the node's fault: it stays open; the failure is on record
+                    line = f"generator {self.generator.name} failed: {type(exc).__name__}: {_first_line(str(exc))}"
+                    self.progress.warning(line)
+                    self._policy("failed", self.tree, parent_id)
                     self.generator_failures += 1
-                    if self.generator_failures >= MAX_GENERATOR_FAILURES:
+                    self.run.append_jsonl("errors.jsonl", {
+                        "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "parent": parent_id,
+                        "generator": self.generator.name, "error": line,
+                        "in_a_row": self.generator_failures, "evaluated": len(self.records)})
+                    if self.generator_failures >= self.config.max_generator_failures:
                         self.stopped_because = f"{line} ({self.generator_failures} times in a row)"
                         self._evaluate_batch(batch)
                         return self.finish()
@@ -365,7 +408,32 @@ class Optimizer:
             seed=self.config.seed + len(self.records),
             run_dir=self.run.path,
             tools=self._toolbox(parent),
+            attempts=self._attempts(parent_id),
+            baseline=self.baseline,
+            tolerances={dtype: (tol.atol, tol.rtol) for dtype, tol in self.config.evaluator.tolerances.items()},
+            inputs=self._inputs(),
         )
+
+    def _inputs(self) -> tuple[str, ...]:
+        """The reference's forward inputs described once per run (a child process runs
+        ``get_inputs()``); () when that fails."""
+        if self._input_lines is None:
+            self._input_lines = describe_inputs(self._problem_path(), self.problem.forward_args)
+        return self._input_lines
+
+    def _attempts(self, parent_id: str) -> tuple[Attempt, ...]:
+        """The earlier expansions of ``parent_id`` (its children), newest last."""
+        out = []
+        for cid in self.tree[parent_id].children[-MAX_ATTEMPTS_SHOWN:]:
+            result = self.results.get(cid)
+            path = self.run.source_path(cid)
+            if result is None or not path.exists():
+                continue
+            node = self.tree[cid]
+            out.append(Attempt(id=cid, source=path.read_text(), description=node.description,
+                               verdict=result.verdict.value, reason=_first_line(result.reason or "")[:300],
+                               speedup=result.speedup, runtime_ms=result.runtime_ms))
+        return tuple(out)
 
     def _toolbox(self, parent: ParentInfo | None) -> Any:
         tools = self.plugins.llm_tools()
@@ -391,10 +459,20 @@ class Optimizer:
         def micro_profilers() -> list[type]:
             return [cls for cls in self.plugins.micro_profilers() if cls.name not in blocked]
 
+        can_profile = self.profiler is not None and self.device.startswith("cuda")
         ctx = ToolContext(problem=self.problem, parent=parent, device=self.device, gpu=self.gpu,
-                          run_dir=self.run.path, profile_parent=profile_parent,
+                          run_dir=self.run.path, profile_parent=profile_parent if can_profile else None,
                           workdir=self.run.path / "tools", micro_profilers=micro_profilers)
-        return ToolBox([t() for t in tools], ctx)
+        offered = []
+        for make in tools:
+            tool = make()
+            try:
+                ok = tool.available(ctx)
+            except Exception:
+                ok = False  # a tool that cannot tell is not offered
+            if ok:
+                offered.append(tool)
+        return ToolBox(offered, ctx) if offered else None
 
     def _write_draft(self, parent_id: str, draft: Any) -> dict[str, Any]:
         cid = self.next_id()
@@ -402,6 +480,8 @@ class Optimizer:
         write_atomic(path, draft.source)
         pending = {"id": cid, "parent": parent_id, "generator": draft.generator, "language": draft.language,
                    "description": draft.description, "params": draft.params, "usage": draft.usage}
+        if getattr(draft, "contract_error", None):
+            pending["contract_error"] = draft.contract_error
         queue = self.run.read_json("pending.json", [])
         queue.append(pending)
         self.run.write_json("pending.json", queue)
@@ -418,6 +498,10 @@ class Optimizer:
         language = pending.get("language") or detect_language(source)
         t_eval = time.monotonic()
         try:
+            if pending.get("contract_error"):
+                # the generator refused its own reply: nothing of it is run
+                result = EvalResult(verdict=Verdict.CONTRACT, reason=pending["contract_error"], device=self.device)
+                raise _Rejected()
             check_candidate(source, self.problem, where=f"{cid}.py")
             result = evaluate(self._problem_path(), path, device=self.device, config=self.config.evaluator,
                               workdir=self.run.eval_dir(cid), seed=self.config.seed,
@@ -425,6 +509,8 @@ class Optimizer:
                               language=language, compiled=compiled, reference_flops=self._reference_flops())
         except ProblemError as exc:
             result = EvalResult(verdict=Verdict.INVALID, reason=str(exc), device=self.device)
+        except _Rejected:
+            pass
         # the speedup is against the reference timed in the same evaluation as the candidate; the
         # compiled reference too, unless it is timed once per problem (in the baseline job)
         compiled_ms, compiled_from = None, None
@@ -476,7 +562,8 @@ class Optimizer:
         self._drop_pending(cid)
         self._add_node(record)
         self._save_tree()
-        if self.memory is not None:
+        if self.memory is not None and result.verdict is not Verdict.CONTRACT:
+            # a reply without a usable kernel says nothing about the change it names
             parent_analysis = self.analyses.get(pending["parent"])
             try:
                 self.memory.record(

@@ -34,6 +34,9 @@ class Verdict(str, enum.Enum):
     INTEGRITY = "integrity_violation"  # caught cheating the evaluator
     POLICY = "policy_violation"  # broke the configured call policy
     PROBLEM_ERROR = "problem_error"  # the problem itself failed (its Model, inputs or outputs): not the candidate's fault
+    # the generator's reply broke its answer contract (no code, a refusal, the wrong kernel
+    # language): recorded without evaluation, never the run's best
+    CONTRACT = "contract_violation"
 
     def __str__(self) -> str:  # pragma: no cover - trivial
         return self.value
@@ -120,6 +123,9 @@ class CandidateDraft:
     description: str = ""  # one line: the change made
     params: dict[str, Any] = attrs.field(factory=dict)  # the generator's knobs for this draft
     usage: dict[str, float] = attrs.field(factory=dict)  # tokens, dollars, calls (LLM generators)
+    # why the generator itself rejects this draft (a refusal, a reply without code, the wrong
+    # kernel language); the loop records it as contract_violation without evaluating it
+    contract_error: str | None = None
 
 
 @attrs.frozen

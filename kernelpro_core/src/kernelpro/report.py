@@ -87,6 +87,7 @@ def write_report(opt: "Optimizer", summary: dict[str, Any], best: dict[str, Any]
         for rec in failed:
             lines.append(f"- `{rec['id']}` {rec['verdict']}: {(rec.get('reason') or '')[:300]}")
         lines.append("")
+    lines += generator_failures_section(opt.run.read_jsonl("errors.jsonl"))
     usage = _usage_totals(opt.records)
     if usage:
         lines += ["## Generator usage", "",
@@ -110,3 +111,18 @@ def _usage_totals(records: list[dict[str, Any]]) -> dict[str, float]:
             if isinstance(v, (int, float)):
                 total[k] = total.get(k, 0) + v
     return total
+
+
+def generator_failures_section(errors: list[dict[str, Any]]) -> list[str]:
+    """The report lines listing generator failures (``errors.jsonl``); none without any."""
+    if not errors:
+        return []
+    lines = ["## Generator failures", "",
+             f"{len(errors)} generator call(s) failed; the node being expanded stayed open.", ""]
+    for e in errors[-20:]:
+        lines.append(f"- {e.get('time', '?')} expanding `{e.get('parent', '?')}` "
+                     f"({e.get('in_a_row', '?')} in a row): {str(e.get('error', ''))[:300]}")
+    if len(errors) > 20:
+        lines.append(f"- ... {len(errors) - 20} earlier ones in errors.jsonl")
+    lines.append("")
+    return lines

@@ -48,7 +48,7 @@ from kernelpro.generate.llm.client import (
     send,
     tool_uses,
 )
-from kernelpro.generate.llm.contract import ContractError, code_blocks, parse_answer
+from kernelpro.generate.llm.contract import ContractError, change_line, code_blocks, parse_answer, refusal
 from kernelpro.generate.llm.prompts import prompt_variables, render
 from kernelpro.generate.llm.retry import LLMError, with_retries
 from kernelpro.hookspecs import hookimpl
@@ -105,7 +105,9 @@ class AnthropicSettings:
     enforce_language: bool = True  # refuse replies without a kernel in ``language``
     max_tool_rounds: int = attrs.field(default=4, validator=_non_negative)
     max_repairs: int = attrs.field(default=2, validator=_non_negative)
-    timeout_s: float = attrs.field(default=600.0, validator=_positive)
+    timeout_s: float = attrs.field(default=600.0, validator=_positive)  # longest wait for one read
+    # all attempts of one call (retries and their waits included) end by this many seconds
+    call_deadline_s: float = attrs.field(default=900.0, validator=_positive)
     max_retries: int = attrs.field(default=6, validator=_non_negative)
     retry_base_delay_s: float = attrs.field(default=2.0, validator=_non_negative)
     retry_max_delay_s: float = attrs.field(default=60.0, validator=_non_negative)
@@ -209,6 +211,8 @@ class AnthropicGenerator(Generator):
         )
         variables = variables_for()
         mode = variables["mode"]
+        # on a CPU run no GPU kernel can run: the language is neither asked for nor required
+        language, enforce = s.language, bool(variables["language_required"])
         system = render("system.j2", variables)
         messages: list[dict[str, Any]] = [
             {
@@ -251,8 +255,13 @@ class AnthropicGenerator(Generator):
                 messages.append({"role": "user", "content": results})
                 continue
             text = reply_text(message)
+            declined = refusal(text, message.stop_reason)
+            if declined is not None:
+                # asking again with the same request would get the same answer
+                contract_error = declined
+                break
             try:
-                answer = parse_answer(text, request.problem, s.language if s.enforce_language else None)
+                answer = parse_answer(text, request.problem, language if enforce else None)
             except ContractError as exc:
                 contract_error = str(exc)
                 if message.stop_reason == "max_tokens":
@@ -267,12 +276,13 @@ class AnthropicGenerator(Generator):
                 continue
             return self._finish(request, mode, answer.source, answer.description, None, usage, trace,
                                 system, messages)
-        # The contract was not met: hand back the last reply so the evaluator records it
-        # (as invalid) with its cost.
+        # The contract was not met: hand back the last reply, marked, so that the loop
+        # records it as a contract violation with its cost (it is never evaluated). The
+        # description stays the model's own, or none.
         blocks = [body for _, body in code_blocks(text)]
         source = blocks[-1] if blocks else text
-        return self._finish(request, mode, source, f"reply broke the answer contract: {contract_error}",
-                            contract_error, usage, trace, system, messages)
+        said = change_line(text)
+        return self._finish(request, mode, source, said, contract_error, usage, trace, system, messages)
 
     def _call(
         self,
@@ -312,14 +322,16 @@ class AnthropicGenerator(Generator):
             with self._lock:
                 self.retries += 1
 
+        deadline = time.monotonic() + s.call_deadline_s
         message = with_retries(
-            lambda: send(self.client, params, stream=s.stream),
+            lambda: send(self.client, params, stream=s.stream, deadline=deadline, timeout_s=s.timeout_s),
             max_retries=s.max_retries,
             base_delay_s=s.retry_base_delay_s,
             max_delay_s=s.retry_max_delay_s,
             rng=self._rng,
             sleep=self._sleep,
             on_retry=on_retry,
+            deadline=deadline,
         )
         call = call_usage(message.usage, self.prices)
         usage.add(call)
@@ -383,6 +395,7 @@ class AnthropicGenerator(Generator):
             description=description or f"{mode} version by {s.model}",
             params=params,
             usage=usage.as_dict(),
+            contract_error=contract_error,
         )
 
     def _save_usage(self, run_dir: Path | None) -> None:

@@ -7,6 +7,12 @@ candidate, its beam is kept and expanded again; a node is expanded at most
 ``max_children`` times in total, and the search ends when the beam is empty. With
 ``elitist`` on, members of the previous beam compete with their children for a place.
 
+Repairs (:mod:`kernelpro.search.repair`): up to ``repair_width`` failed children of the
+round (those of the best parents first) join the next round's beam for one expansion each,
+which asks the generator to fix them; a repair is a child of the failed node and competes
+for the following beam like any other child. A failed repair is repaired again, up to
+``repair_attempts`` in a row.
+
 The beam, the expansions still to hand out and those in flight are kept in :meth:`state`;
 each node it has accounted for carries ``stats["beam_round"]``.
 """
@@ -20,6 +26,7 @@ import attrs
 
 from kernelpro.api import SearchPolicy
 from kernelpro.hookspecs import hookimpl
+from kernelpro.search.repair import anchor, repair_targets
 from kernelpro.search.tree import ROOT, Node, Tree
 
 _pos = attrs.validators.gt(0)
@@ -31,6 +38,9 @@ class Settings:
     branching: int = attrs.field(default=2, validator=_pos)  # expansions per member per round
     max_children: int = attrs.field(default=8, validator=_pos)  # most expansions of one node
     elitist: bool = False  # previous members compete with their children
+    # failed children repaired per round, and repairs of one failure in a row (0: off)
+    repair_width: int = attrs.field(default=2, validator=attrs.validators.ge(0))
+    repair_attempts: int = attrs.field(default=2, validator=attrs.validators.ge(0))
 
 
 class Beam(SearchPolicy):
@@ -71,6 +81,13 @@ class Beam(SearchPolicy):
 
     def update(self, tree: Tree, node_id: str) -> None:
         self._account(tree[node_id])
+
+    def failed(self, tree: Tree, node_id: str) -> None:
+        """The generator failed on an expansion: it goes back to the round's quota (the loop
+        stops the run after too many failures in a row)."""
+        if self._in_flight.get(node_id, 0) > 0:
+            self._in_flight[node_id] -= 1
+            self._quota[node_id] = self._quota.get(node_id, 0) + 1
 
     def release(self, tree: Tree, node_id: str) -> None:
         """An expansion produced nothing; it still counts against ``max_children``."""
@@ -127,13 +144,36 @@ class Beam(SearchPolicy):
 
     def _next_round(self, tree: Tree) -> None:
         produced = [tree[c] for c in self._produced if tree[c].correct and tree[c].reward is not None]
-        pool = produced + ([tree[m] for m in self._beam if m != ROOT] if self.settings.elitist else [])
+        # repairs of failed nodes were members for one expansion only
+        members = [tree[m] for m in self._beam if m == ROOT or tree[m].correct]
+        pool = produced + ([nd for nd in members if nd.id != ROOT] if self.settings.elitist else [])
         if not produced:
-            pool = [tree[m] for m in self._beam]  # nothing correct came out: try the beam again
+            pool = members  # nothing correct came out: try the beam again
         pool = [nd for nd in pool if self._expansions(nd) < self.settings.max_children]
         # best reward first; ties by insertion order (stable sort) for determinism
         pool.sort(key=lambda nd: -(nd.reward if nd.reward is not None else float("-inf")))
+        repairs = self._repairs(tree)
         self._start_round(tree, [nd.id for nd in pool[: self.settings.width]], self.settings.branching)
+        for nd in repairs:
+            if nd.id not in self._quota:
+                self._beam.append(nd.id)
+                self._quota[nd.id] = 1
+
+    def _repairs(self, tree: Tree) -> list[Node]:
+        """This round's failed children to repair next round, best anchor first."""
+        s = self.settings
+        if not s.repair_width:
+            return []
+        produced = set(self._produced)
+        targets = [nd for nd in repair_targets(tree, s.repair_attempts) if nd.id in produced
+                   and self._expansions(nd) < s.max_children]
+
+        def anchor_reward(nd: Node) -> float:
+            a = anchor(tree, nd)
+            return a.reward if a.reward is not None else 0.0  # the root: the reference, log 1 = 0
+
+        targets.sort(key=lambda nd: -anchor_reward(nd))
+        return targets[: s.repair_width]
 
     def _account(self, node: Node) -> None:
         if "beam_round" in node.stats or node.parent is None:

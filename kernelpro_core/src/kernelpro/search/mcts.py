@@ -45,6 +45,10 @@ so that it can be turned off for ablation:
   all failed, or whose last ``stale_expansions`` new candidates did not improve its best by
   ``min_improvement``, is closed (``Node.closed`` holds the reason) and never selected
   again; it stays in the tree. The ancestors of the best candidate so far are never closed.
+* **Repairs.** When the node chosen for expansion has a failed child (or a failed repair
+  of one, up to ``repair_attempts`` in a row; :mod:`kernelpro.search.repair`), that child is
+  expanded instead: the generator fixes it with its verdict in hand. A failed node whose
+  repair is correct leads to it like any other node (it is never expanded for itself).
 * **Parallel expansion.** ``select(tree, n)`` returns up to ``n`` parents at once. Each
   selection adds a virtual loss to every node of its path (``Node.virtual_loss``), which
   counts as ``virtual_loss`` extra visits valued at the worst correct value; ``update`` or
@@ -73,6 +77,7 @@ import attrs
 
 from kernelpro.api import SearchPolicy
 from kernelpro.hookspecs import hookimpl
+from kernelpro.search.repair import anchor, repair_targets
 from kernelpro.search.tree import ROOT, Node, Tree
 
 _pos = attrs.validators.gt(0)
@@ -150,6 +155,8 @@ class Settings:
     virtual_loss: float = attrs.field(default=2.5, validator=_nonneg_f)
     # a node whose expansions produced nothing this many times is closed (liveness, not pruning)
     max_empty_expansions: int = attrs.field(default=2, validator=_pos)
+    # repairs of one failed candidate in a row (a failed repair is repaired again); 0: off
+    repair_attempts: int = attrs.field(default=2, validator=_nonneg)
 
 
 class MCTS(SearchPolicy):
@@ -175,7 +182,10 @@ class MCTS(SearchPolicy):
         for _ in range(max(0, n)):
             node_id = dives.pop(0) if dives else self._descend(tree)
             if node_id is None:
-                break
+                node_id = self._any_repair(tree)  # nothing to expand, maybe something to fix
+                if node_id is None:
+                    break
+            node_id = self._repair_instead(tree, node_id)
             self._apply_virtual_loss(tree, node_id)
             picked.append(node_id)
         return picked
@@ -189,6 +199,12 @@ class MCTS(SearchPolicy):
             self._remove_virtual_loss(tree, node.parent)
         if not node.stats.get("backed_up"):
             self._backup(tree, node)
+
+    def failed(self, tree: Tree, node_id: str) -> None:
+        """The generator failed on an expansion of ``node_id``: remove its virtual loss; the
+        node stays open (it produced nothing through no fault of its own)."""
+        self._sync(tree, backup=False)
+        self._remove_virtual_loss(tree, node_id)
 
     def release(self, tree: Tree, node_id: str) -> None:
         """An expansion of ``node_id`` produced nothing: remove its virtual loss."""
@@ -242,11 +258,28 @@ class MCTS(SearchPolicy):
             return True
         return node.correct and node.reward is not None
 
+    def _repair_instead(self, tree: Tree, node_id: str) -> str:
+        """A failed child of ``node_id`` to repair (the newest), else ``node_id``."""
+        targets = repair_targets(tree, self.settings.repair_attempts, busy=self._pending)
+        mine = [nd for nd in targets if anchor(tree, nd).id == node_id]
+        return mine[-1].id if mine else node_id
+
+    def _any_repair(self, tree: Tree) -> str | None:
+        """The newest repairable node whose anchor is still open, else None."""
+        targets = repair_targets(tree, self.settings.repair_attempts, busy=self._pending)
+        for nd in reversed(targets):
+            if anchor(tree, nd).closed is None:
+                return nd.id
+        return None
+
     def _selectable(self, tree: Tree) -> set[str]:
-        """Ids of open nodes that can be expanded now or lead to one that can."""
+        """Ids of open nodes that can be expanded now or lead to one that can (a failed
+        node leads to its repaired children)."""
         out: set[str] = set()
         for node in sorted(tree, key=lambda nd: -nd.depth):
             if not self._is_open(node):
+                if node.closed is None and any(c in out for c in node.children):
+                    out.add(node.id)  # passed through, never expanded for itself
                 continue
             grown = len(node.children) + self._pending(node)
             if grown < self.branching_budget(node) or any(c in out for c in node.children):
@@ -275,9 +308,9 @@ class MCTS(SearchPolicy):
         while True:
             kids = [tree[c] for c in node.children if c in selectable]
             grown = len(node.children) + self._pending(node)
-            if grown < self.child_limit(node) or (
+            if self._is_open(node) and (grown < self.child_limit(node) or (
                 not kids and grown < self.branching_budget(node)
-            ):
+            )):
                 return node.id
             node = self._best_child(node, kids, span)
             if self.settings.best_first and node.parent == ROOT:
@@ -294,7 +327,7 @@ class MCTS(SearchPolicy):
             stack.extend(c for c in tree[nid].children if c in selectable)
         best: Node | None = None
         for nd in tree:  # insertion order
-            if nd.id not in inside:
+            if nd.id not in inside or not self._is_open(nd):
                 continue
             if len(nd.children) + self._pending(nd) >= self.branching_budget(nd):
                 continue

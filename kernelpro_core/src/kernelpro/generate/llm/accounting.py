@@ -6,9 +6,9 @@ the four counts as the Messages API reports them in ``usage``: ``input_tokens`` 
 the tokens written to or read from the prompt cache.
 
 The :class:`Ledger` keeps the run's totals and enforces the budget: before a call it
-refuses one that would exceed a limit (calls exactly; input tokens and dollars on an
-estimate; output tokens by lowering ``max_tokens`` to what is left), and once the totals
-reach a limit every later call is refused.
+refuses one that would exceed a limit (calls exactly; input tokens on an estimate; output
+tokens and dollars by lowering ``max_tokens`` to what is left, refusing only when less than
+a useful answer is left), and once the totals reach a limit every later call is refused.
 """
 
 from __future__ import annotations
@@ -171,9 +171,10 @@ class Ledger:
 
         Raises :class:`GenerationBudgetExhausted` (and remembers why) when the totals
         already reached a limit, when one more call would exceed the call limit, when the
-        estimated input would exceed the input limit, when less than ``min_output_tokens``
-        output tokens are left, or when the worst case (estimated input at the cache-write
-        price plus ``max_tokens`` of output) would exceed the dollar limit.
+        estimated input would exceed the input limit, or when less than
+        ``min_output_tokens`` output tokens are left by the output-token limit or by the
+        dollars left after the estimated input (priced at the dearer of the input and
+        cache-write prices). Otherwise ``max_tokens`` is lowered to what both allow.
         """
         with self._lock:
             reason = self.stopped_because or self._crossed()
@@ -196,15 +197,18 @@ class Ledger:
                     )
             if reason is None and b.dollars and self.prices is not None and t.dollars is not None:
                 p = self.prices
-                worst = (
-                    estimated_input_tokens * max(p.input_per_mtok, p.cache_write_per_mtok)
-                    + allowed * p.output_per_mtok
-                ) / 1e6
-                if t.dollars + worst > b.dollars:
+                input_cost = estimated_input_tokens * max(p.input_per_mtok, p.cache_write_per_mtok) / 1e6
+                left = b.dollars - t.dollars - input_cost
+                affordable = int(left * 1e6 / p.output_per_mtok) if p.output_per_mtok > 0 else allowed
+                if affordable < min_output_tokens:
+                    least = input_cost + min_output_tokens * p.output_per_mtok / 1e6
                     reason = (
-                        f"LLM dollar budget spent (${t.dollars:.4f} used, next call may cost up to "
-                        f"${worst:.4f}, budget ${b.dollars:.2f})"
+                        f"LLM dollar budget spent (${t.dollars:.4f} used, next call needs at least "
+                        f"${least:.4f} for its input and {min_output_tokens} output tokens, budget "
+                        f"${b.dollars:.2f})"
                     )
+                else:
+                    allowed = min(allowed, affordable)
             if reason is not None:
                 self.stopped_because = reason
                 raise GenerationBudgetExhausted(reason)

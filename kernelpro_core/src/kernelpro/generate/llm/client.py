@@ -12,10 +12,13 @@ the SDK's ``ANTHROPIC_BASE_URL`` variable, else the SDK default.
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 from urllib.parse import urlparse
 
 import anthropic
+
+from kernelpro.generate.llm.retry import DeadlineExceeded, IncompleteReply
 
 LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 #: sent to local servers when no key is configured
@@ -57,13 +60,35 @@ def make_client(*, base_url: str | None, api_key_env: str, timeout_s: float) -> 
     )
 
 
-def send(client: anthropic.Anthropic, params: dict[str, Any], *, stream: bool) -> Any:
+def send(client: anthropic.Anthropic, params: dict[str, Any], *, stream: bool, deadline: float | None = None,
+         timeout_s: float | None = None) -> Any:
     """One Messages API call; returns the final ``Message``. Streaming accumulates the
-    server-sent events into the same message object."""
+    server-sent events into the same message object, and a stream that ends without
+    ``message_stop`` raises :class:`IncompleteReply` (however the connection closed).
+
+    ``timeout_s`` is the longest wait for any one read; ``deadline`` (a monotonic time)
+    bounds the whole call: the read timeout shrinks to what is left of it, and a stream
+    still running at the deadline is abandoned.
+    """
+    timeout = timeout_s
+    if deadline is not None:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise DeadlineExceeded("the call deadline passed")
+        timeout = left if timeout is None else min(timeout, left)
+    call: dict[str, Any] = {**params, "timeout": timeout} if timeout is not None else params
     if stream:
-        with client.messages.stream(**params) as events:
+        with client.messages.stream(**call) as events:
+            stopped = False
+            for event in events:
+                if event.type == "message_stop":
+                    stopped = True
+                if deadline is not None and time.monotonic() > deadline:
+                    raise DeadlineExceeded("the call deadline passed while the reply was streaming")
+            if not stopped:
+                raise IncompleteReply("the stream ended without message_stop")
             return events.get_final_message()
-    return client.messages.create(**params)
+    return client.messages.create(**call)
 
 
 def assistant_content(message: Any) -> list[dict[str, Any]]:

@@ -44,6 +44,25 @@ LANGUAGE_RULES: dict[str, tuple[re.Pattern[str], str]] = {
 MAX_DESCRIPTION_CHARS = 200
 
 
+#: how a refusal starts (checked on a reply without code only)
+_REFUSAL = re.compile(
+    r"^\W*(i('m| am)?\s+(sorry|unable|not able)|i\s+(can(no|')t|won'?t|will not|must decline|"
+    r"am unable)|sorry\b|i apologi[sz]e|unfortunately,?\s+i\s+can)",
+    re.I,
+)
+
+
+def refusal(text: str, stop_reason: str | None) -> str | None:
+    """One line saying the model declined, or None: the API's ``refusal`` stop reason, or a
+    reply without any code block that opens like a refusal."""
+    first = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    if stop_reason == "refusal":
+        return f"the model refused (stop_reason: refusal){': ' + first[:160] if first else ''}"
+    if "```" not in text and _REFUSAL.search(first):
+        return f"the model declined: {first[:160]}"
+    return None
+
+
 class ContractError(Exception):
     """The reply breaks the answer contract; the message says how, in one line."""
 
@@ -83,6 +102,12 @@ def description(text: str) -> str:
         line = next((ln.strip(" #*>-\t") for ln in prose.splitlines() if ln.strip(" #*>-\t")), "")
     line = line.strip().strip("*_").strip()
     return line[: MAX_DESCRIPTION_CHARS - 3] + "..." if len(line) > MAX_DESCRIPTION_CHARS else line
+
+
+def change_line(text: str) -> str:
+    """The reply's explicit ``Change:`` line, else "" (no guess from other prose)."""
+    m = _CHANGE_LINE.search(_FENCE.sub("", text))
+    return m.group(1).strip().strip("*_").strip()[:MAX_DESCRIPTION_CHARS] if m else ""
 
 
 def parse_answer(text: str, problem: Problem, language: str | None) -> Answer:

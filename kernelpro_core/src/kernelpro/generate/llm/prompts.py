@@ -16,12 +16,14 @@ Templates live in ``kernelpro/templates/`` and are rendered by a single
 
 from __future__ import annotations
 
+import functools
+import re
 from pathlib import Path
 from typing import Any, Sequence
 
 import jinja2
 
-from kernelpro.api import GenerationRequest, ParentInfo
+from kernelpro.api import Attempt, GenerationRequest, ParentInfo
 from kernelpro.records import Analysis, Bottleneck, EvalResult, Finding, GpuSpec
 
 TEMPLATES_DIR = Path(__file__).resolve().parent.parent.parent / "templates"
@@ -31,6 +33,18 @@ TEMPLATES_DIR = Path(__file__).resolve().parent.parent.parent / "templates"
 MAX_LOG_CHARS = 6000
 
 _SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2, "info": 3}
+
+#: measurement groups that are the evaluator's own bookkeeping (stage timings, sandbox and
+#: recheck notes), not measurements of the candidate: never shown to the model
+INTERNAL_MEASUREMENTS = frozenset({"evaluator"})
+
+#: lines of a candidate's source that say what it does (kernels, launches, tiling, the
+#: operators forward calls), for the summary of an earlier attempt
+_SUMMARY_LINE = re.compile(
+    r"__global__|<<<|@triton\.(jit|autotune)|^\s*def (?!__init__)\w+\(|BLOCK\w*\s*[:=]|tl\.dot|"
+    r"__shared__|wmma|mma\.|cp\.async|float4|__launch_bounds__|torch\.(ops|nn\.functional|\w+)\("
+)
+MAX_SUMMARY_LINES = 10
 
 _environment: jinja2.Environment | None = None
 
@@ -83,10 +97,19 @@ def prompt_variables(
     result = parent.result if parent else None
     analysis = parent.analysis if parent else None
     problem = request.problem
+    on_gpu = request.device.startswith("cuda")
     return {
         "mode": prompt_mode(parent),
         "language": language,
-        "language_required": language_required,
+        # a CPU run cannot run GPU kernels: the language is not asked for there
+        "language_required": language_required and on_gpu,
+        "on_gpu": on_gpu,
+        "versions": toolchain_versions(),
+        "skeleton": SKELETONS.get(language, "") if on_gpu else SKELETONS["cpu"],
+        "reference": _reference(request),
+        "inputs": list(request.inputs),
+        "tolerances": [f"{dtype}: atol {atol:g}, rtol {rtol:g}" for dtype, (atol, rtol) in request.tolerances.items()],
+        "attempts": [_attempt(a) for a in request.attempts],
         "device": request.device,
         "gpu": _gpu(request.gpu),
         "problem": {
@@ -184,6 +207,7 @@ def _evaluation(result: EvalResult) -> dict[str, Any]:
         "measurements": [
             f"{name}: " + ", ".join(f"{k} = {_num(v)}" for k, v in values.items())
             for name, values in result.measurements.items()
+            if name not in INTERNAL_MEASUREMENTS and values
         ],
         "gpu_name": result.gpu_name,
     }
@@ -219,3 +243,172 @@ def _finding(f: Finding) -> dict[str, Any]:
         "evidence": [f"{k} = {_num(v)}" for k, v in f.evidence.items()],
         "source_lines": list(f.source_lines),
     }
+
+
+# --- what an expert needs besides the code -----------------------------------------------
+
+
+@functools.lru_cache(maxsize=1)
+def toolchain_versions() -> str:
+    """"torch 2.x, CUDA 12.x, Triton 3.x" as installed here (Triton without importing it)."""
+    from importlib import metadata
+
+    import torch
+
+    parts = [f"torch {torch.__version__.split('+')[0]}"]
+    cuda = getattr(torch.version, "cuda", None)
+    parts.append(f"CUDA {cuda}" if cuda else "no CUDA build of torch")
+    try:
+        parts.append(f"Triton {metadata.version('triton')}")
+    except metadata.PackageNotFoundError:
+        parts.append("no Triton")
+    return ", ".join(parts)
+
+
+def _reference(request: GenerationRequest) -> dict[str, Any] | None:
+    """The reference's runtime and the problem's lower bounds from the baseline job."""
+    base = request.baseline
+    if base is None or base.runtime_ms is None and base.baseline_ms is None:
+        return None
+    ev = (base.measurements or {}).get("evaluator", {})
+    compiled = base.baseline_compiled.median_ms if base.baseline_compiled else None
+    flops, bytes_min, lower = ev.get("flops"), ev.get("bytes_min"), ev.get("lower_bound_ms")
+    return {
+        "runtime_ms": _num(base.baseline_ms or base.runtime_ms),
+        "compiled_ms": _num(compiled),
+        "flops": _num(flops) if flops else None,
+        "bytes_min": _num(bytes_min) if bytes_min else None,
+        "lower_bound_ms": _num(lower) if lower else None,
+    }
+
+
+def code_summary(source: str) -> list[str]:
+    """The lines of a candidate that say what it does (kernel signatures, launches, tiling
+    constants, and the body of ``forward``), at most :data:`MAX_SUMMARY_LINES`."""
+    out: list[str] = []
+    forward_indent: int | None = None
+    forward_lines = 0
+    for line in source.splitlines():
+        stripped = line.strip()
+        indent = len(line) - len(line.lstrip())
+        in_forward = forward_indent is not None and stripped and indent > forward_indent and forward_lines < 4
+        if forward_indent is not None and stripped and indent <= forward_indent:
+            forward_indent = None
+        if re.match(r"\s*def forward\(", line):
+            forward_indent, forward_lines = indent, 0
+        if in_forward:
+            forward_lines += 1
+        if (in_forward or _SUMMARY_LINE.search(line)) and stripped and stripped not in out:
+            out.append(stripped[:160])
+            if len(out) >= MAX_SUMMARY_LINES:
+                break
+    return out
+
+
+def _attempt(a: Attempt) -> dict[str, Any]:
+    if a.verdict == "correct":
+        outcome = f"correct, {_num(a.speedup, 3)}x the reference" if a.speedup else "correct"
+        if a.runtime_ms is not None:
+            outcome += f" ({_num(a.runtime_ms)} ms)"
+    else:
+        outcome = a.verdict + (f": {_trim(a.reason, 300)}" if a.reason else "")
+    return {"id": a.id, "description": a.description, "outcome": outcome,
+            "summary": code_summary(a.source) if a.verdict != "contract_violation" else []}
+
+
+#: the smallest complete answer in each language: the shape of a file that loads and runs
+SKELETONS: dict[str, str] = {
+    "cuda": """import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+cuda_src = r\"\"\"
+#include <torch/extension.h>
+#include <ATen/cuda/CUDAContext.h>
+__global__ void kernel(const float* __restrict__ x, float* __restrict__ y, long n) {
+    long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
+    if (i < n) y[i] = x[i];
+}
+torch::Tensor run(torch::Tensor x) {
+    TORCH_CHECK(x.is_cuda() && x.is_contiguous() && x.scalar_type() == torch::kFloat32);
+    auto y = torch::empty_like(x);
+    long n = x.numel();
+    kernel<<<(n + 255) / 256, 256, 0, at::cuda::getCurrentCUDAStream()>>>(x.data_ptr<float>(), y.data_ptr<float>(), n);
+    return y;
+}
+\"\"\"
+ext = load_inline(name="my_ext", cpp_sources="torch::Tensor run(torch::Tensor x);",
+                  cuda_sources=cuda_src, functions=["run"])
+
+
+class ModelNew(nn.Module):
+    def __init__(self, *init_args):  # the reference's constructor arguments
+        super().__init__()
+
+    def forward(self, x):
+        return ext.run(x.contiguous())""",
+    "triton": """import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, *init_args):  # the reference's constructor arguments
+        super().__init__()
+
+    def forward(self, x):
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        n = x.numel()
+        kernel[(triton.cdiv(n, 1024),)](x, y, n, BLOCK=1024)
+        return y""",
+    "cute": """import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+cuda_src = r\"\"\"
+#include <torch/extension.h>
+#include <cute/tensor.hpp>
+using namespace cute;
+__global__ void kernel(const float* x, float* y, int n) {
+    Tensor gx = make_tensor(make_gmem_ptr(x), make_shape(n));
+    Tensor gy = make_tensor(make_gmem_ptr(y), make_shape(n));
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) gy(i) = gx(i);
+}
+torch::Tensor run(torch::Tensor x) {
+    auto y = torch::empty_like(x);
+    int n = x.numel();
+    kernel<<<(n + 255) / 256, 256>>>(x.data_ptr<float>(), y.data_ptr<float>(), n);
+    return y;
+}
+\"\"\"
+ext = load_inline(name="my_cute_ext", cpp_sources="torch::Tensor run(torch::Tensor x);",
+                  cuda_sources=cuda_src, functions=["run"], extra_cuda_cflags=["-std=c++17"])
+
+
+class ModelNew(nn.Module):
+    def __init__(self, *init_args):  # the reference's constructor arguments
+        super().__init__()
+
+    def forward(self, x):
+        return ext.run(x.contiguous())""",
+    "cpu": """import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def __init__(self, *init_args):  # the reference's constructor arguments
+        super().__init__()
+
+    def forward(self, x):
+        return x  # the same result as Model.forward, computed faster""",
+}

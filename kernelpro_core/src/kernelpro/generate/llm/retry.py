@@ -2,8 +2,14 @@
 
 The SDK's own retries are turned off (``max_retries=0`` on the client) so that every
 attempt is counted here. Retried: HTTP 408, 429, 500, 502, 503, 504 and 529; errors that
-arrive inside a stream with a retryable ``error.type``; timeouts and connection errors.
-Everything else (400 invalid request, 401, 403, 404, ...) fails at once.
+arrive inside a stream with a retryable ``error.type``; timeouts and connection errors;
+transport failures in the middle of a reply (a chunked body cut off); a malformed JSON
+body; and a stream that ends without ``message_stop`` (:class:`IncompleteReply`: a
+truncated answer is never taken for a finished one). Everything else (400 invalid
+request, 401, 403, 404, ...) fails at once.
+
+A per-call deadline bounds all attempts of one call together: each attempt's timeout is
+what is left of it, and no retry starts after it.
 
 The delay before retry ``k`` (0-based) is ``d/2 + uniform(0, d/2)`` with
 ``d = min(max_delay_s, base_delay_s * 2**k)`` ("equal jitter"), unless the server sent
@@ -12,6 +18,8 @@ The delay before retry ``k`` (0-based) is ``d/2 + uniform(0, d/2)`` with
 
 from __future__ import annotations
 
+import importlib
+import json
 import logging
 import random
 import time
@@ -32,7 +40,37 @@ class LLMError(Exception):
     """A Messages API call failed for good; the message is one line for the user."""
 
 
+class IncompleteReply(Exception):
+    """A reply that arrived cut off or malformed (a stream without ``message_stop``)."""
+
+
+class DeadlineExceeded(Exception):
+    """The call's deadline passed before an attempt could finish."""
+
+
+def _transport_errors() -> tuple[type[BaseException], ...]:
+    """The HTTP library's transport errors (the SDK's own httpx build or httpx): raised
+    unwrapped when a body breaks off in the middle of a read."""
+    found: list[type[BaseException]] = []
+    for name in ("httpx2", "httpx"):
+        try:
+            found.append(importlib.import_module(name).TransportError)
+        except (ImportError, AttributeError):
+            continue
+    return tuple(found)
+
+
+#: failures that are not the SDK's errors but are transient all the same
+TRANSIENT: tuple[type[BaseException], ...] = (IncompleteReply, json.JSONDecodeError, *_transport_errors())
+#: everything a call may raise that :func:`with_retries` judges
+_CAUGHT: tuple[type[BaseException], ...] = (anthropic.AnthropicError, DeadlineExceeded, *TRANSIENT)
+
+
 def is_retryable(exc: BaseException) -> bool:
+    if isinstance(exc, TRANSIENT):
+        return True
+    if isinstance(exc, anthropic.APIResponseValidationError):  # a body that is not a message
+        return True
     if isinstance(exc, anthropic.APIConnectionError):  # includes APITimeoutError
         return True
     if isinstance(exc, anthropic.APIStatusError):
@@ -73,6 +111,14 @@ def backoff_delay_s(attempt: int, base_delay_s: float, max_delay_s: float, rng: 
 
 def describe(exc: BaseException) -> str:
     """One line naming the failure."""
+    if isinstance(exc, IncompleteReply):
+        return f"incomplete reply ({exc})"
+    if isinstance(exc, DeadlineExceeded):
+        return str(exc)
+    if isinstance(exc, json.JSONDecodeError):
+        return f"malformed response body ({exc})"
+    if isinstance(exc, TRANSIENT):
+        return f"transport error ({type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''})"
     if isinstance(exc, anthropic.APITimeoutError):
         return "request timed out"
     if isinstance(exc, anthropic.APIConnectionError):
@@ -94,17 +140,29 @@ def with_retries(
     rng: random.Random,
     sleep: Callable[[float], None] = time.sleep,
     on_retry: Callable[[int, BaseException, float], None] | None = None,
+    deadline: float | None = None,
+    clock: Callable[[], float] = time.monotonic,
 ) -> T:
-    """Run ``call`` and retry it on retryable errors, at most ``max_retries`` times.
+    """Run ``call`` and retry it on retryable errors, at most ``max_retries`` times and
+    never past ``deadline`` (a ``clock()`` time; None: no deadline).
 
-    Raises :class:`LLMError` with one line when the error is not retryable or the retries
-    are spent.
+    Raises :class:`LLMError` with one line when the error is not retryable, the retries
+    are spent or the deadline passed.
     """
     attempt = 0
     while True:
         try:
+            if deadline is not None and clock() >= deadline:
+                raise DeadlineExceeded("the call deadline passed")
             return call()
-        except anthropic.AnthropicError as exc:
+        except _CAUGHT as exc:
+            if isinstance(exc, DeadlineExceeded) or (
+                deadline is not None and clock() >= deadline and is_retryable(exc)
+            ):
+                raise LLMError(
+                    f"anthropic: {describe(exc)} (gave up: the call deadline passed after "
+                    f"{attempt + 1} attempts)"
+                ) from exc
             if not is_retryable(exc):
                 raise LLMError(f"anthropic: {describe(exc)}") from exc
             if attempt >= max_retries:
@@ -117,6 +175,11 @@ def with_retries(
                 if hinted is not None
                 else backoff_delay_s(attempt, base_delay_s, max_delay_s, rng)
             )
+            if deadline is not None and clock() + delay >= deadline:
+                raise LLMError(
+                    f"anthropic: {describe(exc)} (gave up: the call deadline passes before the next "
+                    f"attempt, after {attempt + 1} attempts)"
+                ) from exc
             log.warning("anthropic: %s; retry %d of %d in %.1f s", describe(exc), attempt + 1, max_retries, delay)
             if on_retry is not None:
                 on_retry(attempt, exc, delay)
