@@ -51,7 +51,9 @@ def test_rewritten_timer_is_caught_by_the_judge_s_clock(run_eval, gelu_problem_l
 def test_reaching_for_the_reference_changes_nothing(run_eval, gelu_problem_large, name):
     # patching F.gelu, the problem module's Model.forward, or the reference model (found through
     # the garbage collector) happens in the candidate's own process: the reference runs elsewhere
-    result = run_eval(cheater(name), gelu_problem_large)
+    # enough calls that a loaded machine's stalls do not decide the medians (5 calls each gave
+    # 2.6x for the same work once, with four test runs sharing two cores)
+    result = run_eval(cheater(name), gelu_problem_large, rep_ms=100, min_reps=20, max_reps=40, timeout_s=240)
     assert result.verdict is Verdict.CORRECT, result.reason
     # the same work as the reference: no real speedup (a 20 ms sleep per reference call would be 10x or more)
     assert result.speedup < 2.0, (result.speedup, result.timing, result.baseline)
