@@ -12,10 +12,11 @@ the SDK's ``ANTHROPIC_BASE_URL`` variable, else the SDK default.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
-import anthropic
+if TYPE_CHECKING:  # imported on first use: the SDK takes seconds to import
+    import anthropic
 
 LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 #: sent to local servers when no key is configured
@@ -38,6 +39,8 @@ def make_client(*, base_url: str | None, api_key_env: str, timeout_s: float) -> 
 
     Raises ValueError with one line when no credential is available for a remote server.
     """
+    import anthropic
+
     url = effective_base_url(base_url)
     key = os.environ.get(api_key_env) or None
     token = None if key else (os.environ.get("ANTHROPIC_AUTH_TOKEN") or None)

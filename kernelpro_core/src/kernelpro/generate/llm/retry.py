@@ -15,9 +15,10 @@ from __future__ import annotations
 import logging
 import random
 import time
-from typing import Callable, TypeVar
+from typing import TYPE_CHECKING, Callable, TypeVar
 
-import anthropic
+if TYPE_CHECKING:  # imported on first use: the SDK takes seconds to import
+    import anthropic
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +34,8 @@ class LLMError(Exception):
 
 
 def is_retryable(exc: BaseException) -> bool:
+    import anthropic
+
     if isinstance(exc, anthropic.APIConnectionError):  # includes APITimeoutError
         return True
     if isinstance(exc, anthropic.APIStatusError):
@@ -73,6 +76,8 @@ def backoff_delay_s(attempt: int, base_delay_s: float, max_delay_s: float, rng: 
 
 def describe(exc: BaseException) -> str:
     """One line naming the failure."""
+    import anthropic
+
     if isinstance(exc, anthropic.APITimeoutError):
         return "request timed out"
     if isinstance(exc, anthropic.APIConnectionError):
@@ -100,6 +105,8 @@ def with_retries(
     Raises :class:`LLMError` with one line when the error is not retryable or the retries
     are spent.
     """
+    import anthropic
+
     attempt = 0
     while True:
         try:
