@@ -74,6 +74,8 @@ def test_a_noisy_best_is_timed_again_before_it_wins(tmp_path):
     last = [r for r in retimes if r["id"] == summary["best_id"]][-1]["result"]
     assert summary["best_speedup"] == last["baseline"]["median_ms"] / last["timing"]["median_ms"]
     report = (run / "report.md").read_text()
-    assert "this one was: its numbers are the second timing's" in report
+    assert "This one was timed again: its numbers are the second timing's." in report
+    best_row = next(ln for ln in report.splitlines() if ln.startswith(f"| {summary['best_id']} |"))
+    assert "★ best" in best_row and "timed again" in best_row
     # the search tree's section names the same best, at the re-timed speedup
     assert f"best {summary['best_id']} at {summary['best_speedup']:.2f}x" in report

@@ -274,8 +274,9 @@ class MicroProfiler(Plugin):
     metrics: ClassVar[tuple[str, ...]] = ()  # raw metric names it needs from stage 2
 
     def applies(self, bottleneck: Bottleneck | None) -> bool:
-        """The gate. With no classified bottleneck there is nothing to gate on: it runs."""
-        if ANY in self.applies_to or bottleneck is None:
+        """The gate. With no classified bottleneck (none, or kind ``unknown``: the profile
+        lacked what the classifier needs) there is nothing to gate on: it runs."""
+        if ANY in self.applies_to or bottleneck is None or bottleneck.kind == "unknown":
             return True
         return bottleneck.kind in self.applies_to
 

@@ -151,7 +151,11 @@ def problem_row(problem: SuiteProblem, run_dir: Path, error: str | None = None) 
                            "run_dir": str(run_dir), "error": error, "evaluated": 0, "correct": False,
                            "best_id": None, "speedup_eager": None, "speedup_compiled": None,
                            "bottleneck": None, "roofline_fraction": None, "best_description": None,
-                           "stopped_because": None, "code": None, "wall_s": None}
+                           "stopped_because": None, "code": None, "wall_s": None,
+                           # the times each speedup divides (ms): the best's, the eager reference's
+                           # from the same evaluation, torch.compile's; with their CVs
+                           "best_ms": None, "eager_ms": None, "compiled_ms": None,
+                           "best_cv": None, "eager_cv": None, "retimed": False}
     meta_path = run_dir / BENCH_META
     if meta_path.exists():
         meta = json.loads(meta_path.read_text())
@@ -173,19 +177,21 @@ def problem_row(problem: SuiteProblem, run_dir: Path, error: str | None = None) 
         except (OSError, ValueError):
             eager = comp = None
         if eager and comp:
-            row["speedup_compiled"] = comp / eager
+            # the kept reference's time (no candidate) against the compiled reference's
+            row.update(speedup_compiled=comp / eager, best_ms=eager, compiled_ms=comp)
         return row
-    record = None
-    for line in (run_dir / "candidates.jsonl").read_text().splitlines():
-        if line.strip():
-            rec = json.loads(line)
-            if rec["id"] == best:
-                record = rec
+    from kernelpro.report import read_records, record_timings
+
+    # retimes applied: the numbers the run chose its best on (candidates.jsonl keeps the first)
+    record = next((rec for rec in read_records(run_dir) if rec["id"] == best), None)
     if record is None:
         return row
     row.update(correct=True, best_id=best, speedup_eager=record.get("speedup"),
                best_description=record.get("description"), bottleneck=record.get("bottleneck"))
     runtime, compiled = record.get("runtime_ms"), record.get("compiled_baseline_ms")
+    cand, ref = record_timings(record)
+    row.update(best_ms=runtime, eager_ms=record.get("baseline_ms"), compiled_ms=compiled,
+               best_cv=(cand or {}).get("cv"), eager_cv=(ref or {}).get("cv"), retimed=bool(record.get("retimed")))
     if runtime and compiled:
         row["speedup_compiled"] = compiled / runtime
     analysis_path = run_dir / "analyses" / f"{best}.json"
@@ -255,16 +261,38 @@ def summary_table(summary: dict[str, dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def problem_table(rows: list[dict[str, Any]]) -> str:
-    lines = ["| level | id | problem | correct | evaluated | vs eager | vs torch.compile | bottleneck | "
-             "roofline | best candidate | wall s | code |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+def _ms_cv(ms: Any, cv: Any, noisy_cv: float | None) -> str:
+    from kernelpro.report import NOISY_MARK, fmt_ms, is_noisy
+
+    if ms is None:
+        return "n/a"
+    if cv is None:
+        return fmt_ms(ms)
+    return f"{fmt_ms(ms)} (CV {cv:.2f}{' ' + NOISY_MARK if is_noisy(cv, noisy_cv) else ''})"
+
+
+PROBLEM_COLUMNS = ("level", "id", "problem", "correct", "evaluated", "best ms", "eager ms", "vs eager",
+                   "torch.compile ms", "vs torch.compile", "bottleneck", "roofline", "best candidate", "wall s",
+                   "code")
+
+
+def problem_table(rows: list[dict[str, Any]], noisy_cv: float | None = None) -> str:
+    """One row per problem. `vs eager` = `eager ms` / `best ms` (both medians of the best's
+    evaluation); `vs torch.compile` = `torch.compile ms` / `best ms` (for a problem without
+    a correct candidate, `best ms` is the kept reference's time from the baseline job)."""
+    lines = ["| " + " | ".join(PROBLEM_COLUMNS) + " |", "|" + "---|" * len(PROBLEM_COLUMNS)]
     for r in rows:
         desc = (r["error"] or r["best_description"] or r["stopped_because"] or "").replace("|", "/")[:80]
+        if r.get("retimed"):
+            desc = f"{desc} (timed again)"
         wall = f"{r['wall_s']:.0f}" if r.get("wall_s") is not None else "n/a"
         lines.append(f"| {_fmt(r['level'])} | {_fmt(r['problem_id'])} | {r['name']} | "
-                     f"{'yes' if r['correct'] else 'no'} | {r['evaluated']} | {_fmt(r['speedup_eager'], x=True)} | "
-                     f"{_fmt(r['speedup_compiled'], x=True)} | {r['bottleneck'] or 'n/a'} | "
-                     f"{_fmt(r['roofline_fraction'], pct=True)} | {desc} | {wall} | {r.get('code') or 'n/a'} |")
+                     f"{'yes' if r['correct'] else 'no'} | {r['evaluated']} | "
+                     f"{_ms_cv(r.get('best_ms'), r.get('best_cv'), noisy_cv)} | "
+                     f"{_ms_cv(r.get('eager_ms'), r.get('eager_cv'), noisy_cv)} | {_fmt(r['speedup_eager'], x=True)} | "
+                     f"{_ms_cv(r.get('compiled_ms'), None, noisy_cv)} | {_fmt(r['speedup_compiled'], x=True)} | "
+                     f"{r['bottleneck'] or 'n/a'} | {_fmt(r['roofline_fraction'], pct=True)} | {desc} | {wall} | "
+                     f"{r.get('code') or 'n/a'} |")
     return "\n".join(lines)
 
 
@@ -311,14 +339,22 @@ def roofline_plot(rows: list[dict[str, Any]], out_dir: Path) -> str:
 
 def write_report(out_dir: Path, rows: list[dict[str, Any]], summary: dict[str, dict[str, Any]],
                  meta: dict[str, Any]) -> Path:
+    from kernelpro.report import NOISY_MARK
+
     text = [
         "# KernelPro bench", "",
         f"Suite: `{meta['suite']}`; generator `{meta['generator']}`, search `{meta['search']}`, "
         f"budget {meta['budget']} per problem, device {meta['device']}.", "",
         "Problems without a correct candidate count as 1.0x in the geometric means (the reference is kept); "
-        "the torch.compile column uses only problems whose compiled reference was timed.", "",
+        "the torch.compile column uses only problems whose compiled reference was timed. Each geometric mean "
+        "is over the per-problem speedups below; each of those is printed beside the two times it divides: "
+        "`vs eager` = `eager ms` / `best ms`, both medians from the best candidate's own evaluation "
+        "(interleaved), `vs torch.compile` = `torch.compile ms` / `best ms`. The best of a problem is its run's "
+        "(highest reward; see the run's report.md). "
+        + (f"`{NOISY_MARK}`: CV above evaluator.noisy_cv {meta['noisy_cv']:g}." if meta.get("noisy_cv") is not None
+           else ""), "",
         "## Per level", "", summary_table(summary), "",
-        "## Per problem", "", problem_table(rows), "",
+        "## Per problem", "", problem_table(rows, meta.get("noisy_cv")), "",
         "## Roofline (winners)", "", roofline_plot(rows, out_dir), "",
     ]
     path = out_dir / "report.md"
@@ -408,17 +444,22 @@ def kernelpro_register_commands(cli):
             raise Abort("invalid configuration") from None
         try:
             dev = resolve_device(config.device)
-        except RunError as exc:
-            raise Abort(str(exc)) from None
+        except RunError as exc:  # --device cuda without a GPU: this machine cannot (exit 3)
+            raise Abort(str(exc), 3) from None
         out_dir = Path(out) if out else Path("bench") / time.strftime("%Y%m%d-%H%M%S")
-        out_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            out_dir.mkdir(parents=True, exist_ok=True)
+            (out_dir / "problems.json").write_text("[]")  # writable: checked before any problem runs
+        except OSError as exc:
+            raise Abort(f"{out_dir}: cannot write the bench directory: {exc.strerror or exc}") from None
         (out_dir / "problems.json").write_text(json.dumps(
             [{"level": p.level, "problem_id": p.problem_id, "name": p.name} for p in problems], indent=1))
         say = (lambda s: click.echo(s, err=True))
         rows = run_bench(problems, config, plugins, out_dir, dev, say=say)
         summary = summarise(rows)
         meta = {"suite": str(suite), "generator": config.generator.name, "search": config.search.name,
-                "budget": config.budget, "device": dev, "seed": seed, "sample": sample}
+                "budget": config.budget, "device": dev, "seed": seed, "sample": sample,
+                "noisy_cv": config.evaluator.noisy_cv}
         (out_dir / "results.json").write_text(json.dumps({"meta": meta, "levels": summary, "problems": rows},
                                                          indent=1))
         report = write_report(out_dir, rows, summary, meta)
@@ -426,4 +467,6 @@ def kernelpro_register_commands(cli):
             click.echo(json.dumps({"meta": meta, "levels": summary, "problems": rows}))
         else:
             click.echo(summary_table(summary))
+            click.echo("")
+            click.echo(problem_table(rows, config.evaluator.noisy_cv))
             click.echo(f"report: {report}")

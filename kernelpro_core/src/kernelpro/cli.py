@@ -1,13 +1,20 @@
 """The ``kernelpro`` command line.
 
-Exit status: 0 success; 1 the candidate or run did not succeed; 2 bad invocation or
-unreadable input (config, problem, candidate, report) or a plugin that failed. Errors
-are one line each, never a traceback.
+Exit status (the table in README.md): 0 success; 1 the candidate or run did not succeed;
+2 bad invocation or unreadable input (options, config, problem, report, run directory) or
+a plugin that failed; 3 this machine lacks what the command needs (a CUDA GPU, a
+profiler); 130 interrupted. Errors are one line each starting ``error:``, never a
+traceback.
+
+Imports are on demand: ``kernelpro --help`` and ``kernelpro <command> --help`` load the
+plugins' entry points (to list their commands) but run no registration hook, so neither
+torch nor the anthropic SDK is imported.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,6 +26,8 @@ from kernelpro.plugins import PluginError, PluginFailed, Plugins
 
 EXIT_FAIL = 1
 EXIT_USAGE = 2
+EXIT_MACHINE = 3  # a CUDA GPU or a profiler this machine does not have
+EXIT_INTERRUPTED = 130
 
 
 class Abort(click.ClickException):
@@ -38,12 +47,16 @@ def _err(lines: list[str]) -> None:
 
 
 _PLUGINS: dict[tuple[str, ...], Plugins] = {}
+_COLLECTED: set[tuple[str, ...]] = set()
+_SHOWN_HOOK_FAILURES: dict[tuple[str, ...], int] = {}
 
 
-def load_plugins(block: list[str] | tuple[str, ...] = (), check: bool = True) -> Plugins:
+def load_plugins(block: list[str] | tuple[str, ...] = (), check: bool = True, collect: bool = True) -> Plugins:
     """The installed plugins minus ``block``. Load and registration failures are warnings;
     with ``check``, a name registered twice ends the command (exit 2, one line): which of
-    the two a command would use would depend on the installation."""
+    the two a command would use would depend on the installation. Without ``collect`` the
+    registration hooks are not run (they import what each plugin registers: torch, the
+    anthropic SDK): listing the commands needs only the entry points."""
     key = tuple(sorted(block))
     if key not in _PLUGINS:
         try:
@@ -53,16 +66,28 @@ def load_plugins(block: list[str] | tuple[str, ...] = (), check: bool = True) ->
         for failure in plugins.failures:
             click.echo(f"warning: plugin {failure.name!r} from {failure.distribution or '?'} failed to load: "
                        f"{failure.error}", err=True)
-        plugins.collect()
-        for hook_failure in plugins.hook_failures:
-            click.echo(f"warning: {hook_failure.line()}", err=True)
         _PLUGINS[key] = plugins
+    if collect and key not in _COLLECTED:
+        _PLUGINS[key].collect()
+        _COLLECTED.add(key)
+    show_hook_failures(key)
     if check:
         try:
             _PLUGINS[key].check()
         except PluginError as exc:
             raise Abort(str(exc)) from None
     return _PLUGINS[key]
+
+
+def show_hook_failures(key: tuple[str, ...] = ()) -> None:
+    """Warn once about each registration hook that raised so far."""
+    plugins = _PLUGINS.get(key)
+    if plugins is None:
+        return
+    shown = _SHOWN_HOOK_FAILURES.get(key, 0)
+    for hook_failure in plugins.hook_failures[shown:]:
+        click.echo(f"warning: {hook_failure.line()}", err=True)
+    _SHOWN_HOOK_FAILURES[key] = len(plugins.hook_failures)
 
 
 def check_names_or_abort(config: cfg.Config, plugins: Plugins) -> None:
@@ -112,16 +137,20 @@ def cli() -> None:
 @click.option("--resume", "resume_dir", type=click.Path(file_okay=False),
               help="Continue a killed run (PROBLEM may be left out: the run directory has it).")
 @click.option("--quiet", is_flag=True, help="No progress display.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print one JSON summary on stdout at the end (progress stays on stderr).")
 def optimize(problem: str | None, config_path: str | None, run_dir: str | None, device: str | None, budget: int | None,
              generator: str | None, search: str | None, reward: str | None, resume_dir: str | None,
-             quiet: bool) -> None:
+             quiet: bool, as_json: bool) -> None:
     """Optimize PROBLEM: generate, evaluate, profile and search candidates.
 
-    Writes a run directory (candidates.jsonl, candidates/, best.py, report.md, tree.json).
-    Exit 0 when a correct candidate was found, 1 when none was, 2 for a bad invocation (a
-    run directory that is in use, already holds a run without --resume, or is not one).
+    Writes a run directory (candidates.jsonl, candidates/, best.py, report.md, tree.json,
+    tree.svg). Exit 0 when a correct candidate was found, 1 when none was, 2 for a bad
+    invocation (a run directory that is in use, already holds a run without --resume, is
+    not one, or cannot be created), 3 for --device cuda without a CUDA GPU. With --json
+    the summary is printed whenever the run finished (exit 0 or 1).
     """
-    from kernelpro.loop import InvocationError, RunError, SetupError, optimize as run_optimize, resolve_device
+    from kernelpro.loop import InvocationError, RunError, SetupError, optimize as run_optimize
     from kernelpro.problem import ProblemError, load_problem
 
     if resume_dir:
@@ -154,17 +183,15 @@ def optimize(problem: str | None, config_path: str | None, run_dir: str | None, 
         prob = load_problem(problem)
     except ProblemError as exc:
         raise Abort(str(exc)) from None
-    try:
-        dev = resolve_device(config.device)
-    except RunError as exc:
-        raise Abort(str(exc)) from None
+    dev = _device_or_abort(config.device)
     if resume_dir:
         run_path = Path(resume_dir)
         if not (run_path / "candidates").is_dir():
             raise Abort(f"{run_path}: not a run directory")
     else:
         run_path = Path(run_dir) if run_dir else _default_run_dir(prob.name)
-    progress = _progress(quiet, config.budget)
+        _check_run_dir(run_path)
+    progress = _progress(quiet, config.budget, config.evaluator.noisy_cv)
     try:
         with progress.live():
             summary = run_optimize(prob, config, plugins, run_path, dev, resume=bool(resume_dir),
@@ -176,16 +203,70 @@ def optimize(problem: str | None, config_path: str | None, run_dir: str | None, 
                     EXIT_USAGE) from None
     except RunError as exc:
         raise Abort(str(exc), EXIT_FAIL) from None
+    except OSError as exc:  # the disk, not the candidates: what was evaluated is on disk
+        if not (run_path / "candidates").is_dir():  # the run directory could not even be made
+            raise Abort(f"{run_path}: cannot create the run directory: {exc.strerror or exc}") from None
+        raise Abort(f"{exc}; continue with: kernelpro optimize --resume {run_path}", EXIT_FAIL) from None
     except KeyboardInterrupt:
         click.echo(f"interrupted; continue with: kernelpro optimize --resume {run_path}", err=True)
-        sys.exit(130)
-    best = summary["best_speedup"]
-    click.echo(
-        f"{summary['evaluated']} candidates, {summary['correct']} correct; "
-        + (f"best {summary['best_id']}: {best:.2f}x over eager" if best else "no correct candidate")
-        + f"; run directory: {run_path}"
-    )
-    sys.exit(0 if summary["best_id"] else EXIT_FAIL)
+        sys.exit(EXIT_INTERRUPTED)
+    code = 0 if summary["best_id"] else EXIT_FAIL
+    _print_run_summary(summary, run_path, config.evaluator.noisy_cv, as_json, code)
+    sys.exit(code)
+
+
+def _device_or_abort(requested: str) -> str:
+    from kernelpro.loop import RunError, resolve_device
+
+    try:
+        return resolve_device(requested)
+    except RunError as exc:  # --device cuda without a CUDA GPU: this machine cannot
+        raise Abort(str(exc), EXIT_MACHINE) from None
+
+
+def _check_run_dir(path: Path) -> None:
+    """A new run directory must be creatable, an existing one a writable directory (the
+    run then checks it does not already hold a run): exit 2 with one line before anything
+    runs, not an OSError mid-run. Nothing is created here."""
+    if path.exists():
+        if not path.is_dir():
+            raise Abort(f"{path}: exists and is not a directory; use another -o")
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise Abort(f"{path}: the run directory is not writable; use another -o")
+        return
+    parent = path.absolute().parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise Abort(f"{path}: cannot be created: {parent} is not a directory; use another -o")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise Abort(f"{path}: cannot be created: {parent} is not writable; use another -o")
+
+
+def _print_run_summary(summary: dict[str, Any], run_path: Path, noisy_cv: float, as_json: bool, code: int) -> None:
+    """The run's last word: one line for a person, or with --json one JSON object on stdout
+    (the best's speedup with both times it divides and their spread)."""
+    from kernelpro.report import best_summary, read_records, speedup_line
+
+    records = {r["id"]: r for r in read_records(run_path)}
+    best = records.get(summary["best_id"]) if summary.get("best_id") else None
+    if as_json:
+        click.echo(json.dumps({
+            "exit_code": code, "run_dir": str(run_path), "evaluated": summary["evaluated"],
+            "correct": summary["correct"], "stopped_because": summary["stopped_because"],
+            "wall_s": summary.get("wall_s"), "noisy_cv": noisy_cv, "best": best_summary(best, noisy_cv),
+            "report": str(run_path / "report.md"),
+        }, indent=2))
+        return
+    if best is not None:
+        from kernelpro.report import record_timings
+
+        cand, ref = record_timings(best)
+        head = f"best {best['id']}: {speedup_line(best['speedup'], cand, ref, noisy_cv)} (same evaluation)"
+    else:
+        head = "no correct candidate"
+    click.echo(f"{summary['evaluated']} candidates, {summary['correct']} correct; {head}; "
+               f"report: {run_path / 'report.md'}")
 
 
 def _load_with_choices(config_path: str | None, overrides: dict[str, Any]) -> cfg.Config:
@@ -210,10 +291,11 @@ def _default_run_dir(name: str) -> Path:
 
 
 class _progress:
-    def __init__(self, quiet: bool, budget: int) -> None:
+    def __init__(self, quiet: bool, budget: int, noisy_cv: float | None = None) -> None:
         from rich.console import Console
 
         self.quiet = quiet
+        self.noisy_cv = noisy_cv  # timings above it are marked noisy
         self.budget = budget
         self.console = Console(stderr=True)
         self.prog: Any = None
@@ -236,14 +318,20 @@ class _progress:
 
         def say(text: str) -> None:
             if not self.quiet:
-                self.console.print(text, highlight=False)
+                # soft_wrap: a line stays one line whatever the terminal's width (logs are grepped)
+                self.console.print(text, highlight=False, markup=False, soft_wrap=True)
 
         def baseline(res: Any) -> None:
+            from kernelpro.report import fmt_timing
+
             b = res.baseline
-            say(f"reference: {b.median_ms:.4f} ms (median of {b.n}, {b.method})")
+            say(f"reference alone: {fmt_timing(b, self.noisy_cv)}, n={b.n}, {b.method} (each speedup divides "
+                f"the reference's time from the candidate's own evaluation)")
 
         def candidate(rec: dict[str, Any]) -> None:
-            sp = f"{rec['speedup']:.2f}x" if rec["speedup"] else rec["verdict"]
+            from kernelpro.report import speedup_short
+
+            sp = speedup_short(rec, self.noisy_cv)
             extra = f" [{rec['bottleneck']}]" if rec.get("bottleneck") else ""
             say(f"{rec['id']} <- {rec['parent']}: {rec['description'][:60]} -> {sp}{extra}")
             if self.prog is not None:
@@ -272,12 +360,12 @@ def eval_cmd(problem: str, candidate: str, config_path: str | None, device: str 
 
     Exit 0 when the candidate is correct, 1 when it is not (a candidate that breaks the
     contract included: verdict invalid), 2 when the invocation, the config or the problem is
-    at fault. With --json one JSON object is printed in every case that has a verdict.
+    at fault, 3 for --device cuda without a CUDA GPU. With --json one JSON object is
+    printed in every case that has a verdict.
     """
     import tempfile
 
     from kernelpro.evaluate.runner import evaluate
-    from kernelpro.loop import RunError, resolve_device
     from kernelpro.problem import CandidateError, ProblemError, detect_language, load_candidate, load_problem
     from kernelpro.records import EvalResult, Verdict
 
@@ -290,9 +378,9 @@ def eval_cmd(problem: str, candidate: str, config_path: str | None, device: str 
         raise Abort("invalid configuration") from None
     try:
         prob = load_problem(problem)
-        dev = resolve_device(config.device)
-    except (ProblemError, RunError) as exc:
+    except ProblemError as exc:
         raise Abort(str(exc)) from None
+    dev = _device_or_abort(config.device)
     try:
         source = load_candidate(candidate, prob)
         result = None
@@ -360,14 +448,20 @@ def _print_eval(result: Any, as_json: bool) -> None:
 @click.option("--workdir", type=click.Path(file_okay=False), help="Keep reports and builds here.")
 def profile(problem: str, candidate: str, config_path: str | None, device: str | None, as_json: bool,
             workdir: str | None) -> None:
-    """Profile CANDIDATE: collect, classify the bottleneck, run the gated micro-profilers."""
+    """Profile CANDIDATE: collect, classify the bottleneck, run the gated micro-profilers.
+
+    The bottleneck comes from the kernel-level counters (Nsight Compute on a CUDA GPU).
+    Where they cannot be collected (a CPU, no ncu) the levels that can run still do (the
+    timeline records CPU runs too) and are printed, then the command exits 3 naming what it
+    could not do. Exit 1 when the candidate is not correct, 2 for bad input.
+    """
     import tempfile
 
     import attrs
 
     from kernelpro.api import ProfileContext, ProfileTarget
     from kernelpro.evaluate.runner import BUILD_ENV_KEYS, build_env, evaluate
-    from kernelpro.loop import RunError, gpu_spec, resolve_device
+    from kernelpro.loop import gpu_spec
     from kernelpro.problem import ProblemError, load_candidate, load_problem
     from kernelpro.profile.pipeline import Profiler, no_gpu_notes
     from kernelpro.plugins import UnknownName
@@ -380,13 +474,13 @@ def profile(problem: str, candidate: str, config_path: str | None, device: str |
     settings = _profiling_settings_or_abort(config, plugins)
     try:
         prob = load_problem(problem)
-        dev = resolve_device(config.device)
-    except (ProblemError, RunError) as exc:
+    except ProblemError as exc:
         raise Abort(str(exc)) from None
+    dev = _device_or_abort(config.device)
     try:
         load_candidate(candidate, prob)
     except CandidateError as exc:
-        click.echo(f"not profiled: candidate is invalid: {exc}", err=True)
+        click.echo(f"error: not profiled: the candidate is invalid: {exc}", err=True)
         sys.exit(EXIT_FAIL)
     except ProblemError as exc:
         raise Abort(str(exc)) from None
@@ -399,7 +493,7 @@ def profile(problem: str, candidate: str, config_path: str | None, device: str |
         if result.verdict.value == "problem_error":
             raise Abort(result.reason)
         if not result.correct:
-            click.echo(f"not profiled: candidate is {result.verdict.value}: {result.reason}", err=True)
+            click.echo(f"error: not profiled: the candidate is {result.verdict.value}: {result.reason}", err=True)
             sys.exit(EXIT_FAIL)
         try:
             profiler = Profiler(plugins, config.profiling.classifier, config.profiling.collectors,
@@ -414,7 +508,7 @@ def profile(problem: str, candidate: str, config_path: str | None, device: str |
                                env={k: env[k] for k in BUILD_ENV_KEYS if k in env})
         target.workdir.mkdir(parents=True, exist_ok=True)
         try:
-            analysis, _ = profiler.profile(target, ProfileContext(gpu=gpu, device=dev, result=result))
+            analysis, profiles = profiler.profile(target, ProfileContext(gpu=gpu, device=dev, result=result))
         except PluginFailed as exc:
             raise Abort(f"{exc}; fix, replace or block the plugin") from None
         if gpu is None:  # say so: the ceilings and the GPU's heuristics were not consulted
@@ -424,7 +518,17 @@ def profile(problem: str, candidate: str, config_path: str | None, device: str |
             import shutil
 
             shutil.rmtree(base, ignore_errors=True)
-    _print_analysis(analysis, as_json)
+    collected = [{"level": p.level, "collector": p.collector, "kernels": len(p.kernels)} for p in profiles.values()]
+    _print_analysis(analysis, as_json, collected)
+    if analysis.bottleneck is None:
+        ran = ", ".join(f"{c['collector']} ({c['level']} level, {c['kernels']} kernel(s))" for c in collected)
+        line = (f"no bottleneck classification on device {dev}: no kernel-level profile (the notes say why); "
+                f"{'what ran: ' + ran if ran else 'no collector could run'}")
+        if not analysis.findings:  # nothing came out of it: say so and fail
+            click.echo(f"error: {line}; nothing to report" + ("" if keep else " (--workdir keeps the raw profiles)"),
+                       err=True)
+            sys.exit(EXIT_MACHINE)
+        click.echo(f"warning: {line}; the findings above come from those", err=True)
 
 
 @cli.command()
@@ -469,10 +573,15 @@ def _profiling_settings_or_abort(config: cfg.Config, plugins: Plugins) -> dict[s
         raise Abort("invalid configuration") from None
 
 
-def _print_analysis(analysis: Any, as_json: bool) -> None:
+def _print_analysis(analysis: Any, as_json: bool, collected: list[dict[str, Any]] | None = None) -> None:
     if as_json:
-        click.echo(json.dumps(analysis.to_dict(), indent=2))
+        out = analysis.to_dict()
+        if collected is not None:
+            out["collected"] = collected
+        click.echo(json.dumps(out, indent=2))
         return
+    for c in collected or []:
+        click.echo(f"collected: {c['level']} level by {c['collector']}: {c['kernels']} kernel(s)")
     for note in analysis.notes:
         click.echo(f"note: {note}")
     bn = analysis.bottleneck
@@ -554,18 +663,39 @@ def main(argv: list[str] | None = None) -> None:
 
     signal.signal(signal.SIGTERM, _terminated)
     try:
-        plugins = load_plugins(check=False)  # each command checks for names registered twice
-        known = len(plugins.hook_failures)
+        # each command checks for names registered twice, and collects the registrations
+        plugins = load_plugins(check=False, collect=False)
         plugins.register_commands(cli)
-        for hook_failure in plugins.hook_failures[known:]:
-            click.echo(f"warning: {hook_failure.line()}", err=True)
+        show_hook_failures()
     except Abort as exc:
         exc.show()
         sys.exit(exc.exit_code)
     try:
-        cli.main(args=argv, prog_name="kernelpro", standalone_mode=True)
-    except KeyboardInterrupt:  # pragma: no cover
-        sys.exit(130)
+        code = cli.main(args=argv, prog_name="kernelpro", standalone_mode=False)
+    except _NO_ARGS as exc:  # a bare group (`kernelpro`): its help
+        click.echo(exc.ctx.get_help() if exc.ctx is not None else exc.format_message())
+        sys.exit(0)
+    except click.UsageError as exc:  # unknown option, missing argument, bad value: one line
+        where = exc.ctx.command_path if exc.ctx is not None else "kernelpro"
+        click.echo(f"error: {_first_line(exc.format_message()).rstrip('.')} (see {where} --help)", err=True)
+        sys.exit(EXIT_USAGE)
+    except click.ClickException as exc:  # Abort and click's file errors
+        if isinstance(exc, Abort):
+            exc.show()
+        else:
+            click.echo(f"error: {_first_line(exc.format_message())}", err=True)
+        sys.exit(exc.exit_code)
+    except (click.exceptions.Abort, KeyboardInterrupt):  # pragma: no cover
+        sys.exit(EXIT_INTERRUPTED)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+_NO_ARGS: Any = getattr(click.exceptions, "NoArgsIsHelpError", ())  # click >= 8.2
+
+
+def _first_line(text: str) -> str:
+    lines = [ln for ln in str(text).splitlines() if ln.strip()]
+    return lines[0].strip() if lines else ""
 
 
 if __name__ == "__main__":  # pragma: no cover

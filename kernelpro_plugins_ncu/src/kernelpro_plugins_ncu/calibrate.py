@@ -188,19 +188,24 @@ def register_command(cli) -> None:
     @click.option("--json", "as_json", is_flag=True, help="print the record as JSON")
     def calibrate(device: str, reps: int, as_json: bool) -> None:
         """Measure copy bandwidth and matrix throughput of the GPU and cache them."""
+        # exit status as in README.md's table: 3 this machine lacks what the command needs,
+        # 1 the measurement failed
         try:
             import torch
         except ImportError:
-            click.echo("calibrate needs PyTorch with CUDA: pip install torch", err=True)
-            sys.exit(2)
+            click.echo("error: calibrate needs PyTorch with CUDA: pip install torch", err=True)
+            sys.exit(3)
         if not torch.cuda.is_available():
-            click.echo("calibrate needs a CUDA GPU and none is visible (torch.cuda.is_available() "
+            click.echo("error: calibrate needs a CUDA GPU and none is visible (torch.cuda.is_available() "
                        "is False); run it on the machine that will be profiled", err=True)
+            sys.exit(3)
+        if reps < 1:
+            click.echo("error: --reps takes a positive integer", err=True)
             sys.exit(2)
         try:
             record = measure(device=device, reps=reps)
         except RuntimeError as exc:  # CUDA errors: one line
-            click.echo(f"calibration failed: {str(exc).strip().splitlines()[0]}", err=True)
+            click.echo(f"error: calibration failed: {str(exc).strip().splitlines()[0]}", err=True)
             sys.exit(1)
         path = save_calibration(record)
         if as_json:

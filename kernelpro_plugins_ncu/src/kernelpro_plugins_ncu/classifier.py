@@ -22,6 +22,9 @@ Classes, checked in order:
 4. Otherwise, when the forward still reaches ``roofline_bound_fraction`` of its roofline,
    the roof that binds (memory when t_mem >= sum t_p, else compute).
 5. ``latency``: neither is busy: the kernels wait (dependencies, too few warps in flight).
+6. ``unknown``: the report lacks the memory or SM throughput (a stage-2-only export) and the
+   roofline does not decide: the summary names the missing metrics instead of reading
+   "not measured" as "not busy".
 
 Ceilings come from ``context.gpu``; when absent, the device name in the report is matched
 against the registered specs (calibrated ceilings first, see :mod:`.calibrate`).
@@ -183,6 +186,20 @@ def busiest_pipe(ev: Mapping[str, float]) -> str:
     return max(shares, key=lambda k: shares[k])
 
 
+def missing_metrics(kernels: list[KernelProfile]) -> dict[str, str]:
+    """The Speed Of Light throughputs no profiled kernel has, by role ("memory", "sm"):
+    what a classification by utilisation needs (a stage-2-only report lacks them)."""
+    def has(*names: str) -> bool:
+        return any(n in k.metrics for k in kernels for n in names)
+
+    out = {}
+    if not has(M.MEM_THROUGHPUT_PCT, M.DRAM_THROUGHPUT_PCT):
+        out["memory"] = f"memory throughput ({M.MEM_THROUGHPUT_PCT} or {M.DRAM_THROUGHPUT_PCT})"
+    if not has(M.SM_THROUGHPUT_PCT):
+        out["sm"] = f"SM throughput ({M.SM_THROUGHPUT_PCT})"
+    return out
+
+
 def _fmt_bytes(n: float) -> str:
     for unit, div in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
         if n >= div:
@@ -239,14 +256,24 @@ class RooflineClassifier(BottleneckClassifier):
         ridge = ev.get("ridge_flop_per_byte")
         ai_txt = (f", intensity {intensity:.2f} FLOP/B vs ridge {ridge:.1f}" if ridge is not None
                   and intensity != float("inf") else "")
-        memory_like = mem >= s.busy_pct and mem >= sm
-        compute_like = not memory_like and sm >= s.busy_pct
+        missing = missing_metrics(kernels)
+        mem_known, sm_known = "memory" not in missing, "sm" not in missing
+        memory_like = mem_known and mem >= s.busy_pct and mem >= sm
+        compute_like = not memory_like and sm_known and sm >= s.busy_pct
         by_roof = ""
         if not memory_like and not compute_like and fraction is not None \
                 and fraction >= s.roofline_bound_fraction:
             memory_like = ev.get("memory_time_fraction", 0.0) >= ev.get("compute_time_fraction", 0.0)
             compute_like = not memory_like
             by_roof = " by the roofline"
+        if not memory_like and not compute_like and missing:
+            # without the throughputs "neither unit is busy" cannot be told from "not measured"
+            return make("unknown", "not classified: the report lacks " + "; ".join(missing.values())
+                        + " (Nsight Compute's Speed Of Light section, which KernelPro's stage-1 pass collects)"
+                        + ("" if fraction is not None and fraction > 0 else
+                           "; the roofline cannot decide either without DRAM bytes or FLOP counts and a GPU spec"))
+        frac_txt += "".join(f"; {missing[k]} is not in the report" for k in ("memory", "sm")
+                            if k in missing and not by_roof)
         if memory_like:
             where = "DRAM" if ev.get("dram_pct", 0.0) >= ev.get("memory_pct", 0.0) - 1 else "L1/L2"
             bw = ev.get("dram_bandwidth_achieved_gbs")

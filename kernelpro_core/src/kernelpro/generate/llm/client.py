@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
-import anthropic
+if TYPE_CHECKING:  # imported on first use: the SDK takes seconds to import
+    import anthropic
 
 from kernelpro.generate.llm.retry import DeadlineExceeded, IncompleteReply
 
@@ -41,6 +42,8 @@ def make_client(*, base_url: str | None, api_key_env: str, timeout_s: float) -> 
 
     Raises ValueError with one line when no credential is available for a remote server.
     """
+    import anthropic
+
     url = effective_base_url(base_url)
     key = os.environ.get(api_key_env) or None
     token = None if key else (os.environ.get("ANTHROPIC_AUTH_TOKEN") or None)

@@ -23,9 +23,10 @@ import json
 import logging
 import random
 import time
-from typing import Callable, TypeVar
+from typing import TYPE_CHECKING, Callable, TypeVar
 
-import anthropic
+if TYPE_CHECKING:  # imported on first use: the SDK takes seconds to import
+    import anthropic
 
 log = logging.getLogger(__name__)
 
@@ -62,11 +63,18 @@ def _transport_errors() -> tuple[type[BaseException], ...]:
 
 #: failures that are not the SDK's errors but are transient all the same
 TRANSIENT: tuple[type[BaseException], ...] = (IncompleteReply, json.JSONDecodeError, *_transport_errors())
-#: everything a call may raise that :func:`with_retries` judges
-_CAUGHT: tuple[type[BaseException], ...] = (anthropic.AnthropicError, DeadlineExceeded, *TRANSIENT)
+
+
+def _caught() -> tuple[type[BaseException], ...]:
+    """Everything a call may raise that :func:`with_retries` judges."""
+    import anthropic
+
+    return (anthropic.AnthropicError, DeadlineExceeded, *TRANSIENT)
 
 
 def is_retryable(exc: BaseException) -> bool:
+    import anthropic
+
     if isinstance(exc, TRANSIENT):
         return True
     if isinstance(exc, anthropic.APIResponseValidationError):  # a body that is not a message
@@ -111,6 +119,8 @@ def backoff_delay_s(attempt: int, base_delay_s: float, max_delay_s: float, rng: 
 
 def describe(exc: BaseException) -> str:
     """One line naming the failure."""
+    import anthropic
+
     if isinstance(exc, IncompleteReply):
         return f"incomplete reply ({exc})"
     if isinstance(exc, DeadlineExceeded):
@@ -155,7 +165,7 @@ def with_retries(
             if deadline is not None and clock() >= deadline:
                 raise DeadlineExceeded("the call deadline passed")
             return call()
-        except _CAUGHT as exc:
+        except _caught() as exc:
             if isinstance(exc, DeadlineExceeded) or (
                 deadline is not None and clock() >= deadline and is_retryable(exc)
             ):

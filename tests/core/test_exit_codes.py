@@ -1,0 +1,143 @@
+"""Every ``kernelpro`` command, listed from the CLI parser itself (so a new command cannot
+escape), answers a bad invocation with exit 2 and one ``error:`` line, never a traceback;
+the rest of README.md's exit-status table through the real command line; and
+``kernelpro --help`` imports neither torch nor the anthropic SDK."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import click
+import pytest
+
+from helpers import DATA, FAST, kernelpro
+
+PROBLEM = str(DATA / "tiny_problem.py")
+
+
+def all_commands() -> list[tuple[str, ...]]:
+    from kernelpro.cli import cli, load_plugins
+
+    load_plugins(check=False, collect=False).register_commands(cli)
+
+    def walk(group: click.Group, path: tuple[str, ...]):
+        for name, cmd in sorted(group.commands.items()):
+            yield path + (name,), cmd
+            if isinstance(cmd, click.Group):
+                yield from walk(cmd, path + (name,))
+
+    return [(path, cmd) for path, cmd in walk(cli, ())]
+
+
+COMMANDS = all_commands()
+
+
+def one_error_line(res: subprocess.CompletedProcess) -> str:
+    assert "Traceback" not in res.stderr, res.stderr
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip() and not ln.startswith("warning:")]
+    assert len(lines) == 1 and lines[0].startswith("error: "), res.stderr
+    return lines[0]
+
+
+def test_the_listing_covers_the_known_commands():
+    names = {" ".join(path) for path, _ in COMMANDS}
+    assert {"optimize", "eval", "profile", "analyze", "plugins", "config show", "config validate", "bench",
+            "calibrate"} <= names
+
+
+@pytest.mark.parametrize("path", [p for p, _ in COMMANDS], ids=[" ".join(p) for p, _ in COMMANDS])
+def test_unknown_option_exits_2_with_one_error_line(path):
+    res = kernelpro(*path, "--no-such-option")
+    assert res.returncode == 2, (path, res.stdout, res.stderr)
+    line = one_error_line(res)
+    assert "--no-such-option" in line and f"kernelpro {' '.join(path)} --help" in line
+    assert res.stdout == ""
+
+
+@pytest.mark.parametrize("path", [p for p, c in COMMANDS
+                                  if any(isinstance(a, click.Argument) and a.required for a in c.params)],
+                         ids=lambda p: " ".join(p))
+def test_missing_argument_exits_2_with_one_error_line(path):
+    res = kernelpro(*path)
+    assert res.returncode == 2, (path, res.stdout, res.stderr)
+    assert "Missing argument" in one_error_line(res)
+
+
+@pytest.mark.parametrize("path", [p for p, c in COMMANDS
+                                  if any(isinstance(a, click.Argument) and a.required and isinstance(a.type, click.Path)
+                                         for a in c.params)],
+                         ids=lambda p: " ".join(p))
+def test_unreadable_input_file_exits_2_with_one_error_line(path, tmp_path):
+    _, cmd = next(x for x in COMMANDS if x[0] == path)
+    args = [str(tmp_path / f"missing_{a.name}.py") if isinstance(a.type, click.Path) else "x"
+            for a in cmd.params if isinstance(a, click.Argument) and a.required]
+    res = kernelpro(*path, *args, "--device", "cpu") if any(o.name == "device" for o in cmd.params) \
+        else kernelpro(*path, *args)
+    assert res.returncode == 2, (path, res.stdout, res.stderr)
+    one_error_line(res)
+
+
+def test_bare_groups_print_their_help_and_exit_0():
+    for path in [()] + [p for p, c in COMMANDS if isinstance(c, click.Group)]:
+        res = kernelpro(*path)
+        assert res.returncode == 0 and "Usage:" in res.stdout, (path, res.stderr)
+
+
+def test_output_directory_that_cannot_be_created_exits_2(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    for out in (blocker / "run", blocker):
+        res = kernelpro("optimize", PROBLEM, "-c", str(FAST), "--device", "cpu", "--budget", "1",
+                        "--generator", "testplugin_echo", "-o", str(out), "--quiet")
+        assert res.returncode == 2, (out, res.stderr)
+        one_error_line(res)
+
+
+def test_device_cuda_without_a_gpu_exits_3():
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a CUDA GPU")
+    res = kernelpro("eval", PROBLEM, str(DATA / "good.py"), "--device", "cuda", "-c", str(FAST))
+    assert res.returncode == 3, res.stderr
+    assert "no CUDA GPU" in one_error_line(res)
+
+
+def test_profile_on_a_cpu_says_what_it_could_not_do_and_exits_3(tmp_path):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a CUDA GPU")
+    res = kernelpro("profile", PROBLEM, str(DATA / "good.py"), "-c", str(FAST), "--device", "cpu", "--json")
+    assert res.returncode == 3, (res.stdout, res.stderr)
+    out = json.loads(res.stdout)  # what did run is still printed
+    assert out["bottleneck"] is None and any("ncu" in n and "CUDA" in n for n in out["notes"])
+    assert {c["collector"] for c in out["collected"]} >= {"timeline"}
+    assert "no kernel-level profile" in one_error_line(res)
+
+
+def test_calibrate_without_a_gpu_exits_3_with_error_prefix():
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a CUDA GPU")
+    res = kernelpro("calibrate")
+    assert res.returncode == 3
+    assert "CUDA GPU" in one_error_line(res)
+
+
+def test_help_imports_neither_torch_nor_anthropic():
+    probe = ("import sys\n"
+             "from kernelpro.cli import main\n"
+             "try:\n"
+             "    main(sys.argv[1:])\n"
+             "except SystemExit as exc:\n"
+             "    assert exc.code == 0, exc.code\n"
+             "heavy = [m for m in ('torch', 'anthropic') if m in sys.modules]\n"
+             "print('IMPORTED', heavy, file=sys.stderr)\n")
+    for args in (["--help"], ["optimize", "--help"], ["bench", "--help"]):
+        res = subprocess.run([sys.executable, "-c", probe, *args], capture_output=True, text=True, timeout=120)
+        assert res.returncode == 0, res.stderr
+        assert "IMPORTED []" in res.stderr, (args, res.stderr[-500:])
