@@ -635,8 +635,14 @@ def _best_record(records: list[dict[str, Any]]) -> dict[str, Any] | None:
     correct = [r for r in records if r.get("correct")]
     if not correct:
         return None
-    return max(correct, key=lambda r: (r.get("reward") if isinstance(r.get("reward"), (int, float))
-                                       else r.get("speedup") or 0.0))
+
+    def rank(rec: dict[str, Any]) -> float:
+        value = rec.get("reward")
+        if not isinstance(value, (int, float)):
+            value = rec.get("speedup")
+        return float(value) if isinstance(value, (int, float)) else 0.0
+
+    return max(correct, key=rank)
 
 
 def _locked(run_dir: Path) -> bool:
