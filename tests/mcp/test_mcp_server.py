@@ -339,3 +339,57 @@ def test_bad_http_address_is_one_line_exit_2(tmp_path):
     res = subprocess.run([sys.executable, "-c", "from kernelpro.cli import main; main()", "mcp", "--root",
                           str(tmp_path), "--http", "localhost"], capture_output=True, text=True, timeout=300)
     assert res.returncode == 2 and "expected HOST:PORT" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_optimize_reports_progress_and_leaves_a_run(tmp_path):
+    root = _workspace(tmp_path)
+    config = _config(tmp_path, 300)
+
+    async def main() -> None:
+        async with Client(_params(root, config)) as client:
+            seen: list[tuple[float, float | None, str | None]] = []
+
+            async def progress(done, total, message):
+                seen.append((done, total, message))
+
+            res = await client.call_tool("optimize", {"problem": "tiny_problem.py", "budget": 1,
+                                                      "generator": "torch_compile", "run_dir": "runs/one"},
+                                         progress_callback=progress)
+            assert not res.is_error, _text(res)
+            out = res.structured_content
+            assert out["run_dir"] == "runs/one" and out["finished"] is True and out["evaluated"] == 1, out
+            assert out["summary"]["evaluated"] == 1
+            assert seen and seen[-1][0] == 1 and seen[-1][1] == 1, seen  # the one candidate, of a budget of 1
+            assert (root / "runs" / "one" / "candidates.jsonl").is_file()
+            res = await client.call_tool("run_status", {"run_dir": "runs/one"})
+            assert res.structured_content["finished"] is True and res.structured_content["running"] is False
+            # a run directory that already holds a run is refused
+            res = await client.call_tool("optimize", {"problem": "tiny_problem.py", "run_dir": "runs/one"})
+            assert res.is_error and "not empty" in _text(res)
+
+    anyio.run(main)
+
+
+def test_profile_gives_what_the_command_line_gives(tmp_path):
+    root = _workspace(tmp_path)
+    config = _config(tmp_path, 300)
+    (root / "good.py").write_text(_source("good.py"))
+    cli = subprocess.run([sys.executable, "-c", "from kernelpro.cli import main; main()", "profile",
+                          str(root / "tiny_problem.py"), str(root / "good.py"), "--json", "--device", "cpu",
+                          "-c", str(config)], capture_output=True, text=True, timeout=600, cwd=root)
+    assert cli.returncode == 0, cli.stderr
+    expected = json.loads(cli.stdout)
+
+    async def main() -> None:
+        async with Client(_params(root, config)) as client:
+            res = await client.call_tool("profile", {"problem": "tiny_problem.py",
+                                                     "candidate_source": _source("good.py")})
+            assert not res.is_error, _text(res)
+            got = res.structured_content
+            assert got["bottleneck"] == expected["bottleneck"]
+            assert got["findings"] == expected["findings"]
+            # notes may name the work directory, which differs between the two runs
+            assert len(got["notes"]) == len(expected["notes"]) and got["notes"], (got, expected)
+            assert [n.split(":")[0] for n in got["notes"]] == [n.split(":")[0] for n in expected["notes"]]
+
+    anyio.run(main)

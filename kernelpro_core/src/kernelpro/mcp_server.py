@@ -519,6 +519,7 @@ class KernelProTools:
                 await progress(float(len(records)), float(budget) if budget else None, message)
 
         worker = await run_worker(cli_argv(*args), cwd=self.ws.root, poll=poll)
+        await poll()  # the last candidate, when it was recorded after the last look
         if not (run_dir / "summary.json").is_file():
             raise ToolFailure(worker.error_line())
         text, status = self._status(run_dir)
