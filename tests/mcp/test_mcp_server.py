@@ -189,7 +189,8 @@ def test_hanging_candidate_times_out_and_the_server_answers(tmp_path):
                                                       "candidate_source": _source("hangs.py")})
             assert not res.is_error, _text(res)
             out = res.structured_content
-            assert out["verdict"] == "timeout" and "no result after 25 s" in out["reason"], out
+            # the judge's own stall check or the evaluator's time limit, whichever comes first
+            assert out["verdict"] == "timeout" and out["correct"] is False, out
             res = await client.call_tool("evaluate", {"problem": "tiny_problem.py",
                                                       "candidate_source": "def broken(:\n"})
             assert not res.is_error and res.structured_content["verdict"] == "invalid", _text(res)
