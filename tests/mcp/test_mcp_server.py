@@ -261,6 +261,14 @@ def test_run_status_and_best_read_a_run_directory(tmp_path):
             res = await client.call_tool("best", {"run_dir": "runs/r1"})
             out = res.structured_content
             assert out["final"] is False and out["id"] == "c3" and out["source"] == "# c3\n"
+            # a plugin's LLM tool with a run and one of its candidates as the context
+            shutil.copy(root / "tiny_problem.py", run / "problem.py")
+            res = await client.call_tool("list_micro_profilers", {"run_dir": "runs/r1", "candidate": "c3"})
+            assert not res.is_error and "applies to" in _text(res), _text(res)
+            res = await client.call_tool("list_micro_profilers", {"run_dir": "runs/r1", "candidate": "c9"})
+            assert res.is_error and "no candidate 'c9'" in _text(res)
+            res = await client.call_tool("list_micro_profilers", {"candidate": "c3"})
+            assert res.is_error and "needs run_dir" in _text(res)
             # a finished run: the run's own choice (summary.json, best.py) is the answer
             (run / "summary.json").write_text(json.dumps({"best_id": "c1", "best_speedup": 1.5, "evaluated": 3,
                                                           "correct": 2, "stopped_because": "budget"}))
