@@ -22,7 +22,10 @@ PY
 )
 args=()
 for m in $members; do
-    if [ -f "$m/pyproject.toml" ]; then args+=(-e "./$m"); fi
+    if [ -f "$m/pyproject.toml" ]; then
+        # core with its optional MCP server, so that tests/mcp runs on a fresh clone
+        if [ "$m" = "kernelpro_core" ]; then args+=(-e "./$m[mcp]"); else args+=(-e "./$m"); fi
+    fi
 done
 "$VPY" -m pip install -q "${args[@]}"
 echo "installed: ${args[*]}"

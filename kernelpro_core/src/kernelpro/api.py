@@ -340,9 +340,12 @@ class MeasurementError(Exception):
 
 @attrs.frozen
 class ToolContext:
-    """What an LLM tool can reach while a generator works on ``parent``."""
+    """What an LLM tool can reach while a generator works on ``parent``.
 
-    problem: "Problem"
+    ``problem`` is None when the tool is called outside a run: through ``kernelpro mcp``
+    without a run directory (then ``parent`` and ``run_dir`` are None too)."""
+
+    problem: "Problem | None"
     parent: ParentInfo | None
     device: str
     gpu: GpuSpec | None

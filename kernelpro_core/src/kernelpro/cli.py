@@ -653,6 +653,39 @@ def config_validate(file: str) -> None:
     click.echo(f"{file}: ok")
 
 
+@cli.command(name="mcp")
+@click.option("--root", required=True, type=click.Path(file_okay=False),
+              help="Workspace directory: every path a tool reads or writes must lie in it.")
+@click.option("-c", "--config", "config_path", type=click.Path(dir_okay=False),
+              help="YAML config file for every evaluation, profile and run.")
+@click.option("--device", type=click.Choice(["cuda", "cpu"]), help="Where candidates run (default: auto).")
+@click.option("--http", "http", metavar="HOST:PORT", help="Serve streamable HTTP here instead of stdio.")
+@click.option("--keep", is_flag=True, help="Keep each call's candidate and work files under ROOT/.kernelpro-mcp.")
+def mcp_cmd(root: str, config_path: str | None, device: str | None, http: str | None, keep: bool) -> None:
+    """Serve KernelPro's tools to coding agents over the Model Context Protocol (stdio by
+    default): evaluate, profile, analyze, optimize, run_status, best, and every plugin's
+    LLM tools. Needs the extra: pip install 'kernelpro-core[mcp]'."""
+    try:
+        import mcp.server  # noqa: F401
+    except ImportError:
+        raise Abort("kernelpro mcp needs the MCP library: pip install 'kernelpro-core[mcp]'") from None
+    from kernelpro.mcp_server import parse_http, serve
+
+    root_path = Path(root)
+    if not root_path.is_dir():
+        raise Abort(f"--root {root}: no such directory")
+    if http is not None:
+        try:
+            parse_http(http)
+        except ValueError as exc:
+            raise Abort(str(exc)) from None
+    config_file = Path(config_path).resolve() if config_path else None
+    config = load_config_or_abort(str(config_file) if config_file else None, {"device": device})
+    plugins = load_plugins(config.plugins.block)
+    serve(root_path, config_file, device, http, plugins, warn=lambda text: click.echo(f"warning: {text}", err=True),
+          keep=keep)
+
+
 def _terminated(signum: int, frame: Any) -> None:
     # SIGTERM unwinds like Ctrl-C, so evaluation processes are killed by their finally blocks
     raise KeyboardInterrupt
