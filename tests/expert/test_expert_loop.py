@@ -20,7 +20,9 @@ FAST = Path(__file__).resolve().parents[1] / "core" / "data" / "fast_config.yaml
 
 
 def test_greedy_runs_expert_candidates_through_the_evaluator(tmp_path, monkeypatch):
-    monkeypatch.setenv("TRITON_INTERPRET", "1")  # inherited by the evaluation workers
+    # not set by hand: on a CPU device the evaluator runs Triton candidates (and their
+    # profilers) under Triton's interpreter itself (kernelpro.evaluate.interpret)
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     plugins = Plugins()
     config = cfg.load_config(str(FAST), {"device": "cpu", "budget": 3,
                                          "generator": {"name": "expert", "params": {}}})
