@@ -17,4 +17,13 @@ if [ -z "${PROBLEM:-}" ]; then
         echo "no CUDA GPU: the CPU-sized example, Triton kernels in Triton's interpreter (correctness and the loop, not speed)" >&2
     fi
 fi
-.venv/bin/kernelpro optimize "$PROBLEM" --budget "${BUDGET:-4}" -o "${RUN_DIR:-runs/demo-$(date +%Y%m%d-%H%M%S)}"
+RUN_DIR="${RUN_DIR:-runs/demo-$(date +%Y%m%d-%H%M%S)}"
+status=0
+.venv/bin/kernelpro optimize "$PROBLEM" --budget "${BUDGET:-4}" -o "$RUN_DIR" || status=$?
+# the winner, its verdict and timing, and what the profilers found in it (from report.md)
+if [ -f "$RUN_DIR/report.md" ]; then
+    echo
+    sed -n '/^## Best result/,/^## Candidates/p' "$RUN_DIR/report.md" | sed '$d'
+    echo "the kernel: $RUN_DIR/best.py; every candidate: $RUN_DIR/candidates/; the report: $RUN_DIR/report.md"
+fi
+exit "$status"
