@@ -23,6 +23,8 @@ fi
 # build does not, and without a GPU the kernels run in Triton's interpreter). Installed
 # without dependencies so it cannot replace the torch build.
 "$VPY" -c "import triton" 2>/dev/null || "$VPY" -m pip install -q --no-deps "triton==${KERNELPRO_TRITON_VERSION:-3.5.1}"
+# Triton's interpreter computes with NumPy, which the CPU torch build does not bring
+"$VPY" -c "import numpy" 2>/dev/null || "$VPY" -m pip install -q numpy
 extras="${KERNELPRO_EXTRAS:-auto}"
 if [ "$extras" = auto ]; then
     if "$VPY" -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then

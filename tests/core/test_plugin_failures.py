@@ -522,6 +522,8 @@ def test_a_constructor_that_raises_is_one_line_before_the_run_starts(tmp_path):
 BROKEN_READERS = '''
 from kernelpro.api import Analyzer, Collector, hookimpl
 
+pytestmark = pytest.mark.slow  # long on a 2-core CPU: evaluations, optimize runs or interpreted kernels (tests/README.md)
+
 
 class LoadFails(Analyzer):
     name = "brk_reader"

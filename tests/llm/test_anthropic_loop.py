@@ -39,6 +39,9 @@ def get_init_inputs():
 
 CANDIDATE = """import torch
 import torch.nn as nn
+import pytest
+
+pytestmark = pytest.mark.slow  # long on a 2-core CPU: evaluations, optimize runs or interpreted kernels (tests/README.md)
 
 
 class ModelNew(nn.Module):

@@ -248,7 +248,7 @@ def _wait_showing_stages(proc: subprocess.Popen[bytes], timeout_s: float, status
         if left <= 0:
             raise subprocess.TimeoutExpired(proc.args, timeout_s)
         try:
-            proc.wait(timeout=min(0.5, left))
+            proc.wait(timeout=min(0.2, left))
             return
         except subprocess.TimeoutExpired:
             continue
