@@ -14,6 +14,14 @@ if [ ! -x "$VENV/bin/python" ]; then
     "$PY" -m venv "$VENV"
 fi
 VPY="$VENV/bin/python"
+# nothing to do when this script and every pyproject.toml are as at the last complete set-up
+# (pip takes minutes to re-check an installed environment on a slow machine)
+stamp="$VENV/.kernelpro-setup"
+want=$(cat scripts/setup.sh pyproject.toml */pyproject.toml | sha256sum | cut -d' ' -f1)-${KERNELPRO_EXTRAS:-auto}
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && "$VPY" -c "import kernelpro, torch, triton, numpy" 2>/dev/null; then
+    echo "set up already: $VENV (remove $stamp to set up again)"
+    exit 0
+fi
 "$VPY" -m pip install -q --upgrade pip setuptools wheel
 # torch: keep one that is already installed (CUDA or CPU build); otherwise the pinned release.
 if ! "$VPY" -c "import torch" 2>/dev/null; then
@@ -50,3 +58,4 @@ for m in $members; do
 done
 "$VPY" -m pip install -q "${args[@]}"
 echo "installed: ${args[*]}"
+echo "$want" > "$stamp"
