@@ -4,7 +4,8 @@ Code that works for a long time says which step it is in with :func:`stage` (the
 evaluator's stages: compile, correctness, timing; each profiling pass; building the CuTe
 index); nothing is shown unless a command installed a :class:`Display`. A display shows
 on a terminal one live line (rich: the command, a bar where the total is known, the
-current step, the time elapsed), and elsewhere plain lines on stderr, one per step; with
+current step, the time elapsed), and elsewhere plain lines on stderr, one per step once
+the work has taken a second (a quick command prints none); with
 ``quiet`` (``--quiet``, ``--json``) it shows nothing, so stdout carries only the result.
 Plugins reach :func:`stage` through ``kernelpro.api.progress_stage``.
 """
@@ -34,8 +35,10 @@ class Display:
     ``total``: a bar of that many steps (``advance()``); ``print()`` writes a line above
     the live display (or on stderr)."""
 
-    def __init__(self, quiet: bool, label: str, total: int | None = None, stream: Any = None) -> None:
+    def __init__(self, quiet: bool, label: str, total: int | None = None, stream: Any = None,
+                 delay_s: float = 1.0) -> None:
         self.quiet = quiet
+        self.delay_s = delay_s  # plain lines only once the work has taken this long: a quick command stays silent
         self.label = label
         self.total = total
         self.stream = stream if stream is not None else sys.stderr
@@ -54,8 +57,10 @@ class Display:
         self._last = text
         if self._prog is not None:
             self._prog.update(self._task, stage=text)
-        else:
-            print(f"[{time.monotonic() - self._t0:6.1f}s] {self.label}: {text}", file=self.stream, flush=True)
+            return
+        elapsed = time.monotonic() - self._t0
+        if elapsed >= self.delay_s:
+            print(f"[{elapsed:6.1f}s] {self.label}: {text}", file=self.stream, flush=True)
 
     def advance(self) -> None:
         if self._prog is not None:
