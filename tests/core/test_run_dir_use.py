@@ -3,9 +3,9 @@ directory, --resume with the run directory alone; observers cannot change a run'
 
 from __future__ import annotations
 
-import pytest
-
 import json
+
+import pytest
 
 from helpers import DATA, FAST, kernelpro
 from kernelpro.rundir import RunDir
