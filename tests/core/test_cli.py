@@ -11,6 +11,7 @@ from helpers import DATA, FAST, kernelpro
 PROBLEM = str(DATA / "tiny_problem.py")
 
 
+@pytest.mark.slow
 def test_help_on_every_command():
     for cmd in ([], ["optimize"], ["eval"], ["profile"], ["analyze"], ["plugins"], ["config"],
                 ["config", "show"], ["config", "validate"], ["bench"], ["cute"], ["calibrate"]):

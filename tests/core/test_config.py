@@ -78,6 +78,7 @@ def test_bad_values_and_yaml(tmp_path):
     assert "expected a mapping" in problem
 
 
+@pytest.mark.slow
 def test_config_validate_cli(tmp_path):
     good = _write(tmp_path, {"budget": 3})
     res = kernelpro("config", "validate", str(good))

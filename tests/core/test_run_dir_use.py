@@ -18,6 +18,7 @@ def _optimize(run, *extra, env=None, budget="1"):
                      "--generator", "testplugin_echo", "-o", str(run), "--quiet", *extra, env=env)
 
 
+@pytest.mark.slow
 def test_a_run_directory_in_use_is_refused_at_once(tmp_path):
     run = tmp_path / "run"
     run.mkdir()
