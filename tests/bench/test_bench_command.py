@@ -92,6 +92,7 @@ def run_cli(args):
     return CliRunner().invoke(cli, args)
 
 
+@pytest.mark.slow
 def test_bench_command_on_cpu(tmp_path):
     suite = write_suite(tmp_path / "suite")
     out = tmp_path / "out"

@@ -74,6 +74,7 @@ def test_an_entry_point_for_another_major_is_left_out_and_reported(monkeypatch, 
     sys.modules.pop("future_kp_plugin", None)
 
 
+@pytest.mark.slow
 def test_the_shipped_plugins_declare_this_api():
     proc = kernelpro("plugins", "--json")
     assert proc.returncode == 0, proc.stderr

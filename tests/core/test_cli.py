@@ -11,6 +11,7 @@ from helpers import DATA, FAST, kernelpro
 PROBLEM = str(DATA / "tiny_problem.py")
 
 
+@pytest.mark.slow
 def test_help_on_every_command():
     for cmd in ([], ["optimize"], ["eval"], ["profile"], ["analyze"], ["plugins"], ["config"],
                 ["config", "show"], ["config", "validate"], ["bench"], ["cute"], ["calibrate"]):
@@ -30,6 +31,7 @@ def test_eval_correct_exits_0_with_json():
     assert out["speedup"] == pytest.approx(out["baseline_ms"] / out["runtime_ms"])
 
 
+@pytest.mark.slow
 def test_eval_incorrect_exits_1():
     res = kernelpro("eval", PROBLEM, str(DATA / "wrong.py"), "--device", "cpu", "-c", str(FAST), "--json")
     assert res.returncode == 1
@@ -60,6 +62,7 @@ def test_bad_input_exits_2_with_one_line(args):
 
 @pytest.mark.parametrize("name, reason", [("no_modelnew.py", "no class ModelNew"),
                                           ("syntax_error.py", "syntax error at line")])
+@pytest.mark.slow
 def test_broken_candidate_is_its_verdict_exit_1_with_json(name, reason):
     res = kernelpro("eval", PROBLEM, str(DATA / name), "--device", "cpu", "-c", str(FAST), "--json")
     assert res.returncode == 1, (res.stdout, res.stderr)
@@ -67,6 +70,7 @@ def test_broken_candidate_is_its_verdict_exit_1_with_json(name, reason):
     assert out["verdict"] == "invalid" and reason in out["reason"] and out["correct"] is False
 
 
+@pytest.mark.slow
 def test_problem_whose_inputs_fail_is_the_problem_s_fault_exit_2(tmp_path):
     prob = tmp_path / "bad_inputs.py"
     prob.write_text((DATA / "tiny_problem.py").read_text().replace(
@@ -114,6 +118,7 @@ def test_optimize_success_exits_0_and_writes_run_dir(tmp_path):
     assert events == ["run_started", "candidate_evaluated", "candidate_evaluated", "run_finished"]
 
 
+@pytest.mark.slow
 def test_optimize_without_correct_candidate_exits_1(tmp_path):
     cfg = tmp_path / "c.yaml"
     cfg.write_text(FAST.read_text() + "generator:\n  name: testplugin_echo\n  params: {broken: true}\n")

@@ -24,12 +24,25 @@ def _problems(tmp_path, data):
     return exc.value.problems
 
 
-def test_defaults_load_and_round_trip():
+def test_defaults_load_and_round_trip(monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     config = cfg.load_config()
-    assert config.generator.name == "torch_compile"
+    assert config.generator.name == "expert"  # auto without an API key: the offline expert
     assert config.evaluator.trials == 5
     again = cfg.structure(yaml.safe_load(cfg.to_yaml(config)), cfg.Config)
     assert again == config
+
+
+def test_auto_generator_is_the_llm_when_its_key_is_set_else_the_expert(tmp_path, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    assert cfg.load_config().generator.name == "anthropic"
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    assert cfg.load_config().generator.name == "expert"
+    # an explicit name is kept, and auto also works from a file or the command line
+    assert cfg.load_config(overrides={"generator.name": "torch_compile"}).generator.name == "torch_compile"
+    assert cfg.load_config(_write(tmp_path, {"generator": {"name": "auto"}})).generator.name == "expert"
+    monkeypatch.setattr(cfg, "auto_generator", lambda: "torch_compile")  # expert not installed
+    assert cfg.load_config().generator.name == "torch_compile"
 
 
 def test_wrong_types_are_reported_with_paths(tmp_path):
@@ -65,6 +78,7 @@ def test_bad_values_and_yaml(tmp_path):
     assert "expected a mapping" in problem
 
 
+@pytest.mark.slow
 def test_config_validate_cli(tmp_path):
     good = _write(tmp_path, {"budget": 3})
     res = kernelpro("config", "validate", str(good))

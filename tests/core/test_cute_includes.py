@@ -20,6 +20,7 @@ def test_include_paths_fall_back_to_the_installed_cutlass(monkeypatch):
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+@pytest.mark.slow
 def test_compile_check_compiles_a_cute_snippet(monkeypatch):
     from kernelpro.api import ToolContext
     from kernelpro.llm_tools import CompileCheck

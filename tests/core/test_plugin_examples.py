@@ -57,6 +57,7 @@ def test_analyze_runs_the_example_classifier_micro_profiler_spec_and_heuristic(t
     assert not any(f["tool"] in ("example_hopper_tma", "launch_count") for f in out["findings"])
 
 
+@pytest.mark.slow
 def test_optimize_runs_with_the_example_search_policy(tmp_path):
     config = tmp_path / "c.yaml"
     config.write_text(FAST.read_text() + "search:\n  name: breadth_first_best\n  params: {max_expansions: 1}\n")

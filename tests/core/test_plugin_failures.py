@@ -23,6 +23,8 @@ from kernelpro.plugins import PluginError, PluginFailed, Plugins
 
 from helpers import DATA, FAST, kernelpro
 
+pytestmark = pytest.mark.slow  # long on a 2-core CPU: evaluations, optimize runs or interpreted kernels (tests/README.md)
+
 PROBLEM = str(DATA / "tiny_problem.py")
 
 # Plugin sources, each a module of a throwaway distribution.
@@ -521,6 +523,7 @@ def test_a_constructor_that_raises_is_one_line_before_the_run_starts(tmp_path):
 
 BROKEN_READERS = '''
 from kernelpro.api import Analyzer, Collector, hookimpl
+
 
 
 class LoadFails(Analyzer):

@@ -13,6 +13,8 @@ import pytest
 
 from helpers import DATA, FAST, kernelpro
 
+pytestmark = pytest.mark.slow  # long on a 2-core CPU: evaluations, optimize runs or interpreted kernels (tests/README.md)
+
 
 def _records(run):
     path = run / "candidates.jsonl"

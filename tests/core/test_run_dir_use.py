@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from helpers import DATA, FAST, kernelpro
 from kernelpro.rundir import RunDir
 
@@ -16,6 +18,7 @@ def _optimize(run, *extra, env=None, budget="1"):
                      "--generator", "testplugin_echo", "-o", str(run), "--quiet", *extra, env=env)
 
 
+@pytest.mark.slow
 def test_a_run_directory_in_use_is_refused_at_once(tmp_path):
     run = tmp_path / "run"
     run.mkdir()
@@ -30,6 +33,7 @@ def test_a_run_directory_in_use_is_refused_at_once(tmp_path):
     assert _optimize(run).returncode == 0
 
 
+@pytest.mark.slow
 def test_reusing_a_run_directory_needs_resume_and_resume_needs_no_problem(tmp_path):
     run = tmp_path / "run"
     assert _optimize(run).returncode == 0
@@ -46,6 +50,7 @@ def test_reusing_a_run_directory_needs_resume_and_resume_needs_no_problem(tmp_pa
     assert not_a_run.returncode == 2 and "not a run directory" in not_a_run.stderr
 
 
+@pytest.mark.slow
 def test_an_observer_cannot_change_the_run(tmp_path):
     run = tmp_path / "run"
     cfg = tmp_path / "c.yaml"  # no re-timing of noisy timings: the best's numbers stay those of its record
@@ -60,6 +65,7 @@ def test_an_observer_cannot_change_the_run(tmp_path):
     assert summary["best_speedup"] == best["speedup"] != 999.0
 
 
+@pytest.mark.slow
 def test_a_noisy_best_is_timed_again_before_it_wins(tmp_path):
     cfg = tmp_path / "c.yaml"
     cfg.write_text(FAST.read_text().replace("evaluator:\n", "evaluator:\n  noisy_cv: 0.0\n"))  # every timing noisy

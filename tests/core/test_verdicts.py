@@ -30,18 +30,21 @@ def _eval(tmp_path: Path, name: str, config: EvaluatorConfig = FAST):
     ("exits.py", Verdict.EXITED, "without a result"),
     ("no_modelnew.py", Verdict.INVALID, "no ModelNew"),
 ])
+@pytest.mark.slow
 def test_verdicts(tmp_path, name, verdict, reason):
     res = _eval(tmp_path, name)
     assert res.verdict is verdict, (res.reason, res.flags)
     assert reason in res.reason
 
 
+@pytest.mark.slow
 def test_hang_times_out(tmp_path):
     res = _eval(tmp_path, "hangs.py", attrs.evolve(FAST, timeout_s=8))
     assert res.verdict is Verdict.TIMEOUT
     assert "stage: correctness" in res.reason
 
 
+@pytest.mark.slow
 def test_compile_error_is_trimmed(tmp_path):
     res = _eval(tmp_path, "bad_cpp.py", attrs.evolve(FAST, timeout_s=240))
     assert res.verdict is Verdict.COMPILE_ERROR, res.reason
@@ -59,6 +62,7 @@ def test_correct_result_carries_timing_and_correctness(tmp_path):
     assert res.speedup == pytest.approx(res.baseline.median_ms / res.timing.median_ms)
 
 
+@pytest.mark.slow
 def test_torch_compile_candidate_is_honest(tmp_path):
     """The built-in generator's output passes every integrity check (torch.compile patches
     nn.Module methods on first use; that must not look like tampering)."""
@@ -72,6 +76,7 @@ def test_torch_compile_candidate_is_honest(tmp_path):
     assert res.verdict is Verdict.CORRECT, res.reason
 
 
+@pytest.mark.slow
 def test_a_candidate_that_sleeps_is_stopped_at_the_call_limit_not_the_whole_timeout(tmp_path):
     """A first call may compile for minutes (first_call_timeout_s), but one that sits idle is
     stopped once it has done nothing for the call limit (50 x the reference's call, at least

@@ -142,7 +142,8 @@ def test_cli_missing_corpus_exits_2(cli, monkeypatch):
     res = cli("cute", "search", "copy")
     assert res.exit_code == 2
     assert res.output.strip().splitlines() == [
-        "kernelpro cute: no CUTLASS/CuTe sources found: pip install nvidia-cutlass, or set CUTLASS_PATH to a CUTLASS checkout"]
+        "kernelpro cute: no CUTLASS/CuTe sources found: pip install nvidia-cutlass (the extra kernelpro-cute[cutlass]), "
+        "or set CUTLASS_PATH to a CUTLASS checkout"]
 
 
 def test_cli_index_builds_and_reports(cli, tmp_path):

@@ -5,10 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import attrs
+import pytest
 
 from conftest import honest
 from kernelpro.evaluate import compile as build
 from kernelpro.records import Verdict
+
+pytestmark = pytest.mark.slow  # long on a 2-core CPU: evaluations, optimize runs or interpreted kernels (tests/README.md)
 
 
 def test_raw_cu_builds_once_then_hits_the_cache(run_eval, gelu_problem):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 
+import pytest
 import torch
 
 from kernelpro.evaluate import harness
@@ -20,6 +21,7 @@ def _big_tensors() -> int:
     return sum(1 for o in gc.get_objects() if type(o) is torch.Tensor and o.numel() >= 256 * 4096)
 
 
+@pytest.mark.slow
 def test_timed_calls_do_not_keep_their_outputs_alive():
     h = harness.Harness(chan=None, hello={"role": "candidate", "device": "cpu"})
     x = torch.randn(256, 4096)

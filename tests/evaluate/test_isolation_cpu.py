@@ -9,6 +9,8 @@ import pytest
 from conftest import isolation
 from kernelpro.records import Verdict
 
+pytestmark = pytest.mark.slow  # long on a 2-core CPU: evaluations, optimize runs or interpreted kernels (tests/README.md)
+
 
 @pytest.mark.parametrize("name, verdict, reason", [
     ("segfault", Verdict.CRASH, "SIGSEGV"),

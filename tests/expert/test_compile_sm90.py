@@ -17,6 +17,8 @@ pytest.importorskip("triton", reason="triton is not installed: kernels cannot be
 
 from test_kernels import CASES as INTERPRETED  # noqa: E402
 
+pytestmark = pytest.mark.slow  # long on a 2-core CPU: evaluations, optimize runs or interpreted kernels (tests/README.md)
+
 # bf16 GEMMs compile only: Triton's interpreter computes tl.dot of bf16 tiles wrongly
 # (3.5.1: a NumPy product of the raw 16-bit values), so they cannot be checked there
 CASES = INTERPRETED + ["gemm_bf16_relu"]

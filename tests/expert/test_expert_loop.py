@@ -16,11 +16,15 @@ from kernelpro.loop import optimize  # noqa: E402
 from kernelpro.plugins import Plugins  # noqa: E402
 from kernelpro.problem import parse_problem  # noqa: E402
 
+pytestmark = pytest.mark.slow  # long on a 2-core CPU: evaluations, optimize runs or interpreted kernels (tests/README.md)
+
 FAST = Path(__file__).resolve().parents[1] / "core" / "data" / "fast_config.yaml"
 
 
 def test_greedy_runs_expert_candidates_through_the_evaluator(tmp_path, monkeypatch):
-    monkeypatch.setenv("TRITON_INTERPRET", "1")  # inherited by the evaluation workers
+    # not set by hand: on a CPU device the evaluator runs Triton candidates (and their
+    # profilers) under Triton's interpreter itself (kernelpro.evaluate.interpret)
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     plugins = Plugins()
     config = cfg.load_config(str(FAST), {"device": "cpu", "budget": 3,
                                          "generator": {"name": "expert", "params": {}}})

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # long on a 2-core CPU: evaluations, optimize runs or interpreted kernels (tests/README.md)
+
 pytest.importorskip("triton", reason="triton is not installed: kernels are only rendered and parsed")
 
 CASES = ["elementwise_chain", "bias_gelu", "softmax", "softmax_dim0", "log_softmax", "logsumexp", "layernorm",

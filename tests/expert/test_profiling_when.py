@@ -20,6 +20,8 @@ from kernelpro.plugins import Plugins  # noqa: E402
 from kernelpro.problem import parse_problem  # noqa: E402
 from kernelpro.records import Bottleneck, KernelProfile, ProfileData  # noqa: E402
 
+pytestmark = pytest.mark.slow  # long on a 2-core CPU: evaluations, optimize runs or interpreted kernels (tests/README.md)
+
 FAST = Path(__file__).resolve().parents[1] / "core" / "data" / "fast_config.yaml"
 PROFILED: list[str] = []
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from llm_helpers import user_text
 from mock_messages_server import text_reply, tool_use_reply
 
@@ -15,6 +17,8 @@ from kernelpro.generate import anthropic_gen
 from kernelpro.loop import optimize
 from kernelpro.plugins import Plugins
 from kernelpro.problem import parse_problem
+
+pytestmark = pytest.mark.slow  # long on a 2-core CPU: evaluations, optimize runs or interpreted kernels (tests/README.md)
 
 PROBLEM = """import torch
 import torch.nn as nn

@@ -99,6 +99,7 @@ def get_init_inputs():
 '''
 
 
+@pytest.mark.slow
 def test_cli_profile_runs_the_timeline_collector_on_cpu(tmp_path):
     problem = tmp_path / "problem.py"
     problem.write_text(PY_LOOP.format(cls="Model"))

@@ -13,6 +13,8 @@ from kernelpro_plugins_sass.collector import PTXAS_LOG_METRIC, SassCollector
 from kernelpro_plugins_sass.ninja_rebuild import CACHE_NAME, cuda_compiles, parse_build_ninja, rebuild_ptxas_log
 from kernelpro_plugins_sass.toolchain import find_tool
 
+pytestmark = pytest.mark.slow  # long on a 2-core CPU: evaluations, optimize runs or interpreted kernels (tests/README.md)
+
 KERNELS = Path(__file__).parent / "kernels"
 
 # the shape torch.utils.cpp_extension._write_ninja_file writes (torch 2.x), with the

@@ -444,6 +444,8 @@ from kernelpro.records import (  # noqa: E402
     to_json,
 )
 from kernelpro.search.tree import ROOT, Node, Tree  # noqa: E402
+from kernelpro.progress import Display as ProgressDisplay  # noqa: E402
+from kernelpro.progress import stage as progress_stage  # noqa: E402
 
 __all__ = [
     # versions and hooks
@@ -454,7 +456,7 @@ __all__ = [
     "SearchPolicy", "Tree", "Node", "ROOT",
     "Reward", "RewardContext",
     "Collector", "CollectorError", "Analyzer", "ProfileTarget", "ProfileContext",
-    "forward_command", "prepare_forward",
+    "forward_command", "prepare_forward", "progress_stage", "ProgressDisplay",
     "BottleneckClassifier", "MicroProfiler", "ANY", "ArchHeuristic",
     "Measurement", "MeasurementError",
     "LLMTool", "ToolContext", "ToolError",

@@ -454,8 +454,17 @@ def kernelpro_register_commands(cli):
             raise Abort(f"{out_dir}: cannot write the bench directory: {exc.strerror or exc}") from None
         (out_dir / "problems.json").write_text(json.dumps(
             [{"level": p.level, "problem_id": p.problem_id, "name": p.name} for p in problems], indent=1))
-        say = (lambda s: click.echo(s, err=True))
-        rows = run_bench(problems, config, plugins, out_dir, dev, say=say)
+        from kernelpro.progress import Display
+
+        # a live line with each problem's evaluation and profiling stages on a terminal
+        with Display(as_json, "bench") as display:
+            def say(line: str) -> None:  # each problem's line stays, above the live one
+                if as_json:
+                    click.echo(line, err=True)
+                else:
+                    display.print(line)
+
+            rows = run_bench(problems, config, plugins, out_dir, dev, say=say)
         summary = summarise(rows)
         meta = {"suite": str(suite), "generator": config.generator.name, "search": config.search.name,
                 "budget": config.budget, "device": dev, "seed": seed, "sample": sample,

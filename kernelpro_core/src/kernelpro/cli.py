@@ -291,35 +291,23 @@ def _default_run_dir(name: str) -> Path:
 
 
 class _progress:
+    """optimize's display (kernelpro.progress): a live bar with the current stage on a
+    terminal, plain lines on stderr elsewhere, nothing with --quiet."""
+
     def __init__(self, quiet: bool, budget: int, noisy_cv: float | None = None) -> None:
-        from rich.console import Console
+        from kernelpro.progress import Display
 
         self.quiet = quiet
         self.noisy_cv = noisy_cv  # timings above it are marked noisy
-        self.budget = budget
-        self.console = Console(stderr=True)
-        self.prog: Any = None
-        self.task: Any = None
+        self.display = Display(quiet, "optimizing", total=budget)
 
     def live(self) -> Any:
-        import contextlib
-
-        if self.quiet:
-            return contextlib.nullcontext()
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        self.prog = Progress(TextColumn("[bold]optimizing"), BarColumn(), MofNCompleteColumn(),
-                             TimeElapsedColumn(), console=self.console, transient=True)
-        self.task = self.prog.add_task("candidates", total=self.budget)
-        return self.prog
+        return self.display
 
     def callbacks(self) -> Any:
         from kernelpro.loop import Progress
 
-        def say(text: str) -> None:
-            if not self.quiet:
-                # soft_wrap: a line stays one line whatever the terminal's width (logs are grepped)
-                self.console.print(text, highlight=False, markup=False, soft_wrap=True)
+        say = self.display.print
 
         def baseline(res: Any) -> None:
             from kernelpro.report import fmt_timing
@@ -334,12 +322,11 @@ class _progress:
             sp = speedup_short(rec, self.noisy_cv)
             extra = f" [{rec['bottleneck']}]" if rec.get("bottleneck") else ""
             say(f"{rec['id']} <- {rec['parent']}: {rec['description'][:60]} -> {sp}{extra}")
-            if self.prog is not None:
-                self.prog.advance(self.task)
+            self.display.advance()
 
         def warn(text: str) -> None:
-            # soft_wrap: a warning stays one line whatever the terminal's width
-            self.console.print(f"warning: {text}", highlight=False, markup=False, soft_wrap=True)
+            # shown even with --quiet; one line whatever the terminal's width
+            print(f"warning: {text}", file=sys.stderr, flush=True)
 
         return Progress(baseline=baseline, candidate=candidate, message=lambda s: say(s), warning=warn)
 
@@ -367,6 +354,7 @@ def eval_cmd(problem: str, candidate: str, config_path: str | None, device: str 
 
     from kernelpro.evaluate.runner import evaluate
     from kernelpro.problem import CandidateError, ProblemError, detect_language, load_candidate, load_problem
+    from kernelpro.progress import Display
     from kernelpro.records import EvalResult, Verdict
 
     config = load_config_or_abort(config_path, {"device": device})
@@ -394,9 +382,10 @@ def eval_cmd(problem: str, candidate: str, config_path: str | None, device: str 
             tmp = tempfile.TemporaryDirectory(prefix="kernelpro-eval-")
             workdir = tmp.name
         try:
-            result = evaluate(Path(problem), Path(candidate), device=dev, config=config.evaluator,
-                              workdir=Path(workdir), seed=config.seed, measurements=measurements,
-                              language=detect_language(source))
+            with Display(as_json, "evaluating"):  # compile, correctness, timing: minutes on a CPU
+                result = evaluate(Path(problem), Path(candidate), device=dev, config=config.evaluator,
+                                  workdir=Path(workdir), seed=config.seed, measurements=measurements,
+                                  language=detect_language(source))
         finally:
             if tmp is not None:
                 tmp.cleanup()
@@ -460,11 +449,12 @@ def profile(problem: str, candidate: str, config_path: str | None, device: str |
     import attrs
 
     from kernelpro.api import ProfileContext, ProfileTarget
-    from kernelpro.evaluate.runner import BUILD_ENV_KEYS, build_env, evaluate
+    from kernelpro.evaluate.runner import evaluate, profile_env
     from kernelpro.loop import gpu_spec
     from kernelpro.problem import ProblemError, load_candidate, load_problem
     from kernelpro.profile.pipeline import Profiler, no_gpu_notes
     from kernelpro.plugins import UnknownName
+    from kernelpro.progress import Display
 
     from kernelpro.problem import CandidateError
 
@@ -486,10 +476,12 @@ def profile(problem: str, candidate: str, config_path: str | None, device: str |
         raise Abort(str(exc)) from None
     keep = workdir is not None
     base = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix="kernelpro-profile-"))
+    display = Display(as_json, "profiling")  # the evaluation, then each profiling pass
     try:
         build = base / "build"
-        result = evaluate(Path(problem), Path(candidate), device=dev, config=config.evaluator,
-                          workdir=base / "eval", seed=config.seed, build_dir=build)
+        with display:
+            result = evaluate(Path(problem), Path(candidate), device=dev, config=config.evaluator,
+                              workdir=base / "eval", seed=config.seed, build_dir=build)
         if result.verdict.value == "problem_error":
             raise Abort(result.reason)
         if not result.correct:
@@ -502,13 +494,13 @@ def profile(problem: str, candidate: str, config_path: str | None, device: str |
         except UnknownName as exc:
             raise Abort(str(exc)) from None
         gpu = gpu_spec(plugins, dev, config.gpu)
-        env = build_env(build)
         target = ProfileTarget(problem_path=Path(problem).resolve(), candidate_path=Path(candidate).resolve(),
                                device=dev, workdir=base / "profile", build_dir=build, python=sys.executable,
-                               env={k: env[k] for k in BUILD_ENV_KEYS if k in env})
+                               env=profile_env(build, dev, Path(candidate)))
         target.workdir.mkdir(parents=True, exist_ok=True)
         try:
-            analysis, profiles = profiler.profile(target, ProfileContext(gpu=gpu, device=dev, result=result))
+            with display:
+                analysis, profiles = profiler.profile(target, ProfileContext(gpu=gpu, device=dev, result=result))
         except PluginFailed as exc:
             raise Abort(f"{exc}; fix, replace or block the plugin") from None
         if gpu is None:  # say so: the ceilings and the GPU's heuristics were not consulted

@@ -341,7 +341,28 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
         for part in parts[:-1]:
             cur = cur.setdefault(part, {})
         cur[parts[-1]] = value
+    gen = data.get("generator")
+    if isinstance(gen, dict) and gen.get("name") == AUTO_GENERATOR:
+        data["generator"] = {**gen, "name": auto_generator()}
     return structure(data, Config)
+
+
+#: the generator name that picks one: the LLM when it is configured, else the offline expert
+AUTO_GENERATOR = "auto"
+
+
+def auto_generator() -> str:
+    """What ``generator.name: auto`` (the default) stands for: ``anthropic`` when its API key
+    is set (``ANTHROPIC_API_KEY``), else ``expert`` (the offline Triton generator of
+    kernelpro-plugins-expert) when it is installed, else ``torch_compile``."""
+    import os
+    from importlib.metadata import entry_points
+
+    if os.environ.get("ANTHROPIC_API_KEY"):
+        return "anthropic"
+    if any(ep.name == "expert" for ep in entry_points(group="kernelpro")):
+        return "expert"
+    return "torch_compile"
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:

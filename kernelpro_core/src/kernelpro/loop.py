@@ -28,7 +28,7 @@ from kernelpro.api import (
     RewardContext,
     RunInfo,
 )
-from kernelpro.evaluate.runner import BUILD_ENV_KEYS, build_env, evaluate
+from kernelpro.evaluate.runner import evaluate, profile_env
 from kernelpro.plugins import PluginFailed, Plugins, _first_line
 from kernelpro.problem import Problem, ProblemError, check_candidate, detect_language
 from kernelpro.profile.pipeline import Profiler, no_gpu_notes, save_profiles
@@ -693,11 +693,10 @@ class Optimizer:
         import sys
 
         build = self.run.build_dir(cid)
-        env = build_env(build)
         return ProfileTarget(problem_path=self._problem_path(), candidate_path=self.run.source_path(cid),
                              device=self.device, workdir=self.run.profile_dir(cid), build_dir=build,
                              python=sys.executable,
-                             env={k: env[k] for k in BUILD_ENV_KEYS if k in env})
+                             env=profile_env(build, self.device, self.run.source_path(cid)))
 
     def _profile_context(self, cid: str, result: EvalResult | None = None) -> ProfileContext:
         return ProfileContext(gpu=self.gpu, device=self.device, result=result or self.results.get(cid))

@@ -21,9 +21,12 @@ def _fail(message: str) -> None:
     sys.exit(2)
 
 
-def _index(cutlass_path: str | None):
+def _index(cutlass_path: str | None, quiet: bool = False):
+    from kernelpro.api import ProgressDisplay
+
     try:
-        return open_index(locate(cutlass_path))
+        with ProgressDisplay(quiet, "kernelpro cute"):  # the first use builds the index (minutes)
+            return open_index(locate(cutlass_path))
     except CorpusError as exc:
         _fail(str(exc))
 
@@ -59,7 +62,7 @@ def search_cmd(query: tuple[str, ...], k: int, as_json: bool, cutlass_path: str 
     """Ranked search over classes, functions, aliases and macros; best first."""
     if not 1 <= k <= 100:
         _fail("-k must be between 1 and 100")
-    index = _index(cutlass_path)
+    index = _index(cutlass_path, quiet=as_json)
     try:
         results = index.search(" ".join(query), k=k)
     except ValueError as exc:

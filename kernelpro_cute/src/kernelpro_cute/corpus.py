@@ -16,7 +16,7 @@ from pathlib import Path
 import attrs
 
 #: what to tell a user whose machine has no corpus
-HOW_TO_GET = "pip install nvidia-cutlass, or set CUTLASS_PATH to a CUTLASS checkout"
+HOW_TO_GET = "pip install nvidia-cutlass (the extra kernelpro-cute[cutlass]), or set CUTLASS_PATH to a CUTLASS checkout"
 
 
 class CorpusError(ValueError):

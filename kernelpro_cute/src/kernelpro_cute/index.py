@@ -170,6 +170,8 @@ def build_index(corpus: Corpus, db_path: Path, files: list[Path] | None = None,
                 workers: int | None = None) -> Path:
     """Chunk and index every file of ``corpus`` into a new SQLite file at ``db_path``
     (chunking in up to ``workers`` processes; default: the CPU count, at most 8)."""
+    from kernelpro.api import progress_stage  # the command's progress display, if any
+
     root = corpus.root
     files = indexed_files(root) if files is None else files
     rels = [f.relative_to(root).as_posix() for f in files]
@@ -183,7 +185,10 @@ def build_index(corpus: Corpus, db_path: Path, files: list[Path] | None = None,
     try:
         con.executescript(_SCHEMA)
         rows = syms = 0
-        for rel, file_rows in _all_rows(root, rels, workers):
+        progress_stage(f"building the CuTe search index (first use): 0/{len(rels)} files")
+        for done, (rel, file_rows) in enumerate(_all_rows(root, rels, workers), 1):
+            if done % 50 == 0 or done == len(rels):
+                progress_stage(f"building the CuTe search index (first use): {done}/{len(rels)} files")
             for (kind, symbol, qualified, start, end, signature, sterms, pterms, stem,
                  body_terms) in file_rows:
                 cur = con.execute(

@@ -16,8 +16,8 @@ analysis (:mod:`.moves`) and proposes the children of the node's parameters that
 never tried in this run. When the node sits at the roofline it proposes nothing, so the
 search closes that node. When the reference cannot be recognized (no trace), it
 proposes nothing at all: there is no torch.compile fallback (the ``torch_compile``
-generator is that). On a CPU device the candidates' Triton kernels run only with
-``TRITON_INTERPRET=1`` set in the environment (Triton's interpreter; for tests).
+generator is that). On a CPU device the candidates' Triton kernels run under Triton's
+interpreter, which the evaluator chooses for them (``kernelpro.evaluate.interpret``).
 """
 
 from __future__ import annotations

@@ -381,8 +381,9 @@ def is_triton(recognition: Recognition, params: dict[str, Any]) -> bool:
 def render_candidate(problem_source: str, recognition: Recognition, params: dict[str, Any]) -> str:
     """A complete candidate file for ``params``. Without a GPU its Triton kernels run only
     under Triton's interpreter: ``TRITON_INTERPRET=1`` in the environment before triton is
-    first imported (setting it inside the candidate is too late once the evaluator's
-    process has imported triton, whose reductions are then compiled-only functions)."""
+    first imported, which the evaluator sets for a Triton candidate on a CPU (setting it
+    inside the candidate is too late once the evaluator's process has imported triton,
+    whose reductions are then compiled-only functions)."""
     ids = region_ids(recognition)
     kernels, specs, lowered, fast_log = [], [], [], False
     for rid, region in zip(ids, recognition.regions):

@@ -64,12 +64,14 @@ def prepare(problem_path: Path, candidate_path: Path | None, device: str, seed: 
     the kernels that were timed (torch's default lets cuDNN convolutions use TF32)."""
     from kernelpro.evaluate import guard
     from kernelpro.evaluate.compile import install_build_hooks
+    from kernelpro.evaluate.interpret import prepare_interpreter
     from kernelpro.evaluate.loader import build_model, load_module, make_inputs
 
     guard.set_reference_precision()
     problem = load_module(problem_path, "kernelpro_problem")
     if candidate_path is not None:
         install_build_hooks()  # the evaluator's include paths and flags: the cached build is reused
+        prepare_interpreter()  # Triton's interpreter, when the evaluator chose it (a CPU device)
         cand = load_module(candidate_path, "kernelpro_candidate")
         cls = cand.ModelNew
     else:

@@ -36,6 +36,7 @@ import torch
 from kernelpro.evaluate import policy, transport
 from kernelpro.evaluate.compile import install_build_hooks, trim_compiler_log
 from kernelpro.evaluate.guard import backend_flags, set_reference_precision
+from kernelpro.evaluate.interpret import prepare_interpreter
 from kernelpro.evaluate.loader import build_model, load_module
 from kernelpro.evaluate.protocol import FD_ENV, Channel, Closed
 from kernelpro.evaluate.timing import EventTimer
@@ -208,6 +209,7 @@ class Harness:
         except Exception as exc:
             raise Failure("problem_error", "the problem itself failed to load: " + one_line(exc)) from None
         self._settle_l2()  # before any candidate code: what it sets later is reported
+        prepare_interpreter()  # Triton's interpreter, when the evaluator chose it (a CPU device)
         t0 = time.monotonic()
         try:
             self.module = load_module(msg["candidate"], CANDIDATE_MODULE)

@@ -30,9 +30,11 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from kernelpro import progress
 from kernelpro.config import EvaluatorConfig, unstructure
 from kernelpro.evaluate import compile as build
 from kernelpro.evaluate.channel import FD_ENV, ChannelError, ParentEnd
+from kernelpro.evaluate.interpret import interpreter_env
 from kernelpro.evaluate.reaper import kill_group, log_tail, signal_pid
 from kernelpro.evaluate.sandbox import FileWatch
 from kernelpro.records import CompileResult, EvalResult, Verdict, from_json
@@ -63,6 +65,16 @@ def build_env(build_dir: Path) -> dict[str, str]:
         pass
     return build.build_env(entry, arch=meta.get("arch"), include_paths=meta.get("include_paths", []),
                            cuda_flags=meta.get("cuda_flags", []))
+
+
+def profile_env(build_dir: Path, device: str, candidate: Path | None) -> dict[str, str]:
+    """What a profiler's process of ``candidate`` adds to its environment: the build's
+    variables (:func:`build_env`), and Triton's interpreter for a Triton candidate on a CPU
+    (:mod:`kernelpro.evaluate.interpret`), as its harness had them."""
+    env = build_env(build_dir)
+    out = {k: env[k] for k in BUILD_ENV_KEYS if k in env}
+    out.update(interpreter_env(device, candidate))
+    return out
 
 
 def _link_build_dir(build_dir: Path, entry: Path) -> None:
@@ -126,7 +138,10 @@ def _evaluate(problem_path: Path, candidate_path: Path | None, *, device: str, c
               language: str, compiled: build.CompileOutcome | None, reference_flops: float | None) -> EvalResult:
     t0 = time.monotonic()
     stage_info: dict[str, Any] = {}
+    what = Path(candidate_path).stem if candidate_path is not None else "reference"
     if candidate_path is not None and config.compile_stage:
+        if compiled is None:
+            progress.stage(f"{what}: compile")
         outcome = compiled or build.compile_candidate(Path(candidate_path), config=config)
         stage_info = {"status": outcome.status, "compile_seconds": outcome.compile_seconds,
                       "cached": outcome.cached, "key": outcome.key}
@@ -165,7 +180,9 @@ def _evaluate(problem_path: Path, candidate_path: Path | None, *, device: str, c
         "sandbox": {"dir": str(box), "writable": [str(box), str(entry_dir)],
                     "confine": config.write_guard != "detect",
                     "env": {"TORCHINDUCTOR_CACHE_DIR": str(entry_dir / "inductor"),
-                            "CUDA_CACHE_PATH": str(entry_dir / "cuda_cache"), "PYTHONDONTWRITEBYTECODE": "1"}},
+                            "CUDA_CACHE_PATH": str(entry_dir / "cuda_cache"), "PYTHONDONTWRITEBYTECODE": "1",
+                            # Triton kernels on a CPU run under Triton's interpreter
+                            **interpreter_env(device, candidate_path, language)}},
         # the reference's compiled kernels are cached where no candidate may write
         "reference_env": {"TRITON_CACHE_DIR": str(build.cache_root(config.build_cache_dir) / "reference" / "triton"),
                           "TORCHINDUCTOR_CACHE_DIR": str(build.cache_root(config.build_cache_dir) / "reference"
@@ -186,7 +203,7 @@ def _evaluate(problem_path: Path, candidate_path: Path | None, *, device: str, c
     job_path = workdir / "job.json"
     job_path.write_text(json.dumps(job, indent=1))
     env["PYTHONDONTWRITEBYTECODE"] = "1"
-    result = _run_judge(job_path, workdir, env, config, device)
+    result = _run_judge(job_path, workdir, env, config, device, what)
     return attrs.evolve(result, wall_s=time.monotonic() - t0)
 
 
@@ -215,8 +232,30 @@ def _write_entry_settings(outcome: build.CompileOutcome, config: EvaluatorConfig
         pass
 
 
+def _wait_showing_stages(proc: subprocess.Popen[bytes], timeout_s: float, status: Path, what: str) -> None:
+    """``proc.wait(timeout_s)``, telling the progress display each stage the judge enters."""
+    deadline = time.monotonic() + timeout_s
+    seen = ""
+    while True:
+        try:
+            now = status.read_text().strip()
+        except OSError:
+            now = ""
+        if now and now != seen:
+            seen = now
+            progress.stage(f"{what}: {now.replace('_', ' ')}")
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise subprocess.TimeoutExpired(proc.args, timeout_s)
+        try:
+            proc.wait(timeout=min(0.2, left))
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
 def _run_judge(job_path: Path, workdir: Path, env: dict[str, str], config: EvaluatorConfig,
-               device: str) -> EvalResult:
+               device: str, what: str = "candidate") -> EvalResult:
     channel = ParentEnd()
     env = dict(env)
     env[FD_ENV] = str(channel.write_fd)
@@ -236,7 +275,7 @@ def _run_judge(job_path: Path, workdir: Path, env: dict[str, str], config: Evalu
             os.close(token_r)
         channel.start_reading()
         try:
-            proc.wait(timeout=config.timeout_s)
+            _wait_showing_stages(proc, config.timeout_s, workdir / "status.txt", what)
         except subprocess.TimeoutExpired:
             timed_out = True
             signal_pid(proc.pid, signal.SIGTERM)  # the reaper kills the judge and every descendant

@@ -34,6 +34,7 @@ from kernelpro.api import (
     ProfileContext,
     ProfileTarget,
 )
+from kernelpro import progress
 from kernelpro.plugins import PluginFailed, Plugins, UnknownName, _first_line
 from kernelpro.records import Analysis, Finding, ProfileData, to_json
 
@@ -115,6 +116,7 @@ class Profiler:
             if c.level != "kernel":
                 continue
             t0 = time.monotonic()
+            progress.stage(f"{_what(target)}: profile, {c.name} pass 1 ({c.level})")
             try:
                 stage1[c.level] = c.collect(target, stage=1)
             except CollectorError as exc:
@@ -141,6 +143,7 @@ class Profiler:
                     metrics = sorted({x for m in gated if m.level == "kernel" for x in m.metrics})
                     if metrics:
                         collected = True
+                        progress.stage(f"{_what(target)}: profile, {c.name} pass 2 ({c.level})")
                         profiles["kernel"] = c.collect(target, stage=2, metrics=metrics)
                         # keep stage-1 numbers the stage-2 pass did not repeat
                         profiles["kernel"] = merge_profiles(stage1.get("kernel"), profiles["kernel"])
@@ -148,6 +151,7 @@ class Profiler:
                     # other levels collect once, for the metrics their gated micro-profilers need
                     metrics = sorted({x for m in gated if m.level == c.level for x in m.metrics})
                     collected = True
+                    progress.stage(f"{_what(target)}: profile, {c.name} ({c.level})")
                     profiles[c.level] = c.collect(target, stage=2, metrics=metrics)
             except CollectorError as exc:
                 notes.append(f"{c.name}: {exc}")
@@ -274,3 +278,8 @@ _ = ANY  # re-exported for plugin authors reading this module
 def _broken(name: str, method: str, exc: BaseException) -> str:
     return (f"{name} failed in {method}: {type(exc).__name__}: {_first_line(str(exc))} "
             "(a bug in that collector; its data is missing)")
+
+
+def _what(target: ProfileTarget) -> str:
+    """The profiled candidate's name for the progress display."""
+    return Path(target.candidate_path).stem if target.candidate_path is not None else "reference"
