@@ -45,6 +45,7 @@ def test_the_committed_split_is_what_the_seeds_draw():
     assert split["validation"]["problems"] == fresh["validation"]["problems"]
 
 
+@pytest.mark.slow  # traces all 125 problems: about a minute of CPU
 def test_recognizer_coverage_of_the_subset_does_not_drop():
     if not SHARED.exists():
         pytest.skip(f"{SHARED} is absent (the shared KernelBench subset is read at test time, never copied)")
