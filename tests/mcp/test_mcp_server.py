@@ -386,7 +386,9 @@ def test_profile_gives_what_the_command_line_gives(tmp_path):
     cli = subprocess.run([sys.executable, "-c", "from kernelpro.cli import main; main()", "profile",
                           str(root / "tiny_problem.py"), str(root / "good.py"), "--json", "--device", "cpu",
                           "-c", str(config)], capture_output=True, text=True, timeout=600, cwd=root)
-    assert cli.returncode == 0, cli.stderr
+    # on a CPU the command prints its JSON and exits 3 when nothing could be classified
+    # (README: the machine lacks what the command needs); the tool hands the agent the same JSON
+    assert cli.returncode in (0, 3), cli.stderr
     expected = json.loads(cli.stdout)
 
     async def main() -> None:
