@@ -395,12 +395,7 @@ class Harness:
     # --- timing helpers -------------------------------------------------------------------------
 
     def op_gap0(self, msg: dict[str, Any]) -> dict[str, Any]:
-        return {"ok": True, "ms": self.timer.gap_ms(lambda: None, int(msg.get("reps", 30)),
-                                                    float(msg.get("idle_ms", 0.0)))}
-
-    def op_spin_gap(self, msg: dict[str, Any]) -> dict[str, Any]:
-        return {"ok": True, "ms": self.timer.spin_gap_ms(float(msg["stream_ms"]), int(msg.get("reps", 15)),
-                                                         float(msg.get("idle_ms", 0.0)))}
+        return {"ok": True, "ms": self.timer.gap_ms(lambda: None, int(msg.get("reps", 30)))}
 
     def op_spin(self, msg: dict[str, Any]) -> dict[str, Any]:
         """One same-length control call: a one-stream spin of about ``stream_ms``, synchronized."""

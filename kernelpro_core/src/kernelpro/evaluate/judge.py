@@ -711,17 +711,11 @@ class Judge:
         if with_candidate:
             self.check_processes("timing")
         summaries = {}
-        # the timed calls came one at a time with the GPU idle between them for about the
-        # protocol's round trip: the sync-latency controls are taken after as much idle time
-        idle_ms = statistics.median(s.envelope_ms - s.sync_ms for s in samples["reference"]) \
-            if self.cuda and int(ev["rounds"]) <= 0 and samples["reference"] else 0.0
-        idle_ms = min(max(idle_ms, 0.0), 5.0)
-        self.notes["sync_control_idle_ms"] = idle_ms
         for name in calls:
             remote = self.cand if name == "candidate" else self.ref
             assert remote is not None
-            gap0 = _number(self.ask(remote, {"op": "gap0", "reps": 30, "idle_ms": idle_ms}, 60.0,
-                                    "measuring the sync latency"), "ms") if self.cuda else 0.0
+            gap0 = _number(self.ask(remote, {"op": "gap0", "reps": 30}, 60.0, "measuring the sync latency"), "ms") \
+                if self.cuda else 0.0
 
             def control(stream_ms: float) -> float | None:
                 """The end-to-idle gap of a trusted one-stream call of ``stream_ms``, timed as

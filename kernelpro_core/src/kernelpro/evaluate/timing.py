@@ -116,21 +116,13 @@ class EventTimer:
         ms = (time.perf_counter() - t0) * 1e3
         return ms, ms, out
 
-    def gap_ms(self, fn: Callable[[], Any], reps: int, idle_ms: float = 0.0) -> float:
-        """Median gap (``after - end``) of ``reps`` timed calls of ``fn``, each after ``idle_ms``
-        of an idle GPU: the timed calls come one at a time after the protocol's round trip, and
-        an idle GPU wakes more slowly than a busy one, so the control is taken the same way."""
-        gaps = []
-        for _ in range(reps):
-            if idle_ms > 0:
-                time.sleep(idle_ms / 1e3)
-            ev, sy, _out = self.once(fn)
-            gaps.append(sy - ev)
-        return statistics.median(gaps)
+    def gap_ms(self, fn: Callable[[], Any], reps: int) -> float:
+        """Median gap (``after - end``) of ``reps`` timed calls of ``fn``."""
+        return statistics.median(sy - ev for ev, sy, _ in (self.once(fn) for _ in range(reps)))
 
-    def spin_gap_ms(self, stream_ms: float, reps: int = 15, idle_ms: float = 0.0) -> float | None:
-        """Median gap of a one-stream spin kernel lasting about ``stream_ms`` (each after
-        ``idle_ms``, as :meth:`gap_ms`); None without one in this torch."""
+    def spin_gap_ms(self, stream_ms: float, reps: int = 15) -> float | None:
+        """Median gap of a one-stream spin kernel lasting about ``stream_ms``; None without
+        one in this torch."""
         spin = getattr(self.torch.cuda, "_sleep", None)
         if not self.cuda or spin is None:
             return None
@@ -139,7 +131,7 @@ class EventTimer:
             ms = statistics.median(self.once(lambda: spin(probe))[0] for _ in range(5))
             self._cycles_per_ms = probe / max(ms, 1e-3)
         cycles = max(1, int(self._cycles_per_ms * stream_ms))
-        return self.gap_ms(lambda: spin(cycles), reps, idle_ms)
+        return self.gap_ms(lambda: spin(cycles), reps)
 
 
 # --- judge side: scheduling and judging the samples ---------------------------------------------
