@@ -91,6 +91,7 @@ def analyze(corpus: Path, min_speedup: float) -> list[dict[str, Any]]:
     from kernelpro.api import ProfileContext
     from kernelpro.plugins import installed
     from kernelpro.profile.pipeline import Profiler as Pipeline, run_micro_profilers
+    from kernelpro.records import ProfileData
     from kernelpro_plugins_ncu.report import parse_raw_csv
 
     plugins = installed()
@@ -108,8 +109,6 @@ def analyze(corpus: Path, min_speedup: float) -> list[dict[str, Any]]:
         gpu = plugins.gpu_for(device)
         context = ProfileContext(gpu=gpu, device="cuda")
         for kid, k in zip(ids, kernels):
-            from kernelpro.records import ProfileData
-
             profile = ProfileData(level="kernel", collector="ncu", kernels=(k,), device_name=device)
             profiles = {"kernel": profile}
             notes: list[str] = []
