@@ -21,7 +21,9 @@ fi
 test_site=$("$TVENV/bin/python" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
 printf 'import site; site.addsitedir(%s)\n' "'$main_site'" > "$test_site/kernelpro-main-venv.pth"
 if ! "$TVENV/bin/python" -c "import pytest, kernelpro_testplugin" 2>/dev/null; then
-    "$TVENV/bin/python" -m pip install -q pytest
+    # a venv of Python 3.11 carries its own setuptools (65), which shadows .venv's in the
+    # non-isolated build below and cannot read the SPDX license expression: >=77 here too
+    "$TVENV/bin/python" -m pip install -q pytest "setuptools>=77"
     # the example plugins, one distribution per extension kind (tests/plugin_examples/README.md);
     # built with .venv's setuptools, in one pip call (an isolated build each costs many seconds)
     dists=(-e tests/plugin_dist)
