@@ -30,17 +30,19 @@ def test_forward_driver_failure_is_one_line(tmp_path):
 
 
 def test_forward_driver_uses_the_evaluators_precision(tmp_path):
-    # the worker times fp32 matmuls and convolutions without TF32; the profiled forward must
-    # run the same kernels (torch's default lets cuDNN convolutions use TF32), and a
-    # candidate that sets the flags itself when it loads keeps its own
+    # the timed calls run under PyTorch's defaults (cuDNN convolutions may use TF32, cuBLAS
+    # not); the profiled forward must run the same kernels, even in a process that had
+    # changed them, and a candidate that sets the flags itself when it loads keeps its own
     code = ("import torch\n"
             "prepared = (torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32)\n"
             "from kernelpro.evaluate.forward import prepare\n"
+            "import kernelpro.evaluate.guard  # the process's flags at start are captured here\n"
             "import pathlib, sys\n"
             "d = pathlib.Path(sys.argv[1])\n"
+            "torch.backends.cudnn.allow_tf32 = False\n"
             "prepare(d / 'tiny_problem.py', d / 'good.py', 'cpu', 0)\n"
             "print(torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32, prepared[0])\n"
-            "(tmp / 'own.py').write_text((d / 'good.py').read_text() + '\\ntorch.backends.cudnn.allow_tf32 = True\\n')\n"
+            "(tmp / 'own.py').write_text((d / 'good.py').read_text() + '\\ntorch.backends.cudnn.allow_tf32 = False\\n')\n"
             "prepare(d / 'tiny_problem.py', tmp / 'own.py', 'cpu', 0)\n"
             "print(torch.backends.cudnn.allow_tf32)\n")
     script = tmp_path / "probe.py"
@@ -48,5 +50,5 @@ def test_forward_driver_uses_the_evaluators_precision(tmp_path):
     res = subprocess.run([sys.executable, str(script), str(DATA)], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     first, second = res.stdout.strip().splitlines()
-    assert first == "False False True", first  # torch's default was True for cuDNN
-    assert second == "True"
+    assert first == "True False True", first  # torch's defaults: cuDNN may use TF32, cuBLAS not
+    assert second == "False"

@@ -11,7 +11,10 @@ Per level it reports: the correct rate (problems with at least one correct candi
 the geometric-mean speedup of the best candidate over eager and over torch.compile (a
 problem without a correct candidate counts as 1.0: the reference is kept), fast_1 (share
 of problems whose best correct candidate is faster than eager) and the mean fraction of
-the roofline reached by the winners (from their profile analysis). It writes
+the roofline reached by the winners (from their profile analysis). The eager and
+torch.compile times are measured under PyTorch's default flags (as users run their models;
+on a GPU cuDNN convolutions may use TF32); the baseline job's strict-fp32 times are a
+second column. It writes
 ``results.json``, ``report.md`` with a per-problem table and a roofline plot
 (``roofline.png`` with matplotlib, otherwise an ASCII chart inside the report).
 """
@@ -155,7 +158,10 @@ def problem_row(problem: SuiteProblem, run_dir: Path, error: str | None = None) 
                            # the times each speedup divides (ms): the best's, the eager reference's
                            # from the same evaluation, torch.compile's; with their CVs
                            "best_ms": None, "eager_ms": None, "compiled_ms": None,
-                           "best_cv": None, "eager_cv": None, "retimed": False}
+                           "best_cv": None, "eager_cv": None, "retimed": False,
+                           # the baseline job's eager and compiled times in strict fp32 (no TF32):
+                           # the second column; the headline times run under PyTorch's defaults
+                           "eager_strict_ms": None, "compiled_strict_ms": None}
     meta_path = run_dir / BENCH_META
     if meta_path.exists():
         meta = json.loads(meta_path.read_text())
@@ -163,6 +169,12 @@ def problem_row(problem: SuiteProblem, run_dir: Path, error: str | None = None) 
     summary_path = run_dir / "summary.json"
     if error is not None or not summary_path.exists():
         return row
+    try:
+        base = json.loads((run_dir / "baseline.json").read_text())
+    except (OSError, ValueError):
+        base = {}
+    row["eager_strict_ms"] = (base.get("baseline_strict") or {}).get("median_ms")
+    row["compiled_strict_ms"] = (base.get("baseline_compiled_strict") or {}).get("median_ms")
     summary = json.loads(summary_path.read_text())
     row["evaluated"] = summary.get("evaluated", 0)
     row["stopped_because"] = summary.get("stopped_because")
@@ -170,12 +182,8 @@ def problem_row(problem: SuiteProblem, run_dir: Path, error: str | None = None) 
     if not best:
         # no correct candidate: the reference is kept, so over torch.compile the problem
         # scores the eager reference against the compiled one (both from the baseline job)
-        try:
-            base = json.loads((run_dir / "baseline.json").read_text())
-            eager, comp = (base.get("baseline") or {}).get("median_ms"), \
-                (base.get("baseline_compiled") or {}).get("median_ms")
-        except (OSError, ValueError):
-            eager = comp = None
+        eager, comp = (base.get("baseline") or {}).get("median_ms"), \
+            (base.get("baseline_compiled") or {}).get("median_ms")
         if eager and comp:
             # the kept reference's time (no candidate) against the compiled reference's
             row.update(speedup_compiled=comp / eager, best_ms=eager, compiled_ms=comp)
@@ -272,8 +280,17 @@ def _ms_cv(ms: Any, cv: Any, noisy_cv: float | None) -> str:
 
 
 PROBLEM_COLUMNS = ("level", "id", "problem", "correct", "evaluated", "best ms", "eager ms", "vs eager",
-                   "torch.compile ms", "vs torch.compile", "bottleneck", "roofline", "best candidate", "wall s",
+                   "torch.compile ms", "vs torch.compile", "eager / compile ms, strict fp32", "bottleneck", "roofline", "best candidate", "wall s",
                    "code")
+
+
+def _strict(row: dict[str, Any]) -> str:
+    from kernelpro.report import fmt_ms
+
+    e, c = row.get("eager_strict_ms"), row.get("compiled_strict_ms")
+    if e is None and c is None:
+        return "not timed"  # on a CPU the flags change nothing; or evaluator.time_strict_baselines off
+    return f"{fmt_ms(e) if e is not None else 'n/a'} / {fmt_ms(c) if c is not None else 'n/a'}"
 
 
 def problem_table(rows: list[dict[str, Any]], noisy_cv: float | None = None) -> str:
@@ -291,6 +308,7 @@ def problem_table(rows: list[dict[str, Any]], noisy_cv: float | None = None) -> 
                      f"{_ms_cv(r.get('best_ms'), r.get('best_cv'), noisy_cv)} | "
                      f"{_ms_cv(r.get('eager_ms'), r.get('eager_cv'), noisy_cv)} | {_fmt(r['speedup_eager'], x=True)} | "
                      f"{_ms_cv(r.get('compiled_ms'), None, noisy_cv)} | {_fmt(r['speedup_compiled'], x=True)} | "
+                     f"{_strict(r)} | "
                      f"{r['bottleneck'] or 'n/a'} | {_fmt(r['roofline_fraction'], pct=True)} | {desc} | {wall} | "
                      f"{r.get('code') or 'n/a'} |")
     return "\n".join(lines)

@@ -70,6 +70,9 @@ class EvaluatorConfig:
     max_reps: int = 1000
     rounds: int = 0  # 0: calls alternate one by one; N > 0: N rounds of a block of calls each
     time_compiled_reference: bool = True  # torch.compile of the reference, timed too (GPU)
+    # the baseline job also times eager and compiled in strict fp32 (no TF32), a second column
+    # beside the headline timings under PyTorch's default flags (GPU, where the two differ)
+    time_strict_baselines: bool = True
     # False: the compiled reference is timed once, in the problem's baseline job, and every
     # candidate's speedup over torch.compile uses that time (saves a torch.compile per candidate)
     compiled_reference_per_candidate: bool = True

@@ -88,6 +88,9 @@ class EvalResult:
     timing: TimingStats | None = None  # the candidate
     baseline: TimingStats | None = None  # the eager reference, same process, interleaved
     baseline_compiled: TimingStats | None = None  # torch.compile of the reference, when measured
+    # the same two in strict fp32 (no TF32), timed in the baseline job where the flags differ
+    baseline_strict: TimingStats | None = None
+    baseline_compiled_strict: TimingStats | None = None
     flags: tuple[str, ...] = ()  # warnings that do not fail the candidate
     measurements: dict[str, dict[str, float]] = attrs.field(factory=dict)  # e.g. {"energy": {...}}
     device: str = "cpu"

@@ -240,6 +240,14 @@ def _baseline_section(opt: "Optimizer", noisy_cv: float) -> list[str]:
             f"method {b.method}."
             + (f" torch.compile of the reference: {fmt_timing(base.baseline_compiled, noisy_cv)}."
                if base.baseline_compiled else ""), ""]
+    out.append("Both run under PyTorch's default flags, as users run their models (on a GPU, cuDNN "
+               "convolutions may use TF32); correctness is judged against the reference computed in strict fp32.")
+    if base.baseline_strict:
+        out.append(f"In strict fp32 (no TF32) the same baseline job timed the eager reference at "
+                   f"{fmt_timing(base.baseline_strict, noisy_cv)}"
+                   + (f" and torch.compile at {fmt_timing(base.baseline_compiled_strict, noisy_cv)}"
+                      if base.baseline_compiled_strict else "") + ".")
+    out.append("")
     refs = [r.baseline.median_ms for r in opt.results.values() if r.baseline is not None]
     out.append("Speedups are not divided by this time: each candidate's evaluation times the reference again, "
                "interleaved with the candidate, and the speedup is that reference time over the candidate's "

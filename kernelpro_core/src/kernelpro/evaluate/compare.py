@@ -148,20 +148,24 @@ def _chunks(c: torch.Tensor, *others: torch.Tensor, dtype: torch.dtype | None = 
 
 
 def compare_to_exact(cand_out: Any, ref_out: Any, exact_out: Any, tolerances: dict[str, tuple[float, float]],
-                     factor: float) -> Comparison:
+                     factor: float, others: list[Any] | tuple[Any, ...] = ()) -> Comparison:
     """The second opinion on outputs that failed :func:`compare`: every float32 output is
     measured against ``exact_out`` (the reference run in float64) and passes when
     ``|cand - exact| <= atol + rtol * |exact| + factor * max|ref - exact|`` element-wise:
     the candidate may be as far from the exact value as the fp32 reference is (times
-    ``factor``), plus the tolerance. Other outputs must pass :func:`compare` unchanged;
-    shapes, dtypes, NaN/Inf and integrity are :func:`compare`'s business (call it first)."""
+    ``factor``), plus the tolerance. ``others``: more fp32 runs of the reference (under
+    PyTorch's default flags); the largest of their errors and the reference's counts.
+    Other outputs must pass :func:`compare` unchanged; shapes, dtypes, NaN/Inf and
+    integrity are :func:`compare`'s business (call it first)."""
     cands, refs, golds = flatten(cand_out), flatten(ref_out), flatten(exact_out)
-    if not len(cands) == len(refs) == len(golds):
+    alts = [flatten(o) for o in others]
+    if not len(cands) == len(refs) == len(golds) or any(len(a) != len(refs) for a in alts):
         return Comparison(False, "output count differs from the fp64 reference's")
     worst = 0.0
     notes = []
     for i, (c, r, g) in enumerate(zip(cands, refs, golds)):
         where = f"output {i}" if len(refs) > 1 else "output"
+        runs = [r] + [a[i] for a in alts if isinstance(a[i], _tensor_type) and a[i].shape == r.shape]
         if not isinstance(r, _tensor_type) or r.dtype != torch.float32:
             one = compare(c, r, tolerances)
             if not one.ok:
@@ -175,9 +179,10 @@ def compare_to_exact(cand_out: Any, ref_out: Any, exact_out: Any, tolerances: di
         atol, rtol = tolerances.get("float32", (1e-4, 1e-4))
         # two passes in pieces: the fp32 reference's own largest error, then the candidate's
         ref_err = 0.0
-        for r64, g64 in _chunks(r, g, dtype=torch.float64):
-            finite = _isfinite(g64) & _isfinite(r64)
-            ref_err = max(ref_err, float(torch.where(finite, _abs(r64 - g64), torch.zeros_like(g64)).max()))
+        for run in runs:
+            for r64, g64 in _chunks(run, g, dtype=torch.float64):
+                finite = _isfinite(g64) & _isfinite(r64)
+                ref_err = max(ref_err, float(torch.where(finite, _abs(r64 - g64), torch.zeros_like(g64)).max()))
         cand_err, n_over, nonfinite = 0.0, 0, 0
         for c64, r64, g64 in _chunks(c, r, g, dtype=torch.float64):
             finite = _isfinite(g64) & _isfinite(r64)

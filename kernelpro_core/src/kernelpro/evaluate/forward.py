@@ -59,15 +59,15 @@ def tensor_bytes(value) -> int:
 def prepare(problem_path: Path, candidate_path: Path | None, device: str, seed: int):
     """Build the model (candidate's ModelNew, or the reference Model) and its inputs.
 
-    The numeric settings are the evaluation's (the reference's harness's): fp32 matmuls and convolutions in full
-    fp32 (no TF32) unless the candidate itself changes them when it loads, so a profile sees
-    the kernels that were timed (torch's default lets cuDNN convolutions use TF32)."""
+    The numeric settings are the timed calls': PyTorch's defaults (cuDNN convolutions may use
+    TF32) unless the candidate itself changes them when it loads, so a profile sees the kernels
+    that were timed."""
     from kernelpro.evaluate import guard
     from kernelpro.evaluate.compile import install_build_hooks
     from kernelpro.evaluate.interpret import prepare_interpreter
     from kernelpro.evaluate.loader import build_model, load_module, make_inputs
 
-    guard.set_reference_precision()
+    guard.set_default_precision()
     problem = load_module(problem_path, "kernelpro_problem")
     if candidate_path is not None:
         install_build_hooks()  # the evaluator's include paths and flags: the cached build is reused

@@ -6,8 +6,10 @@
   boundary itself is the process boundary (docs/evaluation.md): a candidate that gets past
   the scan only reaches its own process.
 * :func:`set_reference_precision`, :func:`backend_flags` / :func:`restore_backend_flags`:
-  the reference runs in fp32 without TF32; the candidate starts from the same settings and
-  the flags it changes are reported.
+  the reference's outputs (what correctness is judged against) are computed in fp32 without
+  TF32; the timed baselines and the candidate run with the process's own settings at start,
+  PyTorch's defaults (:data:`STARTUP_FLAGS`), as users run their models; the flags a
+  candidate changes are reported.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from typing import Any
 import torch
 
 # --- backend flags -----------------------------------------------------------------------------
+
+
 
 
 def set_reference_precision() -> None:
@@ -50,6 +54,25 @@ def backend_flags() -> dict[str, Any]:
         "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
         "num_threads": torch.get_num_threads(),
     }
+
+
+#: the flags :func:`set_reference_precision` sets (the others it leaves as they are)
+STRICT: dict[str, Any] = {"matmul.allow_tf32": False, "cudnn.allow_tf32": False, "float32_matmul_precision": "highest"}
+
+#: the flags this process started with (PyTorch's defaults, or what the user's environment
+#: sets): captured when this module is first imported, before any model or candidate runs
+STARTUP_FLAGS: dict[str, Any] = {}
+
+
+def set_default_precision() -> None:
+    """Back to :data:`STARTUP_FLAGS`: the settings users run their models with."""
+    restore_backend_flags(STARTUP_FLAGS)
+
+
+def strict_differs(cuda: bool) -> bool:
+    """Whether the strict-fp32 settings of :func:`set_reference_precision` change anything a
+    computation on this process's devices can see (on a CPU the TF32 switches do nothing)."""
+    return cuda and any(STARTUP_FLAGS.get(k) != v for k, v in STRICT.items())
 
 
 def restore_backend_flags(flags: dict[str, Any]) -> None:
@@ -88,6 +111,8 @@ def _restore(now: dict[str, Any], flags: dict[str, Any]) -> None:
     if now["num_threads"] != flags["num_threads"]:
         torch.set_num_threads(flags["num_threads"])
 
+
+STARTUP_FLAGS.update(backend_flags())
 
 # --- source scan -------------------------------------------------------------------------------
 

@@ -35,7 +35,7 @@ import torch
 
 from kernelpro.evaluate import policy, transport
 from kernelpro.evaluate.compile import install_build_hooks, trim_compiler_log
-from kernelpro.evaluate.guard import backend_flags, set_reference_precision
+from kernelpro.evaluate.guard import backend_flags, set_default_precision, set_reference_precision
 from kernelpro.evaluate.interpret import prepare_interpreter
 from kernelpro.evaluate.loader import build_model, load_module
 from kernelpro.evaluate.protocol import FD_ENV, Channel, Closed
@@ -187,7 +187,8 @@ class Harness:
     # --- set-up ---------------------------------------------------------------------------------
 
     def op_setup(self, msg: dict[str, Any]) -> dict[str, Any]:
-        """The reference: load the problem and build its Model after the seed, in fp32 without TF32."""
+        """The reference: load the problem and build its Model after the seed, in fp32 without
+        TF32 (the settings its outputs are computed with; a request can ask for the defaults)."""
         self._reference_only()
         self.seed = int(msg["seed"])
         set_reference_precision()
@@ -202,7 +203,7 @@ class Harness:
     def op_load(self, msg: dict[str, Any]) -> dict[str, Any]:
         """The candidate: import it (its native code is usually built already, by the compile stage)."""
         self.seed = int(msg["seed"])
-        set_reference_precision()  # the candidate starts from the reference's settings; changes are flagged
+        set_default_precision()  # the candidate starts from PyTorch's defaults, as the timed baselines run; changes are flagged
         install_build_hooks()
         try:
             self.problem = load_module(msg["problem"], "kernelpro_problem")
@@ -268,9 +269,11 @@ class Harness:
         return {"ok": True}
 
     def op_compile(self, msg: dict[str, Any]) -> dict[str, Any]:
-        """The reference's ``torch.compile`` form, built and called once."""
+        """The reference's ``torch.compile`` form, built and called once, under PyTorch's
+        default flags (the compiled baseline is timed under them)."""
         self._reference_only()
         flags = backend_flags()
+        set_default_precision()
         try:
             compiled = torch.compile(self.models["main"])
             compiled(*self.inputs)
@@ -316,7 +319,24 @@ class Harness:
 
     # --- calls ---------------------------------------------------------------------------------
 
+    def _precision(self, msg: dict[str, Any]) -> bool:
+        """The reference's calls run in strict fp32 unless the request asks for PyTorch's
+        default flags (``"flags": "default"``: the timed baselines); True when switched, to
+        be switched back after the call (outside any timed region)."""
+        if msg.get("flags") == "default" and self.role == "reference":
+            set_default_precision()
+            return True
+        return False
+
     def op_call(self, msg: dict[str, Any]) -> dict[str, Any]:
+        switched = self._precision(msg)
+        try:
+            return self._call(msg)
+        finally:
+            if switched:
+                set_reference_precision()
+
+    def _call(self, msg: dict[str, Any]) -> dict[str, Any]:
         key = str(msg.get("model", "main"))
         model, args = self._model(key), self._args(key)
         prefix = str(msg.get("prefix", "forward failed: "))
@@ -378,7 +398,12 @@ class Harness:
     def op_run(self, msg: dict[str, Any]) -> None:
         """One call with no answer (measurements queue many); a failure is kept for ``sync``."""
         if self.deferred is None:
-            self.models[str(msg.get("model", "main"))](*self.inputs)
+            switched = self._precision(msg)
+            try:
+                self.models[str(msg.get("model", "main"))](*self.inputs)
+            finally:
+                if switched:
+                    set_reference_precision()
         return None
 
     def op_sync(self, msg: dict[str, Any]) -> dict[str, Any]:
@@ -426,7 +451,9 @@ class Harness:
         return {"ok": True, "kernels": names}
 
     def op_flags(self, msg: dict[str, Any]) -> dict[str, Any]:
-        return {"ok": True, "flags": backend_flags()}
+        from kernelpro.evaluate.guard import STARTUP_FLAGS
+
+        return {"ok": True, "flags": backend_flags(), "startup": dict(STARTUP_FLAGS)}
 
     def op_exit(self, msg: dict[str, Any]) -> dict[str, Any]:
         return {"ok": True}

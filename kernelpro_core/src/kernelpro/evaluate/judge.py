@@ -46,7 +46,7 @@ import torch
 
 from kernelpro.evaluate import bounds, inputs as inp, procwatch, timing, transport
 from kernelpro.evaluate import compare as cmp
-from kernelpro.evaluate.guard import scan_source
+from kernelpro.evaluate.guard import STRICT, scan_source, strict_differs
 from kernelpro.evaluate.harness import one_line
 from kernelpro.evaluate.loader import load_module, make_inputs
 from kernelpro.evaluate.remote import HarnessEnded, Remote
@@ -534,11 +534,16 @@ class Judge:
     def compare_backend_flags(self) -> None:
         assert self.cand is not None and self.ref is not None
         cand = self.ask(self.cand, {"op": "flags"}, 30.0, "reading backend flags").get("flags", {})
-        ref = self.ask(self.ref, {"op": "flags"}, 30.0, "reading backend flags").get("flags", {})
+        answer = self.ask(self.ref, {"op": "flags"}, 30.0, "reading backend flags")
+        # the candidate starts from the process's defaults for the precision flags (the
+        # reference's harness sits in strict fp32 between calls) and from the reference's others
+        ref = dict(answer.get("flags", {}))
+        startup = answer.get("startup") or {}
+        ref.update({k: startup[k] for k in STRICT if k in startup})
         if isinstance(cand, dict) and cand != ref:
             changed = sorted(k for k in ref if cand.get(k) != ref[k])
             self.flags.append("backend_flags_changed: the candidate set " + ", ".join(changed)
-                              + "; the reference runs with its own settings in its own process")
+                              + " (it starts from PyTorch's defaults, as the timed baselines run, in their own process)")
 
     def check_processes(self, where: str) -> None:
         """No process the candidate started may outlive the call that started it."""
@@ -574,11 +579,32 @@ class Judge:
             self.flags.append(f"fp64_second_opinion_unavailable: {self.exact_unavailable}")
             return None
         gold = cmp.replace_tensors(self.ref_example, self.fp64_views)
+        others = []
+        as_run = self.reference_as_run(values, u)  # PyTorch's defaults may be less precise than strict fp32
+        if as_run is not None:
+            others.append(pick(as_run) if pick is not None else as_run)
         c = cmp.compare_to_exact(out, ref_out, pick(gold) if pick is not None else gold, self.tols,
-                                 float(self.ev.get("reference_error_factor", 2.0)))
+                                 float(self.ev.get("reference_error_factor", 2.0)), others=others)
         if c.ok:
             self.exact_passed.append(f"{label}: {c.message}")
         return c
+
+    def reference_as_run(self, values: list[Any], u: float) -> Any:
+        """The reference's output on ``values`` under PyTorch's default flags (the baselines'
+        settings), where they differ from strict fp32 (on a GPU: cuDNN may use TF32); else
+        None. The candidate may be as far from the exact values as this output is."""
+        if not strict_differs(self.cuda):
+            return None
+        assert self.ref is not None
+        if not hasattr(self, "as_run_views"):
+            self.as_run_views = self.lend_outputs(self.ref, self.ref_example, "as_run")
+        inp.fill(self.ref_in, values, u)
+        self.sync()
+        answer = self.ask(self.ref, {"op": "call", "flags": "default", "export": True, "into": "as_run"},
+                          max(60.0, 20 * self.call_limit()), "the reference under default flags")
+        if not answer.get("ok"):
+            raise self._failed_answer(self.ref, answer, "under default flags")
+        return cmp.replace_tensors(self.ref_example, self.as_run_views)
 
     # 4. timing --------------------------------------------------------------------------------------------
 
@@ -608,13 +634,23 @@ class Judge:
             self.compiled = False
             return self.time_callables(with_candidate)
 
+    def strict_columns(self, with_candidate: bool) -> bool:
+        """Whether the baselines are timed in strict fp32 as well as with PyTorch's defaults:
+        in the baseline job (what ``bench`` and the report show), where the two differ."""
+        return (not with_candidate and bool(self.ev.get("time_strict_baselines", True))
+                and strict_differs(self.cuda))
+
     def time_baseline(self) -> EvalResult:
         self.status("timing")
         summaries, _ = self.timed(with_candidate=False)
         self.finish_notes()
+        strict = summaries.get("reference_strict")
+        strict_c = summaries.get("compiled_strict")
         return EvalResult(verdict=Verdict.CORRECT, reason="reference", baseline=summaries["reference"].stats,
                           timing=summaries["reference"].stats,
                           baseline_compiled=summaries["compiled"].stats if "compiled" in summaries else None,
+                          baseline_strict=strict.stats if strict is not None else None,
+                          baseline_compiled_strict=strict_c.stats if strict_c is not None else None,
                           flags=tuple(self.flags), device=self.device, gpu_name=self.gpu_name,
                           measurements={"evaluator": self.notes}, wall_s=time.monotonic() - self.t_start)
 
@@ -658,7 +694,8 @@ class Judge:
         limit = self.call_limit()
         limit_first = max(float(ev["first_call_timeout_s"]), limit)
 
-        def call(name: str, remote: Remote, views_in: list[torch.Tensor], model: str) -> Callable[[int], timing.Sample]:
+        def call(name: str, remote: Remote, views_in: list[torch.Tensor], model: str,
+                 flags: str = "default") -> Callable[[int], timing.Sample]:
             meter = self.cand_idle if remote is self.cand else self.ref_idle
             warmed = {"n": 0}
 
@@ -671,7 +708,7 @@ class Judge:
                 if meter is not None:
                     meter.calling()
                 msg = {"op": "call", "model": model, "time": True, "export": True, "reset_l2": True,
-                       "prefix": "timed run failed: "}
+                       "prefix": "timed run failed: ", "flags": flags}
                 t0 = time.perf_counter()
                 try:
                     answer = remote.request(msg, limit_first if warmed["n"] == 0 else limit,
@@ -701,6 +738,10 @@ class Judge:
         calls: dict[str, Callable[[int], timing.Sample]] = {"reference": call("reference", self.ref, self.ref_in, "main")}
         if self.compiled:
             calls["compiled"] = call("compiled", self.ref, self.ref_in, "compiled")
+        if self.strict_columns(with_candidate):  # the baselines in strict fp32 too: a second column
+            calls["reference_strict"] = call("reference_strict", self.ref, self.ref_in, "main", "strict")
+            if self.compiled:
+                calls["compiled_strict"] = call("compiled_strict", self.ref, self.ref_in, "compiled", "strict")
         if with_candidate:
             assert self.cand is not None
             calls["candidate"] = call("candidate", self.cand, self.cand_in, "main")
@@ -1035,7 +1076,7 @@ class Judge:
         limit = max(60.0, self.call_limit())
 
         def call() -> None:
-            remote.send({"op": "run"})
+            remote.send({"op": "run", "flags": "default"})  # the reference as users run it
 
         def sync() -> None:
             self.ask(remote, {"op": "sync"}, limit * 20, "a measurement's calls")
