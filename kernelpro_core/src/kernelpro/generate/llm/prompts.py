@@ -19,9 +19,7 @@ from __future__ import annotations
 import functools
 import re
 from pathlib import Path
-from typing import Any, Sequence
-
-import jinja2
+from typing import TYPE_CHECKING, Any, Sequence
 
 from kernelpro.api import Attempt, GenerationRequest, ParentInfo
 from kernelpro.records import Analysis, Bottleneck, EvalResult, Finding, GpuSpec
@@ -46,10 +44,15 @@ _SUMMARY_LINE = re.compile(
 )
 MAX_SUMMARY_LINES = 10
 
+if TYPE_CHECKING:
+    import jinja2
+
 _environment: jinja2.Environment | None = None
 
 
 def environment() -> jinja2.Environment:
+    import jinja2  # here, not at import: the command line starts faster
+
     global _environment
     if _environment is None:
         _environment = jinja2.Environment(

@@ -18,6 +18,7 @@ The delay before retry ``k`` (0-based) is ``d/2 + uniform(0, d/2)`` with
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 import logging
@@ -61,21 +62,24 @@ def _transport_errors() -> tuple[type[BaseException], ...]:
     return tuple(found)
 
 
-#: failures that are not the SDK's errors but are transient all the same
-TRANSIENT: tuple[type[BaseException], ...] = (IncompleteReply, json.JSONDecodeError, *_transport_errors())
+@functools.lru_cache(maxsize=None)
+def transient() -> tuple[type[BaseException], ...]:
+    """Failures that are not the SDK's errors but are transient all the same (looked up at
+    the first call: importing the HTTP library costs a few tenths of a second)."""
+    return (IncompleteReply, json.JSONDecodeError, *_transport_errors())
 
 
 def _caught() -> tuple[type[BaseException], ...]:
     """Everything a call may raise that :func:`with_retries` judges."""
     import anthropic
 
-    return (anthropic.AnthropicError, DeadlineExceeded, *TRANSIENT)
+    return (anthropic.AnthropicError, DeadlineExceeded, *transient())
 
 
 def is_retryable(exc: BaseException) -> bool:
     import anthropic
 
-    if isinstance(exc, TRANSIENT):
+    if isinstance(exc, transient()):
         return True
     if isinstance(exc, anthropic.APIResponseValidationError):  # a body that is not a message
         return True
@@ -127,7 +131,7 @@ def describe(exc: BaseException) -> str:
         return str(exc)
     if isinstance(exc, json.JSONDecodeError):
         return f"malformed response body ({exc})"
-    if isinstance(exc, TRANSIENT):
+    if isinstance(exc, transient()):
         return f"transport error ({type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''})"
     if isinstance(exc, anthropic.APITimeoutError):
         return "request timed out"
