@@ -89,6 +89,13 @@ def test_the_baseline_job_times_both_columns_on_a_gpu(tmp_path, fast_config):
 
     import attrs
 
+    from kernelpro.api import BUILTIN_GPU_SPECS
+
     cfg = attrs.evolve(fast_config, time_compiled_reference=True)
-    res = evaluate(problem("reads_tf32_flag"), None, device="cuda", config=cfg, workdir=tmp_path, seed=0)
+    res = evaluate(problem("reads_tf32_flag"), None, device="cuda", config=cfg, workdir=tmp_path, seed=0,
+                   ceilings=BUILTIN_GPU_SPECS[0])
     assert res.baseline is not None and res.baseline_strict is not None
+    assert res.baseline_compiled is not None and res.baseline_compiled_strict is not None
+    # the minimum-traffic bound against the ceilings handed in (a datasheet spec here)
+    notes = res.measurements["evaluator"]
+    assert notes["min_traffic_bound_ms"] > 0 and notes["min_traffic_bound_calibrated"] == 0.0

@@ -239,7 +239,7 @@ class Optimizer:
             self.progress.message("measuring the reference")
             base = evaluate(self._problem_path(), None, device=self.device, config=self.config.evaluator,
                             workdir=self.run.eval_dir("baseline"), seed=self.config.seed,
-                            measurements=self.measurements)
+                            measurements=self.measurements, ceilings=self.gpu)
             if base.verdict is not Verdict.CORRECT:
                 raise RunError(f"the reference itself failed ({base.verdict.value}): {base.reason}")
             self.baseline = base
@@ -506,7 +506,8 @@ class Optimizer:
             result = evaluate(self._problem_path(), path, device=self.device, config=self.config.evaluator,
                               workdir=self.run.eval_dir(cid), seed=self.config.seed,
                               measurements=self.measurements, build_dir=self.run.build_dir(cid),
-                              language=language, compiled=compiled, reference_flops=self._reference_flops())
+                              language=language, compiled=compiled, reference_flops=self._reference_flops(),
+                              ceilings=self.gpu)
         except ProblemError as exc:
             result = EvalResult(verdict=Verdict.INVALID, reason=str(exc), device=self.device)
         except _Rejected:
@@ -779,7 +780,8 @@ class Optimizer:
         result = evaluate(self._problem_path(), self.run.source_path(cid), device=self.device,
                           config=self.config.evaluator, workdir=self.run.eval_dir(f"{cid}-retime{k}"),
                           seed=self.config.seed, measurements=self.measurements, build_dir=self.run.build_dir(cid),
-                          language=rec.get("language") or "pytorch", reference_flops=self._reference_flops())
+                          language=rec.get("language") or "pytorch", reference_flops=self._reference_flops(),
+                          ceilings=self.gpu)
         self.run.append_jsonl("retimes.jsonl", {"id": cid, "result": to_json(result),
                                                 "was": {"runtime_ms": rec["runtime_ms"], "speedup": rec["speedup"]}})
         self._apply_retime(rec, result)

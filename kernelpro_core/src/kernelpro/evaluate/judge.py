@@ -37,6 +37,7 @@ import random
 import secrets
 import statistics
 import time
+import types
 from pathlib import Path
 from collections.abc import Sequence
 from typing import Any, Callable
@@ -381,18 +382,30 @@ class Judge:
         self.flags += degenerate(self.ref_outs, self.tols, int(self.ev["trials"]), on=self.device if self.cuda else None)
 
     def estimate_bound(self) -> None:
+        """The problem's minimum bytes and FLOPs; the datasheet bound (what a time below it
+        triggers: ``impossible_margin``) and, with the run's GPU spec (measured ceilings where
+        ``kernelpro calibrate`` ran), the minimum-traffic bound a roofline fraction divides."""
         spec = bounds.gpu_spec_for(self.gpu_name) if self.gpu_name else None
-        if not (self.cuda and spec is not None):
+        ceilings = self.job.get("ceilings")
+        measured_spec = types.SimpleNamespace(**ceilings) if isinstance(ceilings, dict) else None
+        if not self.cuda or (spec is None and measured_spec is None):
             return
         self.status("bounds")
         assert self.ref is not None
         inp.fill(self.ref_in, self.input_sets[0])
         self.sync()
-        answer = self.ask(self.ref, {"op": "bounds", "l2_bytes": spec.l2_bytes, "flops": self.job.get("reference_flops")},
+        l2_bytes = spec.l2_bytes if spec is not None else getattr(measured_spec, "l2_bytes", 0)
+        answer = self.ask(self.ref, {"op": "bounds", "l2_bytes": l2_bytes, "flops": self.job.get("reference_flops")},
                           max(60.0, 10 * self.call_limit()), "counting the reference's FLOPs")
         work = bounds.Work(flops=float(answer["flops"]), bytes_min=float(answer["bytes_min"]), dtype=answer["dtype"])
-        self.bound = bounds.lower_bound(work, spec)
-        self.notes.update(flops=work.flops, bytes_min=work.bytes_min, lower_bound_ms=self.bound.lower_ms)
+        self.notes.update(flops=work.flops, bytes_min=work.bytes_min)
+        if spec is not None:
+            self.bound = bounds.lower_bound(work, spec)
+            self.notes["lower_bound_ms"] = self.bound.lower_ms
+        if measured_spec is not None:
+            measured = bounds.lower_bound(work, measured_spec)
+            self.notes.update(min_traffic_bound_ms=measured.lower_ms,
+                              min_traffic_bound_calibrated=float(getattr(measured_spec, "source", "") == "calibrated"))
 
     def compile_reference(self, baseline_job: bool) -> None:
         self.compiled = False

@@ -107,6 +107,7 @@ def evaluate(
     language: str = "pytorch",
     compiled: build.CompileOutcome | None = None,
     reference_flops: float | None = None,
+    ceilings: Any = None,
 ) -> EvalResult:
     """Evaluate ``candidate_path`` against ``problem_path`` (see the module docstring).
 
@@ -115,7 +116,10 @@ def evaluate(
     compiled ahead (``compile_many``); otherwise the compile stage runs here (a cache hit
     when the same source was built before). ``reference_flops``: the reference's FLOP
     count from the baseline job (its ``measurements["evaluator"]["flops"]``), so that the
-    judge need not count them again (a counted forward takes seconds on a GPU)."""
+    judge need not count them again (a counted forward takes seconds on a GPU). ``ceilings``:
+    the run's GPU spec (calibrated where ``kernelpro calibrate`` measured the GPU): the
+    problem's minimum-traffic bound against it is reported as
+    ``measurements["evaluator"]["min_traffic_bound_ms"]``."""
     workdir = Path(workdir).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
@@ -125,7 +129,7 @@ def evaluate(
     guard = FileWatch(files=files, dirs=[f.resolve().parent for f in files], ignore=ours)
     result = _evaluate(problem_path, candidate_path, device=device, config=config, workdir=workdir, seed=seed,
                        measurements=measurements, build_dir=build_dir, language=language, compiled=compiled,
-                       reference_flops=reference_flops)
+                       reference_flops=reference_flops, ceilings=ceilings)
     changed = guard.changed() if candidate_path is not None else []
     if changed:
         result = EvalResult(verdict=Verdict.INTEGRITY, reason="the candidate changed files outside its directory: "
@@ -135,7 +139,8 @@ def evaluate(
 
 def _evaluate(problem_path: Path, candidate_path: Path | None, *, device: str, config: EvaluatorConfig,
               workdir: Path, seed: int, measurements: Sequence[tuple[type[Measurement], Any]], build_dir: Path | None,
-              language: str, compiled: build.CompileOutcome | None, reference_flops: float | None) -> EvalResult:
+              language: str, compiled: build.CompileOutcome | None, reference_flops: float | None,
+              ceilings: Any = None) -> EvalResult:
     t0 = time.monotonic()
     stage_info: dict[str, Any] = {}
     what = Path(candidate_path).stem if candidate_path is not None else "reference"
@@ -197,6 +202,7 @@ def _evaluate(problem_path: Path, candidate_path: Path | None, *, device: str, c
         ],
         "status": str(workdir / "status.txt"),
         "reference_flops": reference_flops,
+        "ceilings": unstructure(ceilings) if ceilings is not None else None,
     }
     for stale in ("result.json", "status.txt", "judge_rc"):
         (workdir / stale).unlink(missing_ok=True)
