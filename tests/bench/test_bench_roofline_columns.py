@@ -47,3 +47,14 @@ def test_datasheet_ceilings_are_named_and_a_kept_reference_has_its_own_fraction(
     no_bound = _run_dir(tmp_path / "n", {})
     row = bench.problem_row(bench.SuiteProblem(level=1, problem_id=3, name="r", source=""), no_bound)
     assert row["min_traffic_fraction"] is None  # a CPU run: no bound, no number
+
+
+def test_the_autotune_baseline_column_shows_its_time_and_compile_seconds(tmp_path):
+    run = _run_dir(tmp_path, {}, base_notes={"compile_autotune_s": 95.2})
+    base = json.loads((run / "baseline.json").read_text())
+    base["baseline_compiled_autotune"] = {"median_ms": 2.25}
+    (run / "baseline.json").write_text(json.dumps(base))
+    row = bench.problem_row(bench.SuiteProblem(level=1, problem_id=1, name="p", source=""), run)
+    assert row["autotune_ms"] == 2.25 and row["autotune_compile_s"] == 95.2
+    assert bench._autotune(row).endswith("(95 s)")
+    assert bench._autotune({"autotune_ms": None}) == "not timed"

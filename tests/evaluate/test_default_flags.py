@@ -99,3 +99,15 @@ def test_the_baseline_job_times_both_columns_on_a_gpu(tmp_path, fast_config):
     # the minimum-traffic bound against the ceilings handed in (a datasheet spec here)
     notes = res.measurements["evaluator"]
     assert notes["min_traffic_bound_ms"] > 0 and notes["min_traffic_bound_calibrated"] == 0.0
+
+
+@pytest.mark.gpu
+def test_the_optional_autotune_baseline_is_timed_with_its_compile_seconds(tmp_path, fast_config):
+    from kernelpro.evaluate.runner import evaluate
+
+    import attrs
+
+    cfg = attrs.evolve(fast_config, time_compiled_reference=True, compiled_autotune_mode="max-autotune-no-cudagraphs")
+    res = evaluate(problem("reads_tf32_flag"), None, device="cuda", config=cfg, workdir=tmp_path, seed=0)
+    assert res.baseline_compiled_autotune is not None, res.flags
+    assert res.measurements["evaluator"]["compile_autotune_s"] > 0

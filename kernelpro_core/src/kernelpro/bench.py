@@ -165,7 +165,9 @@ def problem_row(problem: SuiteProblem, run_dir: Path, error: str | None = None) 
                            # the problem's minimum-traffic bound (inputs read once, outputs
                            # written once, its FLOPs) against the run's GPU ceilings, over the
                            # best's time; ncu's achieved fraction is roofline_fraction
-                           "min_traffic_fraction": None, "min_traffic_calibrated": None}
+                           "min_traffic_fraction": None, "min_traffic_calibrated": None,
+                           # the optional third baseline (evaluator.compiled_autotune_mode) and its compile time
+                           "autotune_ms": None, "autotune_compile_s": None}
     meta_path = run_dir / BENCH_META
     if meta_path.exists():
         meta = json.loads(meta_path.read_text())
@@ -179,6 +181,8 @@ def problem_row(problem: SuiteProblem, run_dir: Path, error: str | None = None) 
         base = {}
     row["eager_strict_ms"] = (base.get("baseline_strict") or {}).get("median_ms")
     row["compiled_strict_ms"] = (base.get("baseline_compiled_strict") or {}).get("median_ms")
+    row["autotune_ms"] = (base.get("baseline_compiled_autotune") or {}).get("median_ms")
+    row["autotune_compile_s"] = ((base.get("measurements") or {}).get("evaluator") or {}).get("compile_autotune_s")
     summary = json.loads(summary_path.read_text())
     row["evaluated"] = summary.get("evaluated", 0)
     row["stopped_because"] = summary.get("stopped_because")
@@ -294,7 +298,8 @@ def _ms_cv(ms: Any, cv: Any, noisy_cv: float | None) -> str:
 
 
 PROBLEM_COLUMNS = ("level", "id", "problem", "correct", "evaluated", "best ms", "eager ms", "vs eager",
-                   "torch.compile ms", "vs torch.compile", "eager / compile ms, strict fp32", "bottleneck",
+                   "torch.compile ms", "vs torch.compile", "eager / compile ms, strict fp32",
+                   "torch.compile autotune ms (compile s)", "bottleneck",
                    "roofline (min traffic)", "roofline (ncu)", "best candidate", "wall s", "code")
 
 
@@ -304,6 +309,15 @@ def _min_traffic(row: dict[str, Any]) -> str:
         return "n/a"
     # against datasheet ceilings (no `kernelpro calibrate` on this GPU) the fraction reads low
     return f"{100 * f:.0f}%" + ("" if row.get("min_traffic_calibrated") else " (datasheet)")
+
+
+def _autotune(row: dict[str, Any]) -> str:
+    from kernelpro.report import fmt_ms
+
+    if row.get("autotune_ms") is None:
+        return "not timed"  # evaluator.compiled_autotune_mode unset (the default), or a CPU
+    secs = row.get("autotune_compile_s")
+    return fmt_ms(row["autotune_ms"]) + (f" ({secs:.0f} s)" if secs is not None else "")
 
 
 def _strict(row: dict[str, Any]) -> str:
@@ -330,7 +344,7 @@ def problem_table(rows: list[dict[str, Any]], noisy_cv: float | None = None) -> 
                      f"{_ms_cv(r.get('best_ms'), r.get('best_cv'), noisy_cv)} | "
                      f"{_ms_cv(r.get('eager_ms'), r.get('eager_cv'), noisy_cv)} | {_fmt(r['speedup_eager'], x=True)} | "
                      f"{_ms_cv(r.get('compiled_ms'), None, noisy_cv)} | {_fmt(r['speedup_compiled'], x=True)} | "
-                     f"{_strict(r)} | "
+                     f"{_strict(r)} | {_autotune(r)} | "
                      f"{r['bottleneck'] or 'n/a'} | {_min_traffic(r)} | {_fmt(r['roofline_fraction'], pct=True)} | "
                      f"{desc} | {wall} | "
                      f"{r.get('code') or 'n/a'} |")

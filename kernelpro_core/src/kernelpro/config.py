@@ -73,6 +73,10 @@ class EvaluatorConfig:
     # the baseline job also times eager and compiled in strict fp32 (no TF32), a second column
     # beside the headline timings under PyTorch's default flags (GPU, where the two differ)
     time_strict_baselines: bool = True
+    # an optional third baseline in the baseline job: torch.compile with this mode (e.g.
+    # "max-autotune-no-cudagraphs"; null: none), compiled within autotune_timeout_s
+    compiled_autotune_mode: str | None = None
+    autotune_timeout_s: float = 1800.0
     # False: the compiled reference is timed once, in the problem's baseline job, and every
     # candidate's speedup over torch.compile uses that time (saves a torch.compile per candidate)
     compiled_reference_per_candidate: bool = True

@@ -91,6 +91,9 @@ class EvalResult:
     # the same two in strict fp32 (no TF32), timed in the baseline job where the flags differ
     baseline_strict: TimingStats | None = None
     baseline_compiled_strict: TimingStats | None = None
+    # torch.compile with evaluator.compiled_autotune_mode (e.g. max-autotune-no-cudagraphs),
+    # timed in the baseline job when asked for; its compile seconds: measurements.evaluator
+    baseline_compiled_autotune: TimingStats | None = None
     flags: tuple[str, ...] = ()  # warnings that do not fail the candidate
     measurements: dict[str, dict[str, float]] = attrs.field(factory=dict)  # e.g. {"energy": {...}}
     device: str = "cpu"

@@ -269,13 +269,16 @@ class Harness:
         return {"ok": True}
 
     def op_compile(self, msg: dict[str, Any]) -> dict[str, Any]:
-        """The reference's ``torch.compile`` form, built and called once, under PyTorch's
-        default flags (the compiled baseline is timed under them)."""
+        """The reference's ``torch.compile`` form (``mode``: torch.compile's, default its
+        default), built and called once under PyTorch's default flags (the compiled baselines
+        are timed under them), kept as ``key``; the seconds it took."""
         self._reference_only()
         flags = backend_flags()
         set_default_precision()
+        mode = msg.get("mode")
+        t0 = time.monotonic()
         try:
-            compiled = torch.compile(self.models["main"])
+            compiled = torch.compile(self.models["main"], mode=mode) if mode else torch.compile(self.models["main"])
             compiled(*self.inputs)
             self._sync()
         except Exception as exc:  # optional: say why it is missing
@@ -284,8 +287,8 @@ class Harness:
             from kernelpro.evaluate.guard import restore_backend_flags
 
             restore_backend_flags(flags)
-        self.models["compiled"] = compiled
-        return {"ok": True, "compiled": True}
+        self.models[str(msg.get("key", "compiled"))] = compiled
+        return {"ok": True, "compiled": True, "compile_s": time.monotonic() - t0}
 
     def op_bounds(self, msg: dict[str, Any]) -> dict[str, Any]:
         """The reference's FLOPs and minimum bytes (:func:`kernelpro.evaluate.bounds.estimate`)."""

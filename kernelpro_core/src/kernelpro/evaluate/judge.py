@@ -61,7 +61,7 @@ FAILURE_VERDICTS = {v.value for v in Verdict} - {Verdict.CORRECT.value}
 
 
 class _CompiledFailed(Exception):
-    """The compiled reference failed while it was timed (it is optional)."""
+    """A compiled reference failed while it was timed (it is optional); ``args[1]``: which."""
 
 
 class Fail(Exception):
@@ -409,6 +409,7 @@ class Judge:
 
     def compile_reference(self, baseline_job: bool) -> None:
         self.compiled = False
+        self.compiled_autotune = False
         if not (self.cuda and self.ev.get("time_compiled_reference", True)
                 and (baseline_job or self.ev.get("compiled_reference_per_candidate", True))):
             return
@@ -421,6 +422,21 @@ class Judge:
         self.compiled = bool(answer.get("compiled"))
         if not self.compiled:  # the compiled baseline is optional: say why it is missing
             self.flags.append(f"compiled_reference_failed: {str(answer.get('reason', '?'))[:300]}")
+        else:
+            self.notes["compile_reference_s"] = float(answer.get("compile_s") or 0.0)
+        mode = self.ev.get("compiled_autotune_mode")
+        if baseline_job and mode:  # an optional third baseline, timed in the baseline job only
+            self.status("compile_reference_autotune")
+            inp.fill(self.ref_in, self.input_sets[0])
+            self.sync()
+            answer = self.ask(self.ref, {"op": "compile", "mode": str(mode), "key": "compiled_autotune"},
+                              max(float(self.ev.get("autotune_timeout_s", 1800.0)), self.call_limit()),
+                              f"compiling the reference with mode={mode}")
+            self.compiled_autotune = bool(answer.get("compiled"))
+            if self.compiled_autotune:
+                self.notes["compile_autotune_s"] = float(answer.get("compile_s") or 0.0)
+            else:
+                self.flags.append(f"compiled_autotune_failed: {str(answer.get('reason', '?'))[:300]}")
 
     # 2. candidate -----------------------------------------------------------------------------------
 
@@ -643,9 +659,13 @@ class Judge:
         try:
             return self.time_callables(with_candidate)
         except _CompiledFailed as exc:
-            self.flags.append(f"compiled_reference_failed: {exc}")
-            self.compiled = False
-            return self.time_callables(with_candidate)
+            if exc.args[1:] == ("compiled_autotune",):
+                self.flags.append(f"compiled_autotune_failed: {exc.args[0]}")
+                self.compiled_autotune = False
+            else:
+                self.flags.append(f"compiled_reference_failed: {exc.args[0]}")
+                self.compiled = False
+            return self.timed(with_candidate)
 
     def strict_columns(self, with_candidate: bool) -> bool:
         """Whether the baselines are timed in strict fp32 as well as with PyTorch's defaults:
@@ -657,6 +677,7 @@ class Judge:
         self.status("timing")
         summaries, _ = self.timed(with_candidate=False)
         self.finish_notes()
+        autotune = summaries.get("compiled_autotune")
         strict = summaries.get("reference_strict")
         strict_c = summaries.get("compiled_strict")
         return EvalResult(verdict=Verdict.CORRECT, reason="reference", baseline=summaries["reference"].stats,
@@ -664,6 +685,7 @@ class Judge:
                           baseline_compiled=summaries["compiled"].stats if "compiled" in summaries else None,
                           baseline_strict=strict.stats if strict is not None else None,
                           baseline_compiled_strict=strict_c.stats if strict_c is not None else None,
+                          baseline_compiled_autotune=autotune.stats if autotune is not None else None,
                           flags=tuple(self.flags), device=self.device, gpu_name=self.gpu_name,
                           measurements={"evaluator": self.notes}, wall_s=time.monotonic() - self.t_start)
 
@@ -738,8 +760,8 @@ class Judge:
                     probe_after.setdefault(name, []).append((time.perf_counter() - t_q) * 1e3)
                 warmed["n"] += 1
                 if not answer.get("ok"):
-                    if model == "compiled":
-                        raise _CompiledFailed(str(answer.get("reason", "failed"))[:300])
+                    if model in ("compiled", "compiled_autotune"):
+                        raise _CompiledFailed(str(answer.get("reason", "failed"))[:300], model)
                     raise self._failed_answer(remote, answer, "timed call")
                 sample = timing.Sample(_number(answer, "event_ms"), _number(answer, "sync_ms"), (t1 - t0) * 1e3)
                 if remote is self.cand:
@@ -751,6 +773,8 @@ class Judge:
         calls: dict[str, Callable[[int], timing.Sample]] = {"reference": call("reference", self.ref, self.ref_in, "main")}
         if self.compiled:
             calls["compiled"] = call("compiled", self.ref, self.ref_in, "compiled")
+        if self.compiled_autotune and not with_candidate:
+            calls["compiled_autotune"] = call("compiled_autotune", self.ref, self.ref_in, "compiled_autotune")
         if self.strict_columns(with_candidate):  # the baselines in strict fp32 too: a second column
             calls["reference_strict"] = call("reference_strict", self.ref, self.ref_in, "main", "strict")
             if self.compiled:
