@@ -3,7 +3,8 @@
 corpus (``tests/ncu/corpus/<gpu>/``, captured by ``tools/capture/ncu_corpus/capture.py``),
 beside Nsight Compute's own rule results on the same reports.
 
-    python benchmarks/ncu_corpus/run.py [--corpus tests/ncu/corpus/h200] [--json OUT.json] [--markdown OUT.md]
+    python benchmarks/ncu_corpus/run.py [--corpus tests/ncu/corpus/h200] [--half all|tuning|held_out]
+                                        [--json OUT.json] [--markdown OUT.md]
 
 Per kernel: its workload (``<name>@<size>``), duration, the roofline fraction and bottleneck
 our classifier gives, our findings (micro-profiler, estimated gain), and ncu's rules with an
@@ -14,6 +15,10 @@ estimated speedup of at least ``--min-speedup`` percent. Two measures:
 * **recall against ncu**: of ncu's rule results at or above the threshold, the share for
   which one of our findings names the same cause (``CAUSES`` below says which of our
   micro-profilers name which rule's cause).
+
+``--half`` restricts both measures to one half of ``split.json`` (drawn by ``split.py``):
+thresholds are tuned on ``tuning`` and ``held_out`` is measured once, after tuning. Without
+it, the whole corpus and each half are summarized.
 
 Runs on a CPU: the corpus holds ncu's raw-page CSV exports, which the ncu plugin reads.
 """
@@ -31,6 +36,8 @@ from typing import Any
 import attrs
 
 REPO = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+HALVES = ("tuning", "held_out")
 
 #: ncu rule -> the KernelPro micro-profilers whose findings name the same cause
 CAUSES: dict[str, tuple[str, ...]] = {
@@ -87,6 +94,15 @@ def rules(rules_csv: Path, min_speedup: float) -> dict[str, list[dict[str, Any]]
     return {k: sorted(v.values(), key=lambda x: -x["speedup"]) for k, v in out.items()}
 
 
+def _split() -> tuple[dict[str, Any], Any]:
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("ncu_corpus_split", HERE / "split.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return (mod.load() if mod.SPLIT.exists() else {"families": {}}), mod.family
+
+
 def analyze(corpus: Path, min_speedup: float) -> list[dict[str, Any]]:
     from kernelpro.api import ProfileContext
     from kernelpro.plugins import installed
@@ -94,6 +110,7 @@ def analyze(corpus: Path, min_speedup: float) -> list[dict[str, Any]]:
     from kernelpro.records import ProfileData
     from kernelpro_plugins_ncu.report import parse_raw_csv
 
+    split, family = _split()
     plugins = installed()
     pipe = Pipeline(plugins)
     out: list[dict[str, Any]] = []
@@ -122,7 +139,8 @@ def analyze(corpus: Path, min_speedup: float) -> list[dict[str, Any]]:
             for r in theirs:
                 r["matched"] = bool(set(CAUSES.get(r["rule"], ())) & tools)
             out.append({
-                "group": group, "id": kid, "workload": names.get(kid, "?"), "kernel": k.name[:120],
+                "group": group, "id": kid, "workload": names.get(kid, "?"),
+                "half": split["families"].get(family(names.get(kid, "?")), {}).get("half"), "kernel": k.name[:120],
                 "duration_us": (k.duration_ns or 0.0) / 1e3,
                 "bottleneck": bottleneck.kind if bottleneck else None,
                 "roofline_fraction": bottleneck.roofline_fraction if bottleneck else None,
@@ -183,17 +201,25 @@ def main() -> int:
     ap.add_argument("--min-speedup", type=float, default=10.0)
     ap.add_argument("--json", type=Path)
     ap.add_argument("--markdown", type=Path)
+    ap.add_argument("--half", choices=("all",) + HALVES, default="all")
     args = ap.parse_args()
     if not (args.corpus / "eager.raw.csv").exists():
         print(f"error: no corpus at {args.corpus} (expected eager.raw.csv)", file=sys.stderr)
         return 2
     rows = analyze(args.corpus, args.min_speedup)
+    if args.half != "all":
+        rows = [r for r in rows if r["half"] == args.half]
     summary = summarize(rows)
+    if args.half == "all":
+        summary["halves"] = {h: summarize([r for r in rows if r["half"] == h]) for h in HALVES}
     if args.json:
         args.json.write_text(json.dumps({"summary": summary, "kernels": rows}, indent=1))
     if args.markdown:
         args.markdown.write_text(markdown(rows, summary))
-    print(json.dumps({k: v for k, v in summary.items() if k != "uncovered"}, indent=1))
+    def brief(s: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in s.items() if k not in ("uncovered", "recall_by_rule", "halves")}
+    print(json.dumps({**brief(summary), **{f"{h}_half": brief(v) for h, v in summary.get("halves", {}).items()}},
+                     indent=1))
     return 0
 
 
