@@ -103,16 +103,27 @@ def _split() -> tuple[dict[str, Any], Any]:
     return (mod.load() if mod.SPLIT.exists() else {"families": {}}), mod.family
 
 
-def analyze(corpus: Path, min_speedup: float) -> list[dict[str, Any]]:
+def analyze(corpus: Path, min_speedup: float, config: Path | None = None) -> list[dict[str, Any]]:
+    """One row per corpus kernel. ``config``: a KernelPro YAML whose ``profiling`` section
+    (classifier, classifier_params, micro_profiler_params, block_micro_profilers) and
+    ``heuristic_params`` set the pipeline up as ``kernelpro analyze`` would; without it the
+    defaults."""
     from kernelpro.api import ProfileContext
     from kernelpro.plugins import installed
-    from kernelpro.profile.pipeline import Profiler as Pipeline, run_micro_profilers
+    from kernelpro.profile.pipeline import Profiler as Pipeline
     from kernelpro.records import ProfileData
     from kernelpro_plugins_ncu.report import parse_raw_csv
 
     split, family = _split()
     plugins = installed()
-    pipe = Pipeline(plugins)
+    if config is None:
+        pipe = Pipeline(plugins)
+    else:
+        from kernelpro.config import load_config, profiling_settings
+        cfg = load_config(config)
+        settings = profiling_settings(cfg, plugins)
+        pipe = Pipeline(plugins, cfg.profiling.classifier, None, cfg.profiling.block_micro_profilers,
+                        settings["heuristics"], settings["classifier"], settings["micro_profilers"])
     out: list[dict[str, Any]] = []
     for group in GROUPS:
         raw = corpus / f"{group}.raw.csv"
@@ -127,11 +138,8 @@ def analyze(corpus: Path, min_speedup: float) -> list[dict[str, Any]]:
         context = ProfileContext(gpu=gpu, device="cuda")
         for kid, k in zip(ids, kernels):
             profile = ProfileData(level="kernel", collector="ncu", kernels=(k,), device_name=device)
-            profiles = {"kernel": profile}
-            notes: list[str] = []
-            bottleneck = pipe._classify(profiles, context)
-            findings = run_micro_profilers(pipe.gated(bottleneck, level="kernel"), profiles, bottleneck, context, notes)
-            findings += pipe.advise(bottleneck, profiles, context, notes)
+            analysis = pipe.analyze_profile(profile, context)
+            bottleneck, findings, notes = analysis.bottleneck, analysis.findings, list(analysis.notes)
             ours = [{"tool": f.tool, "title": f.title, "gain": f.estimated_gain, "action": bool(f.action)}
                     for f in findings]
             tools = {f["tool"] for f in ours}
@@ -202,11 +210,20 @@ def main() -> int:
     ap.add_argument("--json", type=Path)
     ap.add_argument("--markdown", type=Path)
     ap.add_argument("--half", choices=("all",) + HALVES, default="all")
+    ap.add_argument("--config", type=Path, help="a KernelPro YAML: its profiling settings set the pipeline up")
     args = ap.parse_args()
     if not (args.corpus / "eager.raw.csv").exists():
         print(f"error: no corpus at {args.corpus} (expected eager.raw.csv)", file=sys.stderr)
         return 2
-    rows = analyze(args.corpus, args.min_speedup)
+    try:
+        rows = analyze(args.corpus, args.min_speedup, args.config)
+    except Exception as exc:  # a bad config or an unknown plugin name: one line
+        from kernelpro.config import ConfigError
+        from kernelpro.plugins import UnknownName
+        if isinstance(exc, (ConfigError, UnknownName)):
+            print(f"error: {args.config}: {exc}", file=sys.stderr)
+            return 2
+        raise
     if args.half != "all":
         rows = [r for r in rows if r["half"] == args.half]
     summary = summarize(rows)
