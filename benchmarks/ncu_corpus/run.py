@@ -46,17 +46,29 @@ CAUSES: dict[str, tuple[str, ...]] = {
     "AchievedOccupancy": ("occupancy_gap", "tail_effect"),
     "TheoreticalOccupancy": ("occupancy_limiter",),
     "LaunchConfiguration": ("small_grid", "tail_effect", "launch_overhead"),
-    "WorkloadImbalance": ("tail_effect", "occupancy_gap"),
+    "WorkloadImbalance": ("unit_imbalance", "tail_effect"),
     "UncoalescedGlobalAccess": ("uncoalesced_global",),
     "MemoryCacheAccessPattern": ("uncoalesced_global", "cache_hit_rate", "dram_excess"),
     "SharedMemoryConflicts": ("shared_bank_conflicts",),
     "UncoalescedSharedAccess": ("shared_bank_conflicts",),
     "ThreadDivergence": ("thread_divergence",),
     "FPInstructions": ("unfused_fp32",),
+    # two forms (see pipe_form): one pipe is the busiest and near its limit -> move work to
+    # another pipe or accept the limit; every pipe is under-used -> too little work or too few
+    # warps issuing (a kernel at its memory roofline: the memory, not the pipes, is the limit)
     "HighPipeUtilization": ("tensor_cores_idle", "unfused_fp32", "at_roofline"),
+    "HighPipeUtilization/under-utilized": ("small_grid", "issue_slots", "at_roofline"),
     "MemoryL2Compression": (),  # no KernelPro micro-profiler looks at L2 compression
 }
 GROUPS = ("eager", "compiled", "template")
+
+
+def cause_key(result: dict[str, Any]) -> str:
+    """The ``CAUSES`` key of one ncu rule result: its rule name, and for HighPipeUtilization
+    which of its two forms ncu's message is."""
+    if result["rule"] == "HighPipeUtilization" and "under-utilized" in result.get("message", ""):
+        return "HighPipeUtilization/under-utilized"
+    return result["rule"]
 
 
 def _rows(path: Path) -> list[list[str]]:
@@ -145,7 +157,7 @@ def analyze(corpus: Path, min_speedup: float, config: Path | None = None) -> lis
             tools = {f["tool"] for f in ours}
             theirs = ncu_rules.get(kid, [])
             for r in theirs:
-                r["matched"] = bool(set(CAUSES.get(r["rule"], ())) & tools)
+                r["matched"] = bool(set(CAUSES.get(cause_key(r), ())) & tools)
             out.append({
                 "group": group, "id": kid, "workload": names.get(kid, "?"),
                 "half": split["families"].get(family(names.get(kid, "?")), {}).get("half"), "kernel": k.name[:120],

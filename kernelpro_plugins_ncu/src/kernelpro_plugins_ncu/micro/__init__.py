@@ -22,11 +22,12 @@ from kernelpro_plugins_ncu.micro.occupancy import (
     OccupancyLimiter,
     SmallGrid,
     TailEffect,
+    UnitImbalance,
 )
 
 ALL_MICRO_PROFILERS = (
     UncoalescedGlobalAccess, SharedBankConflicts, LocalMemorySpilling, CacheHitRate, DramTrafficExcess,
-    OccupancyLimiter, AchievedOccupancyGap, TailEffect, SmallGrid, LaunchDominated,
+    OccupancyLimiter, AchievedOccupancyGap, TailEffect, UnitImbalance, SmallGrid, LaunchDominated,
     WarpStallReasons, IssueSlotUtilization, ThreadDivergence, TensorCoresIdle, UnfusedFp32, AtRoofline,
 )
 

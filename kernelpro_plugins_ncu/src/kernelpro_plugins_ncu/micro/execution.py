@@ -107,14 +107,18 @@ class WarpStallReasons(KernelMicroProfiler):
 
 @attrs.frozen
 class IssueSlotSettings:
-    # schedulers issuing in fewer than this share of cycles are starved (Nsight Compute's
-    # scheduler rule warns when fewer than one warp is eligible per cycle)
-    max_issue_pct: float = 30.0
+    # schedulers idle in more than half of the cycles, with fewer than one eligible warp per
+    # cycle on average (Nsight Compute's scheduler rule warns at one eligible warp), are starved
+    max_issue_pct: float = 50.0
     max_eligible_warps: float = 1.0
     # few, wide instructions keep a busy pipe fed (a warpgroup GEMM issues rarely): a kernel
     # near its roofline or with the tensor pipe this busy is not starved
     max_roofline_fraction: float = 0.75
     max_tensor_pipe_pct: float = 50.0
+    # a memory-bound kernel at this fraction of its roofline or more waits on DRAM by
+    # definition: idle schedulers there are the classification, not a further finding (as
+    # warp_stalls' memory_bound_fraction)
+    memory_bound_fraction: float = 0.5
 
 
 class IssueSlotUtilization(KernelMicroProfiler):
@@ -122,7 +126,9 @@ class IssueSlotUtilization(KernelMicroProfiler):
     title = "Low issue-slot use"
     description = "schedulers find no eligible warp in most cycles"
     Settings = IssueSlotSettings
-    applies_to = frozenset({"latency", "compute"})
+    # a memory-bound kernel below its roofline with starved schedulers does not keep enough
+    # loads in flight; a launch-bound one has too few warps to issue from
+    applies_to = frozenset({"latency", "compute", "memory", "too_little_work"})
     metrics = (M.ISSUE_ACTIVE_PCT, M.IPC, M.ELIGIBLE_WARPS, M.ACTIVE_WARPS_PER_SCHEDULER, M.PIPE_TENSOR_HMMA_PCT,
                M.PIPE_TENSOR_PCT)
 
@@ -130,6 +136,9 @@ class IssueSlotUtilization(KernelMicroProfiler):
         if bottleneck is not None and (bottleneck.roofline_fraction or 0.0) >= self.settings.max_roofline_fraction:
             return None
         if M.tensor_pipe_pct(kernel.metrics) >= self.settings.max_tensor_pipe_pct:
+            return None
+        if bottleneck is not None and bottleneck.kind == "memory" \
+                and (bottleneck.roofline_fraction or 0.0) >= self.settings.memory_bound_fraction:
             return None
         issue = metric(kernel, M.ISSUE_ACTIVE_PCT)
         eligible = metric(kernel, M.ELIGIBLE_WARPS)
@@ -143,7 +152,10 @@ class IssueSlotUtilization(KernelMicroProfiler):
             f"{eligible:.2f} eligible" if eligible is not None else "",
             f"{active:.1f} active warps per scheduler" if active is not None else "",
             f"IPC {ipc:.2f}" if ipc is not None else "") if x)
-        gain = share * 0.5 * clip(1 - issue / self.settings.max_issue_pct)
+        # at most half the idle issue share comes back (more ready warps overlap, they do not
+        # remove the latency), and never more than the kernel's headroom below its roofline
+        fraction = (bottleneck.roofline_fraction or 0.0) if bottleneck is not None else 0.0
+        gain = share * min(0.5 * clip(1 - issue / self.settings.max_issue_pct), clip(1 - fraction))
         return self.finding(
             kernel, share, index, profile, gain,
             message=(f"the warp schedulers issue an instruction in only {issue:.1f}% of cycles ({extra}): "
