@@ -60,7 +60,9 @@ class WarpStallReasons(KernelMicroProfiler):
     title = "Dominant warp-stall reasons"
     description = "what warps wait for between issued instructions, by reason"
     Settings = WarpStallSettings
-    applies_to = frozenset({"latency", "memory", "compute"})
+    # a launch-bound kernel has too few warps to hide any stall: which one dominates says
+    # what each of them waits on once there are more
+    applies_to = frozenset({"latency", "memory", "compute", "too_little_work"})
     metrics = (*M.STALL_METRICS, M.ISSUE_ACTIVE_PCT, M.PIPE_FMA_PCT, M.PIPE_FP64_PCT, M.PIPE_ALU_PCT,
                M.PIPE_TENSOR_HMMA_PCT, M.PIPE_TENSOR_PCT)
     source_metrics = ("smsp__pcsamp_sample_count",)
