@@ -181,6 +181,9 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         by_rule[x["rule"]][0] += 1
         by_rule[x["rule"]][1] += int(x["matched"])
     at_roof = [r for r in rows if r["roofline_fraction"] is not None and r["roofline_fraction"] >= 0.6]
+    # kernels our at_roofline finding calls at the roofline must get that finding only
+    roofed = [r for r in rows if any(f["tool"] == "at_roofline" for f in r["findings"])]
+    not_only = [r for r in roofed if {f["tool"] for f in r["findings"]} != {"at_roofline"}]
     return {
         "kernels": len(rows),
         "below_60pct": len(below),
@@ -192,6 +195,10 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "recall_by_rule": {k: {"results": v[0], "matched": v[1]} for k, v in sorted(by_rule.items())},
         "at_or_above_60pct": len(at_roof),
         "uncovered": [f"{r['workload']} {r['kernel'][:60]}" for r in below if r not in covered],
+        "at_roofline": len(roofed),
+        "at_roofline_with_other_findings": [f"{r['workload']} {r['kernel'][:40]}: "
+                                            + ", ".join(sorted({f['tool'] for f in r['findings']} - {'at_roofline'}))
+                                            for r in not_only],
     }
 
 
@@ -246,7 +253,8 @@ def main() -> int:
     if args.markdown:
         args.markdown.write_text(markdown(rows, summary))
     def brief(s: dict[str, Any]) -> dict[str, Any]:
-        return {k: v for k, v in s.items() if k not in ("uncovered", "recall_by_rule", "halves")}
+        return {k: v for k, v in s.items() if k not in ("uncovered", "recall_by_rule", "halves",
+                                                         "at_roofline_with_other_findings")}
     print(json.dumps({**brief(summary), **{f"{h}_half": brief(v) for h, v in summary.get("halves", {}).items()}},
                      indent=1))
     return 0

@@ -69,6 +69,8 @@ CASES = [
      {M.stall_metric("long_scoreboard"): 0.0, M.stall_metric("wait"): 0.0}),
     (X.IssueSlotUtilization, {M.ISSUE_ACTIVE_PCT: 3.0, M.ELIGIBLE_WARPS: 0.03, M.ACTIVE_WARPS_PER_SCHEDULER: 1.0},
      {M.ISSUE_ACTIVE_PCT: 70.0, M.ELIGIBLE_WARPS: 3.0}),
+    (X.IssueBound, {M.ISSUE_ACTIVE_PCT: 84.0, M.PIPE_ALU_PCT: 59.0, M.PIPE_FMA_PCT: 33.0, M.INST_EXECUTED: 8.7e7},
+     {M.ISSUE_ACTIVE_PCT: 84.0, M.PIPE_ALU_PCT: 90.0}),
     (X.ThreadDivergence, {M.THREADS_PER_INST: 4.0, M.BRANCH_DIVERGENT: 1e5, M.BRANCH_TARGETS: 2e5},
      {M.THREADS_PER_INST: 31.9}),
     (X.TensorCoresIdle,
@@ -146,6 +148,13 @@ def test_issue_slots_memory_bound_and_headroom():
     assert f.estimated_gain == pytest.approx(0.3)
     f = run(X.IssueSlotUtilization, starved, bottleneck=bn("too_little_work", 0.01))[0]
     assert f.estimated_gain == pytest.approx(0.5 * (1 - 10 / 50))
+
+
+def test_only_at_roofline_speaks_at_the_roofline():
+    gemm_like = {M.FFMA: 8.6e9, M.SHARED_LD_INST: 1.3e8, M.GLOBAL_LD_INST: 1e6, M.PIPE_FMA_PCT: 70.0}
+    assert run(X.TensorCoresIdle, kernel("k", 1e6, **gemm_like), bottleneck=bn("memory", 0.85)) == []
+    busy = {M.ISSUE_ACTIVE_PCT: 84.0, M.PIPE_ALU_PCT: 59.0}
+    assert run(X.IssueBound, kernel("k", 1e6, **busy), bottleneck=bn("compute", 0.8)) == []
 
 
 def test_warp_stalls_quiet_at_the_roofline():

@@ -170,6 +170,56 @@ class IssueSlotUtilization(KernelMicroProfiler):
 
 
 @attrs.frozen
+class IssueBoundSettings:
+    # schedulers issuing in at least this share of cycles while no pipe is near its limit:
+    # the instruction stream itself, not a unit, sets the time
+    min_issue_pct: float = 80.0
+    max_pipe_pct: float = 80.0
+    # a kernel at this fraction of its roofline or more is left to at_roofline
+    max_roofline_fraction: float = 0.75
+
+
+class IssueBound(KernelMicroProfiler):
+    name = "issue_bound"
+    title = "Bound by instruction issue"
+    description = "schedulers issue nearly every cycle but no pipe is saturated: too many instructions per element"
+    Settings = IssueBoundSettings
+    applies_to = frozenset({"compute", "latency"})
+    metrics = (M.ISSUE_ACTIVE_PCT, M.ELIGIBLE_WARPS, M.INST_EXECUTED, M.PIPE_FMA_PCT, M.PIPE_ALU_PCT,
+               M.PIPE_FP64_PCT, M.PIPE_LSU_PCT, M.PIPE_TENSOR_HMMA_PCT, M.PIPE_TENSOR_PCT)
+
+    def check(self, kernel, share, index, profile, bottleneck, context):
+        s = self.settings
+        fraction = (bottleneck.roofline_fraction or 0.0) if bottleneck is not None else 0.0
+        if fraction >= s.max_roofline_fraction:
+            return None
+        issue = metric(kernel, M.ISSUE_ACTIVE_PCT)
+        if issue is None or issue < s.min_issue_pct:
+            return None
+        pipes = {"tensor": M.tensor_pipe_pct(kernel.metrics), "FMA": M.get(kernel.metrics, M.PIPE_FMA_PCT),
+                 "ALU": M.get(kernel.metrics, M.PIPE_ALU_PCT), "FP64": M.get(kernel.metrics, M.PIPE_FP64_PCT),
+                 "LSU": M.get(kernel.metrics, M.PIPE_LSU_PCT)}
+        busiest, pct = max(pipes.items(), key=lambda kv: kv[1])
+        if pct >= s.max_pipe_pct:
+            return None
+        # with only the busiest pipe's instructions left the time could fall to that pipe's
+        # share; half of that bound, and never more than the headroom below the roofline
+        gain = share * min(0.5 * clip(1 - pct / 100.0), clip(1 - fraction))
+        inst = metric(kernel, M.INST_EXECUTED)
+        inst_txt = f" ({inst:.3g} warp instructions)" if inst else ""
+        return self.finding(
+            kernel, share, index, profile, gain,
+            message=(f"the schedulers issue in {issue:.0f}% of cycles{inst_txt} while the busiest pipe ({busiest}) "
+                     f"is only {pct:.0f}% busy: the number of instructions, not a unit, sets the time."),
+            action=("Issue fewer instructions per element: 16-byte vector loads and stores, 32-bit instead of "
+                    "64-bit index arithmetic, index and address computations hoisted out of inner loops, "
+                    "several elements per thread with the loop unrolled, fast-math intrinsics for "
+                    "transcendentals."),
+            evidence={"issue_active_pct": issue, "busiest_pipe_pct": pct, "instructions": inst,
+                      "eligible_warps_per_scheduler": metric(kernel, M.ELIGIBLE_WARPS)})
+
+
+@attrs.frozen
 class DivergenceSettings:
     # average active threads per executed warp instruction below this (of 32): Nsight
     # Compute's thread-divergence guidance flags low warp execution efficiency
@@ -216,6 +266,9 @@ class TensorIdleSettings:
     min_loads_per_ffma: float = 1 / 32
     max_loads_per_ffma: float = 2.0
     min_fp32_flops: float = 1e8
+    # a kernel at this fraction of its roofline or more gets at_roofline's finding only
+    # (at_roofline's own threshold): faster math cannot move a kernel held by its ceiling
+    max_roofline_fraction: float = 0.75
 
 
 class TensorCoresIdle(KernelMicroProfiler):
@@ -228,6 +281,8 @@ class TensorCoresIdle(KernelMicroProfiler):
                M.PIPE_TENSOR_HMMA_PCT, M.PIPE_TENSOR_PCT, *[n for v in M.TENSOR_OPS.values() for n in v])
 
     def check(self, kernel, share, index, profile, bottleneck, context):
+        if bottleneck is not None and (bottleneck.roofline_fraction or 0.0) >= self.settings.max_roofline_fraction:
+            return None
         m = kernel.metrics
         ffma = M.get(m, M.FFMA)
         fp32 = M.fp32_flops(m)

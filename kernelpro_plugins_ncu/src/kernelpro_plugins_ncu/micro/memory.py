@@ -34,7 +34,9 @@ class UncoalescedGlobalAccess(KernelMicroProfiler):
     title = "Uncoalesced global memory access"
     description = "global loads/stores that use only part of each 32-byte sector they fetch"
     Settings = UncoalescedSettings
-    applies_to = frozenset({"memory", "latency"})
+    # wasted sectors cost memory time whatever the verdict; the gain scales with how busy
+    # the memory system is (_mem_factor)
+    applies_to = frozenset({"memory", "latency", "compute"})
     metrics = (M.GLD_BYTES_PER_SECTOR_PCT, M.GST_BYTES_PER_SECTOR_PCT, M.GLD_SECTORS, M.GLD_REQUESTS,
                M.GST_SECTORS, M.GST_REQUESTS)
     source_metrics = ("derived__memory_l2_theoretical_sectors_global_excessive",)
