@@ -211,13 +211,15 @@ def markdown(rows: list[dict[str, Any]], summary: dict[str, Any]) -> str:
              "| rule | results | named by ours |", "|---|---|---|"]
     for rule, v in summary["recall_by_rule"].items():
         lines.append(f"| {rule} | {v['results']} | {v['matched']} |")
-    lines += ["", "| workload | kernel | us | roofline | bottleneck | ours | ncu (est. %) |", "|---|---|---|---|---|---|---|"]
+    lines += ["", "| half | workload | kernel | us | roofline | bottleneck | ours | ncu (est. %) |",
+              "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         frac = f"{r['roofline_fraction']:.0%}" if r["roofline_fraction"] is not None else "-"
         ours = ", ".join(sorted({f["tool"] for f in r["findings"]})) or "-"
         theirs = ", ".join(f"{x['rule']} {x['speedup']:.0f}{'' if x['matched'] else ' (missed)'}"
                            for x in r["ncu_rules"]) or "-"
-        lines.append(f"| {r['workload']} | `{r['kernel'][:40]}` | {r['duration_us']:.1f} | {frac} | "
+        half = {"tuning": "T", "held_out": "H"}.get(r.get("half") or "", "-")
+        lines.append(f"| {half} | {r['workload']} | `{r['kernel'][:40]}` | {r['duration_us']:.1f} | {frac} | "
                      f"{r['bottleneck'] or '-'} | {ours} | {theirs} |")
     return "\n".join(lines) + "\n"
 
