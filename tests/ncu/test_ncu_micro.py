@@ -155,6 +155,16 @@ def test_only_at_roofline_speaks_at_the_roofline():
     assert run(X.TensorCoresIdle, kernel("k", 1e6, **gemm_like), bottleneck=bn("memory", 0.85)) == []
     busy = {M.ISSUE_ACTIVE_PCT: 84.0, M.PIPE_ALU_PCT: 59.0}
     assert run(X.IssueBound, kernel("k", 1e6, **busy), bottleneck=bn("compute", 0.8)) == []
+    low = {M.THEORETICAL_OCCUPANCY_PCT: 12.5, M.LIMIT_REGISTERS: 1, M.LIMIT_SMEM: 2}
+    assert run(O.OccupancyLimiter, kernel("k", 1e6, **low), bottleneck=bn("memory", 0.81)) == []
+    assert run(O.OccupancyLimiter, kernel("k", 1e6, **low), bottleneck=bn("memory", 0.5))
+    strided = {M.GLD_BYTES_PER_SECTOR_PCT: 12.5, M.GLD_SECTORS: 8e6, M.GLD_REQUESTS: 2.5e5}
+    # a compute-bound kernel at its roofline: bytes do not set its time
+    assert run(Mem.UncoalescedGlobalAccess, kernel("k", 1e6, **strided), bottleneck=bn("compute", 0.8)) == []
+    # a memory-bound one keeps it: those are the bytes to cut
+    assert run(Mem.UncoalescedGlobalAccess, kernel("k", 1e6, **strided), bottleneck=bn("memory", 0.8))
+    spill = {M.LOCAL_LD_SECTORS: 5e6, M.LOCAL_ST_SECTORS: 4e6, M.GLD_SECTORS: 1e6}
+    assert run(Mem.LocalMemorySpilling, kernel("k", 1e6, **spill), bottleneck=bn("compute", 0.8)) == []
 
 
 def test_warp_stalls_quiet_at_the_roofline():

@@ -26,6 +26,9 @@ class OccupancyLimiterSettings:
     # theoretical occupancy below this percentage leaves too few warps to hide latency
     # (Nsight Compute's occupancy rule reports any limiter; 50% is a common practical floor)
     max_theoretical_pct: float = 50.0
+    # a kernel at this fraction of its roofline or more gets at_roofline's finding only (its
+    # threshold): a GEMM's tiles trade occupancy for reuse and still reach the ceiling
+    max_roofline_fraction: float = 0.75
 
 
 _LIMITERS = {
@@ -54,6 +57,8 @@ class OccupancyLimiter(KernelMicroProfiler):
                M.BLOCK_SIZE)
 
     def check(self, kernel, share, index, profile, bottleneck, context):
+        if bottleneck is not None and (bottleneck.roofline_fraction or 0.0) >= self.settings.max_roofline_fraction:
+            return None
         theo = metric(kernel, M.THEORETICAL_OCCUPANCY_PCT)
         if theo is None or theo >= self.settings.max_theoretical_pct:
             return None
