@@ -242,7 +242,9 @@ def main() -> int:
         from kernelpro.config import ConfigError
         from kernelpro.plugins import UnknownName
         if isinstance(exc, (ConfigError, UnknownName)):
-            print(f"error: {args.config}: {exc}", file=sys.stderr)
+            text = str(exc)
+            print(f"error: {text}" if text.startswith(str(args.config)) else f"error: {args.config}: {text}",
+                  file=sys.stderr)
             return 2
         raise
     if args.half != "all":
