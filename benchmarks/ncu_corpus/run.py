@@ -3,7 +3,8 @@
 corpus (``tests/ncu/corpus/<gpu>/``, captured by ``tools/capture/ncu_corpus/capture.py``),
 beside Nsight Compute's own rule results on the same reports.
 
-    python benchmarks/ncu_corpus/run.py [--corpus tests/ncu/corpus/h200] [--json OUT.json] [--markdown OUT.md]
+    python benchmarks/ncu_corpus/run.py [--corpus tests/ncu/corpus/h200] [--half all|tuning|held_out]
+                                        [--json OUT.json] [--markdown OUT.md]
 
 Per kernel: its workload (``<name>@<size>``), duration, the roofline fraction and bottleneck
 our classifier gives, our findings (micro-profiler, estimated gain), and ncu's rules with an
@@ -14,6 +15,10 @@ estimated speedup of at least ``--min-speedup`` percent. Two measures:
 * **recall against ncu**: of ncu's rule results at or above the threshold, the share for
   which one of our findings names the same cause (``CAUSES`` below says which of our
   micro-profilers name which rule's cause).
+
+``--half`` restricts both measures to one half of ``split.json`` (drawn by ``split.py``):
+thresholds are tuned on ``tuning`` and ``held_out`` is measured once, after tuning. Without
+it, the whole corpus and each half are summarized.
 
 Runs on a CPU: the corpus holds ncu's raw-page CSV exports, which the ncu plugin reads.
 """
@@ -31,6 +36,8 @@ from typing import Any
 import attrs
 
 REPO = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+HALVES = ("tuning", "held_out")
 
 #: ncu rule -> the KernelPro micro-profilers whose findings name the same cause
 CAUSES: dict[str, tuple[str, ...]] = {
@@ -39,17 +46,29 @@ CAUSES: dict[str, tuple[str, ...]] = {
     "AchievedOccupancy": ("occupancy_gap", "tail_effect"),
     "TheoreticalOccupancy": ("occupancy_limiter",),
     "LaunchConfiguration": ("small_grid", "tail_effect", "launch_overhead"),
-    "WorkloadImbalance": ("tail_effect", "occupancy_gap"),
+    "WorkloadImbalance": ("unit_imbalance", "tail_effect"),
     "UncoalescedGlobalAccess": ("uncoalesced_global",),
     "MemoryCacheAccessPattern": ("uncoalesced_global", "cache_hit_rate", "dram_excess"),
     "SharedMemoryConflicts": ("shared_bank_conflicts",),
     "UncoalescedSharedAccess": ("shared_bank_conflicts",),
     "ThreadDivergence": ("thread_divergence",),
     "FPInstructions": ("unfused_fp32",),
+    # two forms (see pipe_form): one pipe is the busiest and near its limit -> move work to
+    # another pipe or accept the limit; every pipe is under-used -> too little work or too few
+    # warps issuing (a kernel at its memory roofline: the memory, not the pipes, is the limit)
     "HighPipeUtilization": ("tensor_cores_idle", "unfused_fp32", "at_roofline"),
+    "HighPipeUtilization/under-utilized": ("small_grid", "issue_slots", "at_roofline"),
     "MemoryL2Compression": (),  # no KernelPro micro-profiler looks at L2 compression
 }
 GROUPS = ("eager", "compiled", "template")
+
+
+def cause_key(result: dict[str, Any]) -> str:
+    """The ``CAUSES`` key of one ncu rule result: its rule name, and for HighPipeUtilization
+    which of its two forms ncu's message is."""
+    if result["rule"] == "HighPipeUtilization" and "under-utilized" in result.get("message", ""):
+        return "HighPipeUtilization/under-utilized"
+    return result["rule"]
 
 
 def _rows(path: Path) -> list[list[str]]:
@@ -87,15 +106,36 @@ def rules(rules_csv: Path, min_speedup: float) -> dict[str, list[dict[str, Any]]
     return {k: sorted(v.values(), key=lambda x: -x["speedup"]) for k, v in out.items()}
 
 
-def analyze(corpus: Path, min_speedup: float) -> list[dict[str, Any]]:
+def _split() -> tuple[dict[str, Any], Any]:
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("ncu_corpus_split", HERE / "split.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return (mod.load() if mod.SPLIT.exists() else {"families": {}}), mod.family
+
+
+def analyze(corpus: Path, min_speedup: float, config: Path | None = None) -> list[dict[str, Any]]:
+    """One row per corpus kernel. ``config``: a KernelPro YAML whose ``profiling`` section
+    (classifier, classifier_params, micro_profiler_params, block_micro_profilers) and
+    ``heuristic_params`` set the pipeline up as ``kernelpro analyze`` would; without it the
+    defaults."""
     from kernelpro.api import ProfileContext
     from kernelpro.plugins import installed
-    from kernelpro.profile.pipeline import Profiler as Pipeline, run_micro_profilers
+    from kernelpro.profile.pipeline import Profiler as Pipeline
     from kernelpro.records import ProfileData
     from kernelpro_plugins_ncu.report import parse_raw_csv
 
+    split, family = _split()
     plugins = installed()
-    pipe = Pipeline(plugins)
+    if config is None:
+        pipe = Pipeline(plugins)
+    else:
+        from kernelpro.config import load_config, profiling_settings
+        cfg = load_config(config)
+        settings = profiling_settings(cfg, plugins)
+        pipe = Pipeline(plugins, cfg.profiling.classifier, None, cfg.profiling.block_micro_profilers,
+                        settings["heuristics"], settings["classifier"], settings["micro_profilers"])
     out: list[dict[str, Any]] = []
     for group in GROUPS:
         raw = corpus / f"{group}.raw.csv"
@@ -110,19 +150,17 @@ def analyze(corpus: Path, min_speedup: float) -> list[dict[str, Any]]:
         context = ProfileContext(gpu=gpu, device="cuda")
         for kid, k in zip(ids, kernels):
             profile = ProfileData(level="kernel", collector="ncu", kernels=(k,), device_name=device)
-            profiles = {"kernel": profile}
-            notes: list[str] = []
-            bottleneck = pipe._classify(profiles, context)
-            findings = run_micro_profilers(pipe.gated(bottleneck, level="kernel"), profiles, bottleneck, context, notes)
-            findings += pipe.advise(bottleneck, profiles, context, notes)
+            analysis = pipe.analyze_profile(profile, context)
+            bottleneck, findings, notes = analysis.bottleneck, analysis.findings, list(analysis.notes)
             ours = [{"tool": f.tool, "title": f.title, "gain": f.estimated_gain, "action": bool(f.action)}
                     for f in findings]
             tools = {f["tool"] for f in ours}
             theirs = ncu_rules.get(kid, [])
             for r in theirs:
-                r["matched"] = bool(set(CAUSES.get(r["rule"], ())) & tools)
+                r["matched"] = bool(set(CAUSES.get(cause_key(r), ())) & tools)
             out.append({
-                "group": group, "id": kid, "workload": names.get(kid, "?"), "kernel": k.name[:120],
+                "group": group, "id": kid, "workload": names.get(kid, "?"),
+                "half": split["families"].get(family(names.get(kid, "?")), {}).get("half"), "kernel": k.name[:120],
                 "duration_us": (k.duration_ns or 0.0) / 1e3,
                 "bottleneck": bottleneck.kind if bottleneck else None,
                 "roofline_fraction": bottleneck.roofline_fraction if bottleneck else None,
@@ -143,6 +181,9 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         by_rule[x["rule"]][0] += 1
         by_rule[x["rule"]][1] += int(x["matched"])
     at_roof = [r for r in rows if r["roofline_fraction"] is not None and r["roofline_fraction"] >= 0.6]
+    # kernels our at_roofline finding calls at the roofline must get that finding only
+    roofed = [r for r in rows if any(f["tool"] == "at_roofline" for f in r["findings"])]
+    not_only = [r for r in roofed if {f["tool"] for f in r["findings"]} != {"at_roofline"}]
     return {
         "kernels": len(rows),
         "below_60pct": len(below),
@@ -154,6 +195,10 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "recall_by_rule": {k: {"results": v[0], "matched": v[1]} for k, v in sorted(by_rule.items())},
         "at_or_above_60pct": len(at_roof),
         "uncovered": [f"{r['workload']} {r['kernel'][:60]}" for r in below if r not in covered],
+        "at_roofline": len(roofed),
+        "at_roofline_with_other_findings": [f"{r['workload']} {r['kernel'][:40]}: "
+                                            + ", ".join(sorted({f['tool'] for f in r['findings']} - {'at_roofline'}))
+                                            for r in not_only],
     }
 
 
@@ -166,13 +211,15 @@ def markdown(rows: list[dict[str, Any]], summary: dict[str, Any]) -> str:
              "| rule | results | named by ours |", "|---|---|---|"]
     for rule, v in summary["recall_by_rule"].items():
         lines.append(f"| {rule} | {v['results']} | {v['matched']} |")
-    lines += ["", "| workload | kernel | us | roofline | bottleneck | ours | ncu (est. %) |", "|---|---|---|---|---|---|---|"]
+    lines += ["", "| half | workload | kernel | us | roofline | bottleneck | ours | ncu (est. %) |",
+              "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         frac = f"{r['roofline_fraction']:.0%}" if r["roofline_fraction"] is not None else "-"
         ours = ", ".join(sorted({f["tool"] for f in r["findings"]})) or "-"
         theirs = ", ".join(f"{x['rule']} {x['speedup']:.0f}{'' if x['matched'] else ' (missed)'}"
                            for x in r["ncu_rules"]) or "-"
-        lines.append(f"| {r['workload']} | `{r['kernel'][:40]}` | {r['duration_us']:.1f} | {frac} | "
+        half = {"tuning": "T", "held_out": "H"}.get(r.get("half") or "", "-")
+        lines.append(f"| {half} | {r['workload']} | `{r['kernel'][:40]}` | {r['duration_us']:.1f} | {frac} | "
                      f"{r['bottleneck'] or '-'} | {ours} | {theirs} |")
     return "\n".join(lines) + "\n"
 
@@ -183,17 +230,37 @@ def main() -> int:
     ap.add_argument("--min-speedup", type=float, default=10.0)
     ap.add_argument("--json", type=Path)
     ap.add_argument("--markdown", type=Path)
+    ap.add_argument("--half", choices=("all",) + HALVES, default="all")
+    ap.add_argument("--config", type=Path, help="a KernelPro YAML: its profiling settings set the pipeline up")
     args = ap.parse_args()
     if not (args.corpus / "eager.raw.csv").exists():
         print(f"error: no corpus at {args.corpus} (expected eager.raw.csv)", file=sys.stderr)
         return 2
-    rows = analyze(args.corpus, args.min_speedup)
+    try:
+        rows = analyze(args.corpus, args.min_speedup, args.config)
+    except Exception as exc:  # a bad config or an unknown plugin name: one line
+        from kernelpro.config import ConfigError
+        from kernelpro.plugins import UnknownName
+        if isinstance(exc, (ConfigError, UnknownName)):
+            text = str(exc)
+            print(f"error: {text}" if text.startswith(str(args.config)) else f"error: {args.config}: {text}",
+                  file=sys.stderr)
+            return 2
+        raise
+    if args.half != "all":
+        rows = [r for r in rows if r["half"] == args.half]
     summary = summarize(rows)
+    if args.half == "all":
+        summary["halves"] = {h: summarize([r for r in rows if r["half"] == h]) for h in HALVES}
     if args.json:
         args.json.write_text(json.dumps({"summary": summary, "kernels": rows}, indent=1))
     if args.markdown:
         args.markdown.write_text(markdown(rows, summary))
-    print(json.dumps({k: v for k, v in summary.items() if k != "uncovered"}, indent=1))
+    def brief(s: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in s.items() if k not in ("uncovered", "recall_by_rule", "halves",
+                                                         "at_roofline_with_other_findings")}
+    print(json.dumps({**brief(summary), **{f"{h}_half": brief(v) for h, v in summary.get("halves", {}).items()}},
+                     indent=1))
     return 0
 
 

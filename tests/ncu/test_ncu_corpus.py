@@ -1,6 +1,7 @@
 """The micro-profilers over the committed corpus of real H200 kernels (PyTorch, torch.compile
 and template kernels under ncu's full set): coverage and agreement with ncu's rules must not
-drop below what docs/validation/ncu_corpus.md records."""
+drop below what docs/validation/ncu_corpus.md records, on the whole corpus and on the
+held-out half (benchmarks/ncu_corpus/split.json) that no threshold was tuned on."""
 
 from __future__ import annotations
 
@@ -11,36 +12,68 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO / "tests" / "ncu" / "corpus" / "h200"
+BENCH = REPO / "benchmarks" / "ncu_corpus"
 
-# recorded in docs/validation/ncu_corpus.md (2026-12-02): raise these as the micro-profilers improve
+# recorded in docs/validation/ncu_corpus.md (2026-12-02, tuned on the tuning half, held-out
+# measured once): raise these as the micro-profilers improve
 MIN_KERNELS = 80
-MIN_COVERAGE = 0.94
-MIN_RECALL = 0.16
+MIN_COVERAGE = 0.98  # 52 of 53
+MIN_RECALL = 0.62  # 254 of 405
+MIN_COVERAGE_HELD_OUT = 0.96  # 24 of 25
+MIN_RECALL_HELD_OUT = 0.60  # 117 of 195 (118 when measured once, before the at-roofline fix)
+# kernels at their roofline get at_roofline's finding only
+MAX_AT_ROOFLINE_WITH_OTHERS = 0
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(f"ncu_corpus_{name}", BENCH / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 @pytest.fixture(scope="module")
 def corpus_run():
-    spec = importlib.util.spec_from_file_location("ncu_corpus_run", REPO / "benchmarks" / "ncu_corpus" / "run.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = _load("run")
     rows = mod.analyze(CORPUS, 10.0)
-    return rows, mod.summarize(rows)
+    return rows, mod.summarize(rows), mod.summarize([r for r in rows if r["half"] == "held_out"])
 
 
-def test_every_corpus_kernel_is_read_and_named_by_its_workload(corpus_run):
-    rows, summary = corpus_run
+def test_every_corpus_kernel_is_read_named_and_in_one_half(corpus_run):
+    rows, summary, held_out = corpus_run
     assert summary["kernels"] >= MIN_KERNELS
     assert all(r["workload"] != "?" for r in rows)
     assert {r["group"] for r in rows} == {"eager", "compiled", "template"}
     assert all(r["bottleneck"] is not None for r in rows)
+    assert {r["half"] for r in rows} == {"tuning", "held_out"}
+    assert 0.4 <= held_out["kernels"] / summary["kernels"] <= 0.6
+
+
+def test_split_is_the_one_drawn():
+    split = _load("split")
+    rec = split.load()
+    again = split.deal({f: v["stratum"] for f, v in rec["families"].items()},
+                       {f: v["kernels"] for f, v in rec["families"].items()})
+    assert again == {f: v["half"] for f, v in rec["families"].items()}
+    # an operation's variants share a side
+    assert split.family("tc_cross_entropy@large") == split.family("softmax_rows@small") == "softmax_rows"
 
 
 def test_kernels_below_their_roofline_get_advice(corpus_run):
-    _rows, summary = corpus_run
+    _rows, summary, held_out = corpus_run
     assert summary["coverage"] >= MIN_COVERAGE, summary["uncovered"]
+    assert held_out["coverage"] >= MIN_COVERAGE_HELD_OUT, held_out["uncovered"]
 
 
 def test_agreement_with_nsight_compute_rules_does_not_drop(corpus_run):
-    _rows, summary = corpus_run
-    assert summary["ncu_results"] > 100
+    _rows, summary, held_out = corpus_run
+    assert summary["ncu_results"] > 100 and held_out["ncu_results"] > 50
     assert summary["recall"] >= MIN_RECALL, summary["recall_by_rule"]
+    assert held_out["recall"] >= MIN_RECALL_HELD_OUT, held_out["recall_by_rule"]
+
+
+def test_kernels_at_their_roofline_get_little_else(corpus_run):
+    _rows, summary, _held_out = corpus_run
+    assert summary["at_roofline"] > 0
+    assert len(summary["at_roofline_with_other_findings"]) <= MAX_AT_ROOFLINE_WITH_OTHERS, \
+        summary["at_roofline_with_other_findings"]

@@ -57,6 +57,10 @@ CASES = [
      {M.THEORETICAL_OCCUPANCY_PCT: 100.0, M.ACHIEVED_OCCUPANCY_PCT: 12.0, M.WAVES_PER_SM: 15.5},
      {M.THEORETICAL_OCCUPANCY_PCT: 100.0, M.ACHIEVED_OCCUPANCY_PCT: 90.0}),
     (O.TailEffect, {M.WAVES_PER_SM: 1.03, M.GRID_SIZE: 272}, {M.WAVES_PER_SM: 8.0, M.GRID_SIZE: 2112}),
+    (O.UnitImbalance,
+     {M.SM_ACTIVE_CYCLES_AVG: 900.0, M.SM_ACTIVE_CYCLES_MAX: 7600.0, M.SM_ELAPSED_CYCLES: 10500.0},
+     {M.SM_ACTIVE_CYCLES_AVG: 3.2e5, M.SM_ACTIVE_CYCLES_MAX: 3.3e5, M.SM_ELAPSED_CYCLES: 3.3e5,
+      M.L2_ACTIVE_CYCLES_AVG: 2.8e5, M.L2_ACTIVE_CYCLES_MAX: 2.9e5, M.L2_THROUGHPUT_PCT: 60.0}),
     (O.SmallGrid, {M.GRID_SIZE: 4, M.BLOCK_SIZE: 128, M.SM_COUNT: 132, M.WAVES_PER_SM: 0.002},
      {M.GRID_SIZE: 2112, M.BLOCK_SIZE: 256, M.SM_COUNT: 132, M.WAVES_PER_SM: 2.0}),
     (X.WarpStallReasons,
@@ -65,6 +69,8 @@ CASES = [
      {M.stall_metric("long_scoreboard"): 0.0, M.stall_metric("wait"): 0.0}),
     (X.IssueSlotUtilization, {M.ISSUE_ACTIVE_PCT: 3.0, M.ELIGIBLE_WARPS: 0.03, M.ACTIVE_WARPS_PER_SCHEDULER: 1.0},
      {M.ISSUE_ACTIVE_PCT: 70.0, M.ELIGIBLE_WARPS: 3.0}),
+    (X.IssueBound, {M.ISSUE_ACTIVE_PCT: 84.0, M.PIPE_ALU_PCT: 59.0, M.PIPE_FMA_PCT: 33.0, M.INST_EXECUTED: 8.7e7},
+     {M.ISSUE_ACTIVE_PCT: 84.0, M.PIPE_ALU_PCT: 90.0}),
     (X.ThreadDivergence, {M.THREADS_PER_INST: 4.0, M.BRANCH_DIVERGENT: 1e5, M.BRANCH_TARGETS: 2e5},
      {M.THREADS_PER_INST: 31.9}),
     (X.TensorCoresIdle,
@@ -120,6 +126,45 @@ def test_at_roofline_only_near_the_roof():
     assert f[0].severity == "info" and "90%" in f[0].message and f[0].estimated_gain == pytest.approx(0.1)
     assert "fuse" in f[0].action.lower()
     assert run(X.AtRoofline, kernel("copy", 1e6), bottleneck=bn("memory", 0.4)) == []
+
+
+def test_unit_imbalance_gain_is_the_busiest_units_excess():
+    k = kernel("k", 1e6, **{M.SM_ACTIVE_CYCLES_AVG: 900.0, M.SM_ACTIVE_CYCLES_MAX: 7600.0,
+                            M.SM_ELAPSED_CYCLES: 10500.0, M.GRID_SIZE: 16, M.SM_COUNT: 132})
+    f = run(O.UnitImbalance, k, bottleneck=bn("too_little_work", 0.01))[0]
+    assert f.estimated_gain == pytest.approx((7600 - 900) / 10500, abs=1e-3)
+    assert "16 blocks for 132 SMs" in f.message
+    # an uneven L2 costs only as much as the L2 is busy
+    l2 = kernel("k", 1e6, **{M.L2_ACTIVE_CYCLES_AVG: 1500.0, M.L2_ACTIVE_CYCLES_MAX: 3000.0, M.L2_THROUGHPUT_PCT: 10.0})
+    assert run(O.UnitImbalance, l2)[0].estimated_gain == pytest.approx(0.05)
+
+
+def test_issue_slots_memory_bound_and_headroom():
+    starved = kernel("k", 1e6, **{M.ISSUE_ACTIVE_PCT: 10.0, M.ELIGIBLE_WARPS: 0.2})
+    # waiting on DRAM at half its roofline or more is the memory verdict itself
+    assert run(X.IssueSlotUtilization, starved, bottleneck=bn("memory", 0.6)) == []
+    # never more than the headroom below the roofline
+    f = run(X.IssueSlotUtilization, starved, bottleneck=bn("latency", 0.7))[0]
+    assert f.estimated_gain == pytest.approx(0.3)
+    f = run(X.IssueSlotUtilization, starved, bottleneck=bn("too_little_work", 0.01))[0]
+    assert f.estimated_gain == pytest.approx(0.5 * (1 - 10 / 50))
+
+
+def test_only_at_roofline_speaks_at_the_roofline():
+    gemm_like = {M.FFMA: 8.6e9, M.SHARED_LD_INST: 1.3e8, M.GLOBAL_LD_INST: 1e6, M.PIPE_FMA_PCT: 70.0}
+    assert run(X.TensorCoresIdle, kernel("k", 1e6, **gemm_like), bottleneck=bn("memory", 0.85)) == []
+    busy = {M.ISSUE_ACTIVE_PCT: 84.0, M.PIPE_ALU_PCT: 59.0}
+    assert run(X.IssueBound, kernel("k", 1e6, **busy), bottleneck=bn("compute", 0.8)) == []
+    low = {M.THEORETICAL_OCCUPANCY_PCT: 12.5, M.LIMIT_REGISTERS: 1, M.LIMIT_SMEM: 2}
+    assert run(O.OccupancyLimiter, kernel("k", 1e6, **low), bottleneck=bn("memory", 0.81)) == []
+    assert run(O.OccupancyLimiter, kernel("k", 1e6, **low), bottleneck=bn("memory", 0.5))
+    strided = {M.GLD_BYTES_PER_SECTOR_PCT: 12.5, M.GLD_SECTORS: 8e6, M.GLD_REQUESTS: 2.5e5}
+    # a compute-bound kernel at its roofline: bytes do not set its time
+    assert run(Mem.UncoalescedGlobalAccess, kernel("k", 1e6, **strided), bottleneck=bn("compute", 0.8)) == []
+    # a memory-bound one keeps it: those are the bytes to cut
+    assert run(Mem.UncoalescedGlobalAccess, kernel("k", 1e6, **strided), bottleneck=bn("memory", 0.8))
+    spill = {M.LOCAL_LD_SECTORS: 5e6, M.LOCAL_ST_SECTORS: 4e6, M.GLD_SECTORS: 1e6}
+    assert run(Mem.LocalMemorySpilling, kernel("k", 1e6, **spill), bottleneck=bn("compute", 0.8)) == []
 
 
 def test_warp_stalls_quiet_at_the_roofline():

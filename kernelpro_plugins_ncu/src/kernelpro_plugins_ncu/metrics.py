@@ -38,6 +38,13 @@ L2_THROUGHPUT_PCT = "lts__throughput.avg.pct_of_peak_sustained_elapsed"
 DRAM_READ_BYTES = "dram__bytes_read.sum"
 DRAM_WRITE_BYTES = "dram__bytes_write.sum"
 
+# per-unit active cycles: the busiest unit against the average shows work spread unevenly
+SM_ELAPSED_CYCLES = "sm__cycles_elapsed.avg"
+SM_ACTIVE_CYCLES_AVG = "sm__cycles_active.avg"
+SM_ACTIVE_CYCLES_MAX = "sm__cycles_active.max"
+L2_ACTIVE_CYCLES_AVG = "lts__cycles_active.avg"
+L2_ACTIVE_CYCLES_MAX = "lts__cycles_active.max"
+
 # --- occupancy, issue --------------------------------------------------------------------
 ACHIEVED_OCCUPANCY_PCT = "sm__warps_active.avg.pct_of_peak_sustained_active"
 THEORETICAL_OCCUPANCY_PCT = "sm__maximum_warps_per_active_cycle_pct"

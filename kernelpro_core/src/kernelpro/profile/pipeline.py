@@ -203,13 +203,20 @@ class Profiler:
         if context.gpu is None:
             what = f"device {profile.device_name!r}" if profile.device_name else "the device (the file does not name it)"
             gpu_notes = no_gpu_notes(self.plugins, what, hint="name the GPU with --gpu")
+        return self.analyze_profile(profile, context, gpu_notes)
+
+    def analyze_profile(self, profile: ProfileData, context: ProfileContext,
+                        extra_notes: Iterable[str] = ()) -> Analysis:
+        """Classify, gate and advise on one profile already collected (a report read from
+        disk, one kernel of a corpus): the steps of :meth:`profile` after collection. A
+        kernel-level profile is classified and gates the micro-profilers; nothing classifies
+        the other levels by themselves, so every micro-profiler of that level runs."""
         bottleneck = None
         profiles = {profile.level: profile}
         if profile.level == "kernel" and self.classifier is not None:
             bottleneck = self._classify(profiles, context)
-        # nothing classifies the other levels by themselves: then every micro-profiler of it runs
         gated = self.gated(bottleneck, level=profile.level)
-        notes = list(self.notes) + list(profile.notes) + gpu_notes
+        notes = list(self.notes) + list(profile.notes) + list(extra_notes)
         findings = run_micro_profilers(gated, profiles, bottleneck, context, notes)
         findings += self.advise(bottleneck, profiles, context, notes)
         return Analysis(bottleneck=bottleneck, findings=tuple(sort_findings(findings)), notes=tuple(notes))

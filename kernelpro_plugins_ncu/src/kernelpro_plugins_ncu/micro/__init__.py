@@ -3,6 +3,7 @@ Nsight Compute metrics it needs, and turns them into findings."""
 
 from kernelpro_plugins_ncu.micro.execution import (
     AtRoofline,
+    IssueBound,
     IssueSlotUtilization,
     TensorCoresIdle,
     ThreadDivergence,
@@ -22,12 +23,13 @@ from kernelpro_plugins_ncu.micro.occupancy import (
     OccupancyLimiter,
     SmallGrid,
     TailEffect,
+    UnitImbalance,
 )
 
 ALL_MICRO_PROFILERS = (
     UncoalescedGlobalAccess, SharedBankConflicts, LocalMemorySpilling, CacheHitRate, DramTrafficExcess,
-    OccupancyLimiter, AchievedOccupancyGap, TailEffect, SmallGrid, LaunchDominated,
-    WarpStallReasons, IssueSlotUtilization, ThreadDivergence, TensorCoresIdle, UnfusedFp32, AtRoofline,
+    OccupancyLimiter, AchievedOccupancyGap, TailEffect, UnitImbalance, SmallGrid, LaunchDominated,
+    WarpStallReasons, IssueSlotUtilization, IssueBound, ThreadDivergence, TensorCoresIdle, UnfusedFp32, AtRoofline,
 )
 
 __all__ = [cls.__name__ for cls in ALL_MICRO_PROFILERS] + ["ALL_MICRO_PROFILERS"]

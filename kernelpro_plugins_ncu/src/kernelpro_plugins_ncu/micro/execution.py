@@ -60,7 +60,9 @@ class WarpStallReasons(KernelMicroProfiler):
     title = "Dominant warp-stall reasons"
     description = "what warps wait for between issued instructions, by reason"
     Settings = WarpStallSettings
-    applies_to = frozenset({"latency", "memory", "compute"})
+    # a launch-bound kernel has too few warps to hide any stall: which one dominates says
+    # what each of them waits on once there are more
+    applies_to = frozenset({"latency", "memory", "compute", "too_little_work"})
     metrics = (*M.STALL_METRICS, M.ISSUE_ACTIVE_PCT, M.PIPE_FMA_PCT, M.PIPE_FP64_PCT, M.PIPE_ALU_PCT,
                M.PIPE_TENSOR_HMMA_PCT, M.PIPE_TENSOR_PCT)
     source_metrics = ("smsp__pcsamp_sample_count",)
@@ -107,14 +109,18 @@ class WarpStallReasons(KernelMicroProfiler):
 
 @attrs.frozen
 class IssueSlotSettings:
-    # schedulers issuing in fewer than this share of cycles are starved (Nsight Compute's
-    # scheduler rule warns when fewer than one warp is eligible per cycle)
-    max_issue_pct: float = 30.0
+    # schedulers idle in more than half of the cycles, with fewer than one eligible warp per
+    # cycle on average (Nsight Compute's scheduler rule warns at one eligible warp), are starved
+    max_issue_pct: float = 50.0
     max_eligible_warps: float = 1.0
     # few, wide instructions keep a busy pipe fed (a warpgroup GEMM issues rarely): a kernel
     # near its roofline or with the tensor pipe this busy is not starved
     max_roofline_fraction: float = 0.75
     max_tensor_pipe_pct: float = 50.0
+    # a memory-bound kernel at this fraction of its roofline or more waits on DRAM by
+    # definition: idle schedulers there are the classification, not a further finding (as
+    # warp_stalls' memory_bound_fraction)
+    memory_bound_fraction: float = 0.5
 
 
 class IssueSlotUtilization(KernelMicroProfiler):
@@ -122,7 +128,9 @@ class IssueSlotUtilization(KernelMicroProfiler):
     title = "Low issue-slot use"
     description = "schedulers find no eligible warp in most cycles"
     Settings = IssueSlotSettings
-    applies_to = frozenset({"latency", "compute"})
+    # a memory-bound kernel below its roofline with starved schedulers does not keep enough
+    # loads in flight; a launch-bound one has too few warps to issue from
+    applies_to = frozenset({"latency", "compute", "memory", "too_little_work"})
     metrics = (M.ISSUE_ACTIVE_PCT, M.IPC, M.ELIGIBLE_WARPS, M.ACTIVE_WARPS_PER_SCHEDULER, M.PIPE_TENSOR_HMMA_PCT,
                M.PIPE_TENSOR_PCT)
 
@@ -130,6 +138,9 @@ class IssueSlotUtilization(KernelMicroProfiler):
         if bottleneck is not None and (bottleneck.roofline_fraction or 0.0) >= self.settings.max_roofline_fraction:
             return None
         if M.tensor_pipe_pct(kernel.metrics) >= self.settings.max_tensor_pipe_pct:
+            return None
+        if bottleneck is not None and bottleneck.kind == "memory" \
+                and (bottleneck.roofline_fraction or 0.0) >= self.settings.memory_bound_fraction:
             return None
         issue = metric(kernel, M.ISSUE_ACTIVE_PCT)
         eligible = metric(kernel, M.ELIGIBLE_WARPS)
@@ -143,7 +154,10 @@ class IssueSlotUtilization(KernelMicroProfiler):
             f"{eligible:.2f} eligible" if eligible is not None else "",
             f"{active:.1f} active warps per scheduler" if active is not None else "",
             f"IPC {ipc:.2f}" if ipc is not None else "") if x)
-        gain = share * 0.5 * clip(1 - issue / self.settings.max_issue_pct)
+        # at most half the idle issue share comes back (more ready warps overlap, they do not
+        # remove the latency), and never more than the kernel's headroom below its roofline
+        fraction = (bottleneck.roofline_fraction or 0.0) if bottleneck is not None else 0.0
+        gain = share * min(0.5 * clip(1 - issue / self.settings.max_issue_pct), clip(1 - fraction))
         return self.finding(
             kernel, share, index, profile, gain,
             message=(f"the warp schedulers issue an instruction in only {issue:.1f}% of cycles ({extra}): "
@@ -153,6 +167,56 @@ class IssueSlotUtilization(KernelMicroProfiler):
                     "finding for what they wait on."),
             evidence={"issue_active_pct": issue, "eligible_warps_per_scheduler": eligible,
                       "active_warps_per_scheduler": active, "ipc": ipc})
+
+
+@attrs.frozen
+class IssueBoundSettings:
+    # schedulers issuing in at least this share of cycles while no pipe is near its limit:
+    # the instruction stream itself, not a unit, sets the time
+    min_issue_pct: float = 80.0
+    max_pipe_pct: float = 80.0
+    # a kernel at this fraction of its roofline or more is left to at_roofline
+    max_roofline_fraction: float = 0.75
+
+
+class IssueBound(KernelMicroProfiler):
+    name = "issue_bound"
+    title = "Bound by instruction issue"
+    description = "schedulers issue nearly every cycle but no pipe is saturated: too many instructions per element"
+    Settings = IssueBoundSettings
+    applies_to = frozenset({"compute", "latency"})
+    metrics = (M.ISSUE_ACTIVE_PCT, M.ELIGIBLE_WARPS, M.INST_EXECUTED, M.PIPE_FMA_PCT, M.PIPE_ALU_PCT,
+               M.PIPE_FP64_PCT, M.PIPE_LSU_PCT, M.PIPE_TENSOR_HMMA_PCT, M.PIPE_TENSOR_PCT)
+
+    def check(self, kernel, share, index, profile, bottleneck, context):
+        s = self.settings
+        fraction = (bottleneck.roofline_fraction or 0.0) if bottleneck is not None else 0.0
+        if fraction >= s.max_roofline_fraction:
+            return None
+        issue = metric(kernel, M.ISSUE_ACTIVE_PCT)
+        if issue is None or issue < s.min_issue_pct:
+            return None
+        pipes = {"tensor": M.tensor_pipe_pct(kernel.metrics), "FMA": M.get(kernel.metrics, M.PIPE_FMA_PCT),
+                 "ALU": M.get(kernel.metrics, M.PIPE_ALU_PCT), "FP64": M.get(kernel.metrics, M.PIPE_FP64_PCT),
+                 "LSU": M.get(kernel.metrics, M.PIPE_LSU_PCT)}
+        busiest, pct = max(pipes.items(), key=lambda kv: kv[1])
+        if pct >= s.max_pipe_pct:
+            return None
+        # with only the busiest pipe's instructions left the time could fall to that pipe's
+        # share; half of that bound, and never more than the headroom below the roofline
+        gain = share * min(0.5 * clip(1 - pct / 100.0), clip(1 - fraction))
+        inst = metric(kernel, M.INST_EXECUTED)
+        inst_txt = f" ({inst:.3g} warp instructions)" if inst else ""
+        return self.finding(
+            kernel, share, index, profile, gain,
+            message=(f"the schedulers issue in {issue:.0f}% of cycles{inst_txt} while the busiest pipe ({busiest}) "
+                     f"is only {pct:.0f}% busy: the number of instructions, not a unit, sets the time."),
+            action=("Issue fewer instructions per element: 16-byte vector loads and stores, 32-bit instead of "
+                    "64-bit index arithmetic, index and address computations hoisted out of inner loops, "
+                    "several elements per thread with the loop unrolled, fast-math intrinsics for "
+                    "transcendentals."),
+            evidence={"issue_active_pct": issue, "busiest_pipe_pct": pct, "instructions": inst,
+                      "eligible_warps_per_scheduler": metric(kernel, M.ELIGIBLE_WARPS)})
 
 
 @attrs.frozen
@@ -202,6 +266,9 @@ class TensorIdleSettings:
     min_loads_per_ffma: float = 1 / 32
     max_loads_per_ffma: float = 2.0
     min_fp32_flops: float = 1e8
+    # a kernel at this fraction of its roofline or more gets at_roofline's finding only
+    # (at_roofline's own threshold): faster math cannot move a kernel held by its ceiling
+    max_roofline_fraction: float = 0.75
 
 
 class TensorCoresIdle(KernelMicroProfiler):
@@ -214,6 +281,8 @@ class TensorCoresIdle(KernelMicroProfiler):
                M.PIPE_TENSOR_HMMA_PCT, M.PIPE_TENSOR_PCT, *[n for v in M.TENSOR_OPS.values() for n in v])
 
     def check(self, kernel, share, index, profile, bottleneck, context):
+        if bottleneck is not None and (bottleneck.roofline_fraction or 0.0) >= self.settings.max_roofline_fraction:
+            return None
         m = kernel.metrics
         ffma = M.get(m, M.FFMA)
         fp32 = M.fp32_flops(m)

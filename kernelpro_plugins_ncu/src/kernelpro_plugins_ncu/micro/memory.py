@@ -17,6 +17,12 @@ def _mem_factor(kernel: KernelProfile) -> float:
     return clip(pct / 100.0, 0.3, 1.0)
 
 
+def _held_by_another_ceiling(bottleneck: Bottleneck | None, fraction: float) -> bool:
+    """A kernel bound by something other than memory, at ``fraction`` of its roofline or more."""
+    return (bottleneck is not None and bottleneck.kind != "memory"
+            and (bottleneck.roofline_fraction or 0.0) >= fraction)
+
+
 @attrs.frozen
 class UncoalescedSettings:
     # bytes used per fetched 32-byte sector below this percentage: at least 40% of the
@@ -27,6 +33,10 @@ class UncoalescedSettings:
     # few hundred sectors are nothing next to its loads (in the H200 bench passes, 28 of 74
     # such findings wasted under 2 % of the sectors, with estimated gains of at most 0.0075)
     min_waste_share: float = 0.02
+    # a kernel bound by its compute ceiling at this fraction of its roofline or more gets
+    # at_roofline's finding only: bytes do not set its time (at_roofline's own threshold;
+    # a memory-bound kernel keeps the finding, its wasted bytes are the ones to cut)
+    max_roofline_fraction_not_memory: float = 0.75
 
 
 class UncoalescedGlobalAccess(KernelMicroProfiler):
@@ -34,12 +44,16 @@ class UncoalescedGlobalAccess(KernelMicroProfiler):
     title = "Uncoalesced global memory access"
     description = "global loads/stores that use only part of each 32-byte sector they fetch"
     Settings = UncoalescedSettings
-    applies_to = frozenset({"memory", "latency"})
+    # wasted sectors cost memory time whatever the verdict; the gain scales with how busy
+    # the memory system is (_mem_factor)
+    applies_to = frozenset({"memory", "latency", "compute"})
     metrics = (M.GLD_BYTES_PER_SECTOR_PCT, M.GST_BYTES_PER_SECTOR_PCT, M.GLD_SECTORS, M.GLD_REQUESTS,
                M.GST_SECTORS, M.GST_REQUESTS)
     source_metrics = ("derived__memory_l2_theoretical_sectors_global_excessive",)
 
     def check(self, kernel, share, index, profile, bottleneck, context):
+        if _held_by_another_ceiling(bottleneck, self.settings.max_roofline_fraction_not_memory):
+            return None
         parts = []
         waste_sectors = 0.0
         total_sectors = 0.0
@@ -132,6 +146,8 @@ class SharedBankConflicts(KernelMicroProfiler):
 class LocalMemorySettings:
     # local-memory sectors above this share of global+local sectors are worth removing
     min_local_share: float = 0.01
+    # as uncoalesced_global's: a compute-bound kernel at its roofline gets at_roofline only
+    max_roofline_fraction_not_memory: float = 0.75
 
 
 class LocalMemorySpilling(KernelMicroProfiler):
@@ -145,6 +161,8 @@ class LocalMemorySpilling(KernelMicroProfiler):
     source_metrics = ("memory_l2_theoretical_sectors_local",)
 
     def check(self, kernel, share, index, profile, bottleneck, context):
+        if _held_by_another_ceiling(bottleneck, self.settings.max_roofline_fraction_not_memory):
+            return None
         local = (metric(kernel, M.LOCAL_LD_SECTORS) or 0.0) + (metric(kernel, M.LOCAL_ST_SECTORS) or 0.0)
         local_inst = (metric(kernel, M.LOCAL_LD_INST) or 0.0) + (metric(kernel, M.LOCAL_ST_INST) or 0.0)
         glob = (metric(kernel, M.GLD_SECTORS) or 0.0) + (metric(kernel, M.GST_SECTORS) or 0.0)

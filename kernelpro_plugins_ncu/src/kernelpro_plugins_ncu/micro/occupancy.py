@@ -26,6 +26,9 @@ class OccupancyLimiterSettings:
     # theoretical occupancy below this percentage leaves too few warps to hide latency
     # (Nsight Compute's occupancy rule reports any limiter; 50% is a common practical floor)
     max_theoretical_pct: float = 50.0
+    # a kernel at this fraction of its roofline or more gets at_roofline's finding only (its
+    # threshold): a GEMM's tiles trade occupancy for reuse and still reach the ceiling
+    max_roofline_fraction: float = 0.75
 
 
 _LIMITERS = {
@@ -54,6 +57,8 @@ class OccupancyLimiter(KernelMicroProfiler):
                M.BLOCK_SIZE)
 
     def check(self, kernel, share, index, profile, bottleneck, context):
+        if bottleneck is not None and (bottleneck.roofline_fraction or 0.0) >= self.settings.max_roofline_fraction:
+            return None
         theo = metric(kernel, M.THEORETICAL_OCCUPANCY_PCT)
         if theo is None or theo >= self.settings.max_theoretical_pct:
             return None
@@ -95,7 +100,7 @@ class AchievedOccupancyGap(KernelMicroProfiler):
     title = "Achieved occupancy far below theoretical"
     description = "warps exit early or unevenly, so fewer are resident than the launch allows"
     Settings = OccupancyGapSettings
-    applies_to = frozenset({"latency", "memory", "compute"})
+    applies_to = frozenset({"latency", "memory", "compute", "too_little_work"})
     metrics = (M.ACHIEVED_OCCUPANCY_PCT, M.THEORETICAL_OCCUPANCY_PCT, M.WAVES_PER_SM)
 
     def check(self, kernel, share, index, profile, bottleneck, context):
@@ -167,6 +172,61 @@ class TailEffect(KernelMicroProfiler):
                     "exactly one wave."),
             evidence={"waves_per_sm": waves, "partial_wave": partial, "idle_share": idle, "grid_blocks": grid,
                       "blocks_per_wave": per_wave})
+
+
+@attrs.frozen
+class UnitImbalanceSettings:
+    # the busiest SM (or L2 slice) active this much longer than the average one: at least
+    # this share of the unit-time between the first start and the last finish is idle
+    min_idle_share: float = 0.2
+
+
+class UnitImbalance(KernelMicroProfiler):
+    name = "unit_imbalance"
+    title = "Work spread unevenly over the SMs or L2 slices"
+    description = "some SMs (or L2 slices) stay busy much longer than the average one"
+    Settings = UnitImbalanceSettings
+    applies_to = frozenset({"any"})
+    metrics = (M.SM_ACTIVE_CYCLES_AVG, M.SM_ACTIVE_CYCLES_MAX, M.SM_ELAPSED_CYCLES, M.L2_ACTIVE_CYCLES_AVG,
+               M.L2_ACTIVE_CYCLES_MAX, M.L2_THROUGHPUT_PCT, M.GRID_SIZE, M.SM_COUNT)
+
+    def check(self, kernel, share, index, profile, bottleneck, context):
+        s = self.settings
+        sm_avg, sm_max = metric(kernel, M.SM_ACTIVE_CYCLES_AVG), metric(kernel, M.SM_ACTIVE_CYCLES_MAX)
+        l2_avg, l2_max = metric(kernel, M.L2_ACTIVE_CYCLES_AVG), metric(kernel, M.L2_ACTIVE_CYCLES_MAX)
+        elapsed = metric(kernel, M.SM_ELAPSED_CYCLES)
+        sm_idle = 1 - sm_avg / sm_max if sm_avg is not None and sm_max else None
+        l2_idle = 1 - l2_avg / l2_max if l2_avg is not None and l2_max else None
+        parts, gain = [], 0.0
+        if sm_idle is not None and sm_idle >= s.min_idle_share and sm_max is not None and sm_avg is not None:
+            # evenly spread, the SMs would finish at the average's active cycles, not the busiest's
+            span = max(elapsed or 0.0, sm_max)
+            gain = max(gain, (sm_max - sm_avg) / span)
+            grid = metric(kernel, M.GRID_SIZE)
+            sms = _sm_count(kernel, context, profile)
+            few = f" ({grid:.0f} blocks for {sms:.0f} SMs)" if grid and sms and grid < sms else ""
+            parts.append(f"the busiest SM is active {sm_max:.0f} cycles, the average one {sm_avg:.0f}{few}: "
+                         f"{sm_idle:.0%} of the SMs' time is idle")
+        if l2_idle is not None and l2_idle >= s.min_idle_share and l2_max is not None and l2_avg is not None:
+            # an uneven L2 costs time only in the share of it the L2 is busy
+            l2_busy = clip((metric(kernel, M.L2_THROUGHPUT_PCT) or 0.0) / 100.0)
+            gain = max(gain, l2_idle * l2_busy)
+            parts.append(f"the busiest L2 slice is active {l2_max:.0f} cycles, the average one {l2_avg:.0f} "
+                         f"({l2_idle:.0%} idle; the L2 is {l2_busy:.0%} busy)")
+        if not parts:
+            return None
+        return self.finding(
+            kernel, share, index, profile, share * gain,
+            message="; ".join(parts) + ". Spread evenly, the work would end sooner (the estimate is that bound).",
+            action=("Give every SM the same amount of work: enough blocks of equal size for all SMs (with fewer "
+                    "blocks than SMs, split each block's rows or tiles over more blocks); for uneven items "
+                    "(variable-length rows, data-dependent loops), split heavy items or hand out work "
+                    "dynamically from a persistent grid (one atomic counter of the next tile). An uneven L2 "
+                    "follows from addresses that map to few slices: spread hot data and avoid power-of-two "
+                    "strides across the blocks' accesses."),
+            evidence={"sm_active_cycles_avg": sm_avg, "sm_active_cycles_max": sm_max, "sm_idle_share": sm_idle,
+                      "l2_active_cycles_avg": l2_avg, "l2_active_cycles_max": l2_max, "l2_idle_share": l2_idle,
+                      "sm_elapsed_cycles": elapsed})
 
 
 @attrs.frozen
