@@ -41,7 +41,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from kernelpro.problem import Problem
 
 #: the API's version, "MAJOR.MINOR" (see the module's docstring)
-API_VERSION = "1.1"
+API_VERSION = "1.2"
 
 
 @attrs.frozen
@@ -167,6 +167,7 @@ class SearchPolicy(Plugin):
 
     def load_state(self, state: dict[str, Any]) -> None:
         """Restore what :meth:`state` returned."""
+
 
 
 # --- Rewards ---------------------------------------------------------------------------
@@ -444,6 +445,7 @@ from kernelpro.records import (  # noqa: E402
     to_json,
 )
 from kernelpro.search.tree import ROOT, Node, Tree  # noqa: E402
+from kernelpro.search.build import build_search_policy  # noqa: E402
 from kernelpro.progress import Display as ProgressDisplay  # noqa: E402
 from kernelpro.progress import stage as progress_stage  # noqa: E402
 
@@ -453,7 +455,7 @@ __all__ = [
     # plugin kinds and their contexts
     "Plugin", "NoSettings",
     "Generator", "GenerationRequest", "ParentInfo", "Attempt", "GenerationBudgetExhausted",
-    "SearchPolicy", "Tree", "Node", "ROOT",
+    "SearchPolicy", "build_search_policy", "Tree", "Node", "ROOT",
     "Reward", "RewardContext",
     "Collector", "CollectorError", "Analyzer", "ProfileTarget", "ProfileContext",
     "forward_command", "prepare_forward", "progress_stage", "ProgressDisplay",

@@ -674,7 +674,7 @@ class Optimizer:
         parent = record["parent"] if record["parent"] in self.tree else ROOT
         self.tree.add(record["id"], parent, reward=record["reward"], correct=record["correct"],
                       verdict=record["verdict"], speedup=record["speedup"], description=record["description"],
-                      stats={"params": record.get("params", {})})
+                      stats={"params": record.get("params", {}), **_node_numbers(record)})
         self.tree[parent].expansions += 1
         self._policy("update", self.tree, record["id"])
 
@@ -798,6 +798,15 @@ class Optimizer:
             node = self.tree[cid]
             node.speedup, node.reward, node.correct, node.verdict = (result.speedup, rec["reward"], result.correct,
                                                                      result.verdict.value)
+            node.stats.update(_node_numbers(rec))
+
+
+def _node_numbers(record: dict[str, Any]) -> dict[str, Any]:
+    """What a search policy may rank on besides the reward, kept in the node's ``stats``: the
+    candidate's ``runtime_ms`` and its configured measurements (``energy``, ...; the
+    evaluator's own notes are left in ``candidates.jsonl``)."""
+    measurements = {k: dict(v) for k, v in (record.get("measurements") or {}).items() if k != "evaluator"}
+    return {"runtime_ms": record.get("runtime_ms"), "measurements": measurements}
 
 
 def optimize(problem: Problem, config: cfg.Config, plugins: Plugins, run_dir: Path, device: str,
