@@ -7,6 +7,7 @@ from typing import Any
 
 from kernelpro.api import hookimpl
 
+from kernelpro_plugins_energy.bench_report import bench_section
 from kernelpro_plugins_energy.measure import EnergyMeasurement
 from kernelpro_plugins_energy.report import energy_section, matched_speed_section
 from kernelpro_plugins_energy.rewards import EnergyAtMatchedSpeedReward, EnergyReward
@@ -80,3 +81,10 @@ def kernelpro_report_sections(run, records):
         notes = "".join(f"\n{n}\n" for n in view["notes"])
         section = section + "\n" + extra + notes
     return [section]
+
+
+@hookimpl
+def kernelpro_bench_sections(config, problems):
+    view = matched_view(config)
+    section = bench_section(problems, view["max_slowdown"], view["speed_source"])
+    return [section + "".join(f"\n{n}\n" for n in view["notes"])] if section else []
