@@ -116,6 +116,8 @@ class GenerationRequest:
     tolerances: Mapping[str, tuple[float, float]] = attrs.field(factory=dict)
     # the forward inputs of one call, one line each ("x: float32 [4096, 4096] contiguous")
     inputs: tuple[str, ...] = ()
+    # what the run's reward ranks when it is not plain speed (``Reward.goal()``); "" for speed
+    goal: str = ""
 
 
 class Generator(Plugin):
@@ -191,6 +193,11 @@ class Reward(Plugin):
     @abc.abstractmethod
     def score(self, result: EvalResult, context: RewardContext) -> float:
         """Return the reward; ``self.floor`` for anything not correct."""
+
+    def goal(self) -> str:
+        """What this reward ranks, in a few sentences for generators (an LLM prompt's
+        objective); "" (the default) when it ranks speed."""
+        return ""
 
 
 # --- Profiling -------------------------------------------------------------------------

@@ -412,7 +412,20 @@ class Optimizer:
             baseline=self.baseline,
             tolerances={dtype: (tol.atol, tol.rtol) for dtype, tol in self.config.evaluator.tolerances.items()},
             inputs=self._inputs(),
+            goal=self._goal(),
         )
+
+    def _goal(self) -> str:
+        """The reward's objective for generators; a reward whose ``goal()`` fails is named once
+        and generators get the speed objective."""
+        try:
+            return str(self.reward.goal() or "")
+        except Exception as exc:
+            if not getattr(self, "_goal_warned", False):
+                self._goal_warned = True
+                self.progress.warning(f"{self.plugins.provider('reward', self.reward.name)} failed in goal(): "
+                                      f"{type(exc).__name__}: {_first_line(str(exc))}; generators aim at speed")
+            return ""
 
     def _inputs(self) -> tuple[str, ...]:
         """The reference's forward inputs described once per run (a child process runs
