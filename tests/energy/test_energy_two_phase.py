@@ -190,6 +190,16 @@ def test_two_phase_run_through_the_loop_keeps_the_least_energy_candidate_within_
                           measurements={"energy": energy, "evaluator": {}})
 
     monkeypatch.setattr(loop_mod, "evaluate", fake_evaluate)
+    from kernelpro_testplugin import EchoGenerator
+
+    goals = []
+    echo = EchoGenerator.generate
+
+    def generate(self, request):
+        goals.append(request.goal)
+        return echo(self, request)
+
+    monkeypatch.setattr(EchoGenerator, "generate", generate)
     config = cfg.load_config(str(FAST), {
         "device": "cpu", "budget": 6, "generator": {"name": "testplugin_echo", "params": {}},
         "measurements": ["energy"],
@@ -199,6 +209,8 @@ def test_two_phase_run_through_the_loop_keeps_the_least_energy_candidate_within_
     problem = parse_problem((DATA / "energy_tiny_problem.py").read_text(), name="tiny")
     summary = optimize(problem, config, Plugins(), run, "cpu")
     assert summary["evaluated"] == 6 and summary["best_id"] == "c0004"
+    # generators are told the reward's objective
+    assert len(goals) == 6 and all("at most 2 % slower than the fastest" in g for g in goals)
     records = {r["id"]: r for r in map(json.loads, (run / "candidates.jsonl").read_text().splitlines())}
     # phase 1 greedy on speed: c0003 comes from c0002 (the fastest), though the energy reward
     # scored c0001 higher when c0003 was generated

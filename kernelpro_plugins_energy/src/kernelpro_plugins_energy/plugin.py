@@ -8,6 +8,7 @@ from typing import Any
 from kernelpro.api import hookimpl
 
 from kernelpro_plugins_energy.bench_report import bench_section
+from kernelpro_plugins_energy.levers import LEVERS
 from kernelpro_plugins_energy.measure import EnergyMeasurement
 from kernelpro_plugins_energy.report import energy_section, matched_speed_section
 from kernelpro_plugins_energy.rewards import EnergyAtMatchedSpeedReward, EnergyReward
@@ -27,6 +28,12 @@ def kernelpro_register_measurements(register):
 def kernelpro_register_rewards(register):
     register(EnergyReward)
     register(EnergyAtMatchedSpeedReward)
+
+
+@hookimpl
+def kernelpro_register_micro_profilers(register):
+    for cls in LEVERS:
+        register(cls)
 
 
 @hookimpl
