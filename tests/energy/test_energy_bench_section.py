@@ -117,3 +117,17 @@ def test_bench_rejects_an_unknown_reward(tmp_path):
     res = run_cli(["bench", str(suite), "--reward", "energy_at_matchd_speed", "-o",
                                     str(tmp_path / "o")])
     assert res.exit_code == 2 and "reward.name" in res.output and "did you mean" in res.output
+
+
+def test_the_gpu_benchmark_draws_8_problems_from_the_validation_sample():
+    import importlib.util
+
+    repo = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("energy_matched_h200", repo / "benchmarks" / "energy_matched_h200.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    validation = json.loads((repo / "benchmarks" / "kernelbench" / "split.json").read_text())["validation"]["problems"]
+    picked = script.draw(validation)
+    assert len(picked) == 8 and all(p in validation for p in picked)
+    assert [p["level"] for p in picked] == [1] * 4 + [2] * 4
+    assert picked == script.draw(validation)  # the fixed seed draws the same problems every time
