@@ -228,3 +228,9 @@ def test_two_phase_run_through_the_loop_keeps_the_least_energy_candidate_within_
     assert "### Energy at matched speed" in report
     assert "| chosen point | c0004 |" in report and "| speed winner | c0002 |" in report
     assert "3 candidates in phase 1 (speed), 3 in phase 2" in report
+    svg = (run / "energy_front.svg").read_text()
+    assert "](energy_front.svg)" in report and svg.startswith("<svg") and svg.rstrip().endswith("</svg>")
+    assert "speed winner c0002" in svg and "chosen c0004" in svg
+    import xml.dom.minidom
+
+    xml.dom.minidom.parseString(svg)  # well-formed

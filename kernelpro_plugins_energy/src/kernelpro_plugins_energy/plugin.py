@@ -83,7 +83,8 @@ def kernelpro_report_sections(run, records):
         return []
     view = matched_view(getattr(run, "config", None))
     extra = matched_speed_section(records, view["max_slowdown"], view["speed_source"],
-                                  _phase2_ids(run) if view["two_phase"] else (), view["two_phase"])
+                                  _phase2_ids(run) if view["two_phase"] else (), view["two_phase"],
+                                  svg_dir=getattr(run, "run_dir", None))
     if extra:
         notes = "".join(f"\n{n}\n" for n in view["notes"])
         section = section + "\n" + extra + notes

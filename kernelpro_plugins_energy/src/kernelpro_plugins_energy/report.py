@@ -9,11 +9,14 @@ the same keys prefixed ``reference_`` (the reference measured in the same worker
 from __future__ import annotations
 
 import statistics
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from kernelpro_plugins_energy import matched
+from kernelpro_plugins_energy.svg import front_svg
 from kernelpro_plugins_energy.pareto import Point, pareto_front, points_from_records, record_energy_j
 
+SVG_NAME = "energy_front.svg"
 PLOT_WIDTH = 56
 PLOT_HEIGHT = 14
 
@@ -188,7 +191,7 @@ def measurement_cost(records: Sequence[Mapping[str, Any]]) -> list[str]:
     lines = [
         f"Energy measurement cost: median {e_med:.2f} s per candidate (the candidate's and the reference's "
         f"measurements together; {min(energy_s):.2f}-{max(energy_s):.2f} s), against a median {o_med:.2f} s for "
-        f"the rest of the evaluation ({len(energy_s)} evaluations; `measure s` per candidate below)."
+        f"the rest of the evaluation ({len(energy_s)} evaluations; `measure s` and `evaluate s` per candidate in the table above)."
     ]
     if over:
         lines.append(
@@ -205,9 +208,11 @@ def matched_speed_section(
     speed_source: str = "timing",
     phase2_ids: Sequence[str] = (),
     two_phase: bool = False,
+    svg_dir: Path | None = None,
 ) -> str | None:
     """``### Energy at matched speed``: the speed winner, the window, the chosen point (the
-    least-energy candidate in the window) and the front with every number's spread."""
+    least-energy candidate in the window) and the front with every number's spread. With
+    ``svg_dir``, the scatter is also written there as ``energy_front.svg`` and linked."""
     cands = matched.from_records(records, speed_source)
     if not any(c.energy_j is not None for c in cands):
         return None
@@ -279,6 +284,15 @@ def matched_speed_section(
             f"{'*' if c.id in front else ''} | {'yes' if c.id in inside else 'no'} | "
             f"{(2 if c.id in phase2 else 1) if two_phase else '-'} | {'<-' if chosen is not None and c.id == chosen.id else ''} |"
         )
+    if svg_dir is not None:
+        try:
+            (svg_dir / SVG_NAME).write_text(front_svg(cands, sorted(front), speed.id,
+                                                      chosen.id if chosen else None, limit))
+            out.append("")
+            out.append(f"![time and energy per call: the window shaded, the front dashed]({SVG_NAME})")
+        except OSError as exc:
+            out.append("")
+            out.append(f"(the plot {SVG_NAME} could not be written: {exc.strerror or exc})")
     cost = measurement_cost(records)
     if cost:
         out.append("")
