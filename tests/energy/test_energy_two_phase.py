@@ -99,13 +99,13 @@ def test_release_closes_a_phase2_node_and_state_round_trips():
 
 
 def test_settings_are_checked_when_the_config_is():
-    with pytest.raises(ConfigError, match="policy_params"):
+    with pytest.raises(ConfigError, match=r"search\.params\.policy: unknown search policy 'no_such_policy'"):
         structure({"policy": "no_such_policy"}, TwoPhaseSettings, "search.params")
     with pytest.raises(ConfigError, match="cannot run itself"):
         structure({"policy": "energy_two_phase"}, TwoPhaseSettings, "search.params")
     with pytest.raises(ConfigError, match="max_slowdown"):
         structure({"max_slowdown": -0.1}, TwoPhaseSettings, "search.params")
-    with pytest.raises(ConfigError, match="c_puct"):
+    with pytest.raises(ConfigError, match=r"search\.params\.policy_params\.c_puct"):
         structure({"policy": "mcts", "policy_params": {"c_puct": "high"}}, TwoPhaseSettings, "search.params")
     assert build_search_policy("mcts", {}).name == "mcts"
     with pytest.raises(ValueError, match="unknown search policy"):

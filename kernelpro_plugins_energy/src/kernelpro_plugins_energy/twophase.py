@@ -76,7 +76,7 @@ class TwoPhaseSettings:
         if self.policy == NAME:
             raise ValueError(f"policy: {NAME} cannot run itself as its phase-1 policy")
         # an unknown policy or a bad parameter is found when the config is validated
-        build_search_policy(self.policy, self.policy_params, where="search.params.policy_params")
+        build_search_policy(self.policy, self.policy_params, where="policy_params")
 
 
 def node_measured(tree: Tree, speed_source: str) -> list[matched.Measured]:
@@ -132,7 +132,7 @@ class EnergyTwoPhase(SearchPolicy):
         super().__init__(settings, rng)
         s: TwoPhaseSettings = self.settings
         self.inner = build_search_policy(s.policy, s.policy_params, seed=self.rng.randrange(2 ** 31),
-                                         where="search.params.policy_params")
+                                         where="search.params.policy_params", name_where="search.params.policy")
         self.phase = 1
         self.phase1_evaluated: int | None = None  # candidates in the tree when phase 2 began
         self.speed_winner: str | None = None  # the fastest when phase 2 began
