@@ -188,3 +188,23 @@ def test_code_digest_covers_the_loaded_plugins(tmp_path, monkeypatch):
     assert bench.code_digest() == before  # deterministic
     (pkg / "__init__.py").write_text("THRESHOLD = 0.05\n")
     assert bench.code_digest() != before
+
+
+def test_bench_sections_of_plugins_and_one_that_fails():
+    import types
+
+    from kernelpro.hookspecs import hookimpl
+
+    def good(config, problems):
+        return [f"## Good\n\n{len(problems)} problems\n"]
+
+    def bad(config, problems):
+        raise RuntimeError("no numbers\nsecond line")
+
+    plugins = Plugins(extra=[("good_sections", types.SimpleNamespace(kernelpro_bench_sections=hookimpl(good))),
+                             ("bad_sections", types.SimpleNamespace(kernelpro_bench_sections=hookimpl(bad)))])
+    warnings: list[str] = []
+    sections = bench.plugin_sections(plugins, None, [{"name": "p"}], warn=warnings.append)
+    assert "## Good\n\n1 problems\n" in sections
+    assert any(s.startswith("## bad_sections") and "RuntimeError: no numbers" in s for s in sections)
+    assert len(warnings) == 1 and "bad_sections" in warnings[0] and "\n" not in warnings[0]

@@ -41,7 +41,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from kernelpro.problem import Problem
 
 #: the API's version, "MAJOR.MINOR" (see the module's docstring)
-API_VERSION = "1.1"
+API_VERSION = "1.2"
 
 
 @attrs.frozen
@@ -116,6 +116,8 @@ class GenerationRequest:
     tolerances: Mapping[str, tuple[float, float]] = attrs.field(factory=dict)
     # the forward inputs of one call, one line each ("x: float32 [4096, 4096] contiguous")
     inputs: tuple[str, ...] = ()
+    # what the run's reward ranks when it is not plain speed (``Reward.goal()``); "" for speed
+    goal: str = ""
 
 
 class Generator(Plugin):
@@ -169,6 +171,7 @@ class SearchPolicy(Plugin):
         """Restore what :meth:`state` returned."""
 
 
+
 # --- Rewards ---------------------------------------------------------------------------
 
 
@@ -190,6 +193,11 @@ class Reward(Plugin):
     @abc.abstractmethod
     def score(self, result: EvalResult, context: RewardContext) -> float:
         """Return the reward; ``self.floor`` for anything not correct."""
+
+    def goal(self) -> str:
+        """What this reward ranks, in a few sentences for generators (an LLM prompt's
+        objective); "" (the default) when it ranks speed."""
+        return ""
 
 
 # --- Profiling -------------------------------------------------------------------------
@@ -444,6 +452,7 @@ from kernelpro.records import (  # noqa: E402
     to_json,
 )
 from kernelpro.search.tree import ROOT, Node, Tree  # noqa: E402
+from kernelpro.search.build import build_search_policy  # noqa: E402
 from kernelpro.progress import Display as ProgressDisplay  # noqa: E402
 from kernelpro.progress import stage as progress_stage  # noqa: E402
 
@@ -453,7 +462,7 @@ __all__ = [
     # plugin kinds and their contexts
     "Plugin", "NoSettings",
     "Generator", "GenerationRequest", "ParentInfo", "Attempt", "GenerationBudgetExhausted",
-    "SearchPolicy", "Tree", "Node", "ROOT",
+    "SearchPolicy", "build_search_policy", "Tree", "Node", "ROOT",
     "Reward", "RewardContext",
     "Collector", "CollectorError", "Analyzer", "ProfileTarget", "ProfileContext",
     "forward_command", "prepare_forward", "progress_stage", "ProgressDisplay",

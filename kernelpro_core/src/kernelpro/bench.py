@@ -392,14 +392,38 @@ def roofline_plot(rows: list[dict[str, Any]], out_dir: Path) -> str:
     return "![roofline](roofline.png)"
 
 
+def plugin_sections(plugins: Any, config: Any, rows: list[dict[str, Any]], warn: Any = None) -> list[str]:
+    """Every plugin's ``kernelpro_bench_sections``; a plugin that fails gets a warning line
+    and a section saying so instead of its own."""
+    import copy
+
+    sections: list[str] = []
+    caller = plugins.hook.kernelpro_bench_sections
+    for impl in reversed(caller.get_hookimpls()):
+        try:
+            returned = impl.function(config=config, problems=copy.deepcopy(rows)) or []
+            if not isinstance(returned, (list, tuple)) or not all(isinstance(x, str) for x in returned):
+                raise TypeError(f"expected a list of markdown strings, got {repr(returned).splitlines()[0][:80]}")
+            sections.extend(returned)
+        except Exception as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            line = f"plugin {impl.plugin_name!r} failed in kernelpro_bench_sections: {type(exc).__name__}: {first}"
+            if warn is not None:
+                warn(f"{line}; its section is left out of report.md (fix it, or block it with "
+                     f"KERNELPRO_BLOCK_PLUGINS={impl.plugin_name})")
+            sections.append(f"## {impl.plugin_name}\n\n(not written: {line})\n")
+    return sections
+
+
 def write_report(out_dir: Path, rows: list[dict[str, Any]], summary: dict[str, dict[str, Any]],
-                 meta: dict[str, Any]) -> Path:
+                 meta: dict[str, Any], sections: list[str] | None = None) -> Path:
     from kernelpro.report import NOISY_MARK
 
     text = [
         "# KernelPro bench", "",
         f"Suite: `{meta['suite']}`; generator `{meta['generator']}`, search `{meta['search']}`, "
-        f"budget {meta['budget']} per problem, device {meta['device']}.", "",
+        f"reward `{meta.get('reward', 'log_speedup')}`, budget {meta['budget']} per problem, "
+        f"device {meta['device']}.", "",
         "Problems without a correct candidate count as 1.0x in the geometric means (the reference is kept); "
         "the torch.compile column uses only problems whose compiled reference was timed. Each geometric mean "
         "is over the per-problem speedups below; each of those is printed beside the two times it divides: "
@@ -412,6 +436,8 @@ def write_report(out_dir: Path, rows: list[dict[str, Any]], summary: dict[str, d
         "## Per problem", "", problem_table(rows, meta.get("noisy_cv")), "",
         "## Roofline (winners)", "", roofline_plot(rows, out_dir), "",
     ]
+    for section in sections or ():
+        text += [section.rstrip("\n"), ""]
     path = out_dir / "report.md"
     path.write_text("\n".join(text))
     return path
@@ -462,10 +488,11 @@ def kernelpro_register_commands(cli):
     @click.option("--budget", type=int, help="Candidates per problem.")
     @click.option("--device", type=click.Choice(["cuda", "cpu"]), help="Where candidates run (default: auto).")
     @click.option("--generator", help="Code generator (see `kernelpro plugins`).")
+    @click.option("--reward", help="Reward (see `kernelpro plugins`), e.g. energy_at_matched_speed.")
     @click.option("--json", "as_json", is_flag=True, help="Print the results as one JSON object.")
     def bench(suite: str, config_path: str | None, out: str | None, levels: str | None, limit: int | None,
               sample: int | None, seed: int, budget: int | None, device: str | None, generator: str | None,
-              as_json: bool) -> None:
+              reward: str | None, as_json: bool) -> None:
         """Optimize every problem of SUITE (a directory of KernelBench .py files or a JSONL
         file) and report, per level, correct rate, geomean speedups, fast_1 and the
         winners' roofline fraction. Writes report.md and results.json."""
@@ -490,6 +517,8 @@ def kernelpro_register_commands(cli):
         overrides: dict[str, Any] = {"device": device, "budget": budget}
         if generator:
             overrides["generator"] = {"name": generator, "params": {}}
+        if reward:
+            overrides["reward"] = {"name": reward}  # the config's params stay when it names the same reward
         config = load_config_or_abort(config_path, overrides)
         plugins = load_plugins(config.plugins.block)
         try:
@@ -522,15 +551,19 @@ def kernelpro_register_commands(cli):
             rows = run_bench(problems, config, plugins, out_dir, dev, say=say)
         summary = summarise(rows)
         meta = {"suite": str(suite), "generator": config.generator.name, "search": config.search.name,
-                "budget": config.budget, "device": dev, "seed": seed, "sample": sample,
-                "noisy_cv": config.evaluator.noisy_cv}
+                "reward": config.reward.name, "budget": config.budget, "device": dev, "seed": seed,
+                "sample": sample, "noisy_cv": config.evaluator.noisy_cv}
         (out_dir / "results.json").write_text(json.dumps({"meta": meta, "levels": summary, "problems": rows},
                                                          indent=1))
-        report = write_report(out_dir, rows, summary, meta)
+        sections = plugin_sections(plugins, config, rows, warn=lambda s: click.echo(f"warning: {s}", err=True))
+        report = write_report(out_dir, rows, summary, meta, sections)
         if as_json:
             click.echo(json.dumps({"meta": meta, "levels": summary, "problems": rows}))
         else:
             click.echo(summary_table(summary))
             click.echo("")
             click.echo(problem_table(rows, config.evaluator.noisy_cv))
+            for section in sections:
+                click.echo("")
+                click.echo(section.rstrip("\n"))
             click.echo(f"report: {report}")

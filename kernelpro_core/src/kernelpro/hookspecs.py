@@ -12,7 +12,7 @@ the two disagree.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import pluggy
 
@@ -184,6 +184,20 @@ def kernelpro_report_sections(run: "RunInfo", records: "list[CandidateRecord]") 
 
     :param run: the run's :class:`kernelpro.api.RunInfo`.
     :param records: every candidate record of the run, as in ``candidates.jsonl``.
+    :returns: a list of markdown strings, each a section starting with a ``##`` heading.
+    """
+
+
+@hookspec
+def kernelpro_bench_sections(config: Any, problems: "list[dict[str, Any]]") -> "list[str]":  # type: ignore[empty-body]
+    """Contribute sections to a bench's ``report.md`` (``kernelpro bench``).
+
+    Called once when the bench report is written, after the built-in sections.
+
+    :param config: the bench's configuration (every problem's run used it).
+    :param problems: one row per problem as in the bench's ``results.json`` (``name``,
+        ``level``, ``run_dir``, ``best_id``, ...); each ``run_dir`` holds that problem's
+        ``candidates.jsonl``.
     :returns: a list of markdown strings, each a section starting with a ``##`` heading.
     """
 

@@ -412,7 +412,20 @@ class Optimizer:
             baseline=self.baseline,
             tolerances={dtype: (tol.atol, tol.rtol) for dtype, tol in self.config.evaluator.tolerances.items()},
             inputs=self._inputs(),
+            goal=self._goal(),
         )
+
+    def _goal(self) -> str:
+        """The reward's objective for generators; a reward whose ``goal()`` fails is named once
+        and generators get the speed objective."""
+        try:
+            return str(self.reward.goal() or "")
+        except Exception as exc:
+            if not getattr(self, "_goal_warned", False):
+                self._goal_warned = True
+                self.progress.warning(f"{self.plugins.provider('reward', self.reward.name)} failed in goal(): "
+                                      f"{type(exc).__name__}: {_first_line(str(exc))}; generators aim at speed")
+            return ""
 
     def _inputs(self) -> tuple[str, ...]:
         """The reference's forward inputs described once per run (a child process runs
@@ -675,7 +688,7 @@ class Optimizer:
         parent = record["parent"] if record["parent"] in self.tree else ROOT
         self.tree.add(record["id"], parent, reward=record["reward"], correct=record["correct"],
                       verdict=record["verdict"], speedup=record["speedup"], description=record["description"],
-                      stats={"params": record.get("params", {})})
+                      stats={"params": record.get("params", {}), **_node_numbers(record)})
         self.tree[parent].expansions += 1
         self._policy("update", self.tree, record["id"])
 
@@ -800,6 +813,15 @@ class Optimizer:
             node = self.tree[cid]
             node.speedup, node.reward, node.correct, node.verdict = (result.speedup, rec["reward"], result.correct,
                                                                      result.verdict.value)
+            node.stats.update(_node_numbers(rec))
+
+
+def _node_numbers(record: dict[str, Any]) -> dict[str, Any]:
+    """What a search policy may rank on besides the reward, kept in the node's ``stats``: the
+    candidate's ``runtime_ms`` and its configured measurements (``energy``, ...; the
+    evaluator's own notes are left in ``candidates.jsonl``)."""
+    measurements = {k: dict(v) for k, v in (record.get("measurements") or {}).items() if k != "evaluator"}
+    return {"runtime_ms": record.get("runtime_ms"), "measurements": measurements}
 
 
 def optimize(problem: Problem, config: cfg.Config, plugins: Plugins, run_dir: Path, device: str,

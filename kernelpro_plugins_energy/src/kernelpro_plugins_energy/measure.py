@@ -34,7 +34,8 @@ its interquartile range and coefficient of variation, average power over the win
 the power integrated from a background sampler (the cross-check), calls per trial,
 window length, counter updates per window and their rate, and optionally the idle power
 measured just before (``subtract_idle`` then reports the dynamic energy
-``gross - idle_power_w * time_per_call``).
+``gross - idle_power_w * time_per_call``), and ``measure_s``, the seconds the whole
+measurement took (the judge measures the reference too: ``reference_measure_s``).
 """
 
 from __future__ import annotations
@@ -174,6 +175,7 @@ class EnergyMeasurement(Measurement):
 
     def measure(self, call: Callable[[], Any], sync: Callable[[], None]) -> dict[str, float]:
         """Measure energy per call of ``call``; see the module docstring for the method."""
+        began = self._clock()
         counter = self._open()
         s = self.settings
         try:
@@ -208,7 +210,10 @@ class EnergyMeasurement(Measurement):
             text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise MeasurementError(f"energy measurement failed: {type(exc).__name__}: {text}") from None
         self._check_updates(trials)
-        return self._summarise(trials, chunk, idle_w, sampler, start_t, end_t, warm_seconds_per_call)
+        out = self._summarise(trials, chunk, idle_w, sampler, start_t, end_t, warm_seconds_per_call)
+        # what this measurement cost the evaluation (idle window, warm-up, edges, trials)
+        out["measure_s"] = self._clock() - began
+        return out
 
     def _warm_up(self, call: Callable[[], Any], sync: Callable[[], None]) -> tuple[int, float]:
         """Run for ``warmup_s``; return the chunk size and the seconds per call seen."""

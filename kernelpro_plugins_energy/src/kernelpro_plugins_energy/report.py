@@ -9,10 +9,14 @@ the same keys prefixed ``reference_`` (the reference measured in the same worker
 from __future__ import annotations
 
 import statistics
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from kernelpro_plugins_energy import matched
+from kernelpro_plugins_energy.svg import front_svg
 from kernelpro_plugins_energy.pareto import Point, pareto_front, points_from_records, record_energy_j
 
+SVG_NAME = "energy_front.svg"
 PLOT_WIDTH = 56
 PLOT_HEIGHT = 14
 
@@ -150,4 +154,147 @@ def energy_section(records: Sequence[Mapping[str, Any]]) -> str | None:
     out.append("```")
     out.append("")
     out.append("`*` on the front, `o` dominated.")
+    return "\n".join(out) + "\n"
+
+
+# --- energy at matched speed -------------------------------------------------------------
+
+
+def _pm(value: float | None, sd: float | None, fmt: str, scale: float = 1.0) -> str:
+    if value is None:
+        return "-"
+    text = format(value * scale, fmt)
+    return f"{text} ± {format(sd * scale, fmt)}" if sd is not None else text
+
+
+def _signed_pct(diff: matched.Difference) -> str:
+    return f"{diff.relative * 100:+.2f} %"
+
+
+def measurement_cost(records: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Lines comparing the energy measurement's seconds with the rest of each evaluation."""
+    energy_s: list[float] = []
+    own_s: list[float] = []
+    for rec in records:
+        fields = matched.energy_fields((rec.get("measurements") or {}).get("energy") or {})
+        spent = fields["energy_seconds"]
+        evaluate = (rec.get("seconds") or {}).get("evaluate")
+        if spent is None or not isinstance(evaluate, (int, float)):
+            continue
+        energy_s.append(spent)
+        own_s.append(max(0.0, float(evaluate) - spent))
+    if not energy_s:
+        return []
+    e_med = statistics.median(energy_s)
+    o_med = statistics.median(own_s)
+    over = sum(1 for e, o in zip(energy_s, own_s) if e > o)
+    lines = [
+        f"Energy measurement cost: median {e_med:.2f} s per candidate (the candidate's and the reference's "
+        f"measurements together; {min(energy_s):.2f}-{max(energy_s):.2f} s), against a median {o_med:.2f} s for "
+        f"the rest of the evaluation ({len(energy_s)} evaluations; `measure s` and `evaluate s` per candidate in the table above)."
+    ]
+    if over:
+        lines.append(
+            f"In {over} of {len(energy_s)} evaluations the energy measurement took longer than the rest of the "
+            "evaluation: fewer `measurement_params.energy.trials` or a shorter `window_s` (as long as a window "
+            "keeps `min_counter_updates` counter updates) brings it down."
+        )
+    return lines
+
+
+def matched_speed_section(
+    records: Sequence[Mapping[str, Any]],
+    max_slowdown: float = 0.02,
+    speed_source: str = "timing",
+    phase2_ids: Sequence[str] = (),
+    two_phase: bool = False,
+    svg_dir: Path | None = None,
+) -> str | None:
+    """``### Energy at matched speed``: the speed winner, the window, the chosen point (the
+    least-energy candidate in the window) and the front with every number's spread. With
+    ``svg_dir``, the scatter is also written there as ``energy_front.svg`` and linked."""
+    cands = matched.from_records(records, speed_source)
+    if not any(c.energy_j is not None for c in cands):
+        return None
+    by_id = {str(r.get("id")): r for r in records}
+    speed = matched.speed_winner(cands)
+    assert speed is not None
+    chosen = matched.energy_winner(cands, max_slowdown)
+    limit = matched.window_ms(speed, max_slowdown)
+    key = matched.energy_key(matched.within(cands, max_slowdown))
+    time_name = "time per call in the energy loop" if speed_source == "energy_loop" else "evaluator timing"
+    out = ["### Energy at matched speed", ""]
+    if two_phase:
+        n2 = len(phase2_ids)
+        out.append(f"Two-phase search: {len(records) - n2} candidates in phase 1 (speed), {n2} in phase 2 "
+                   f"(least energy within {max_slowdown * 100:g} % of the fastest).")
+    out.append(
+        f"Window: at most {max_slowdown * 100:g} % slower than the fastest correct candidate "
+        f"({time_name}): <= {limit:.4g} ms. The chosen point is the candidate with the least energy in the window "
+        + ("(joules per call over the reference's measured next to it in the same evaluation, as the "
+           "`energy_at_matched_speed` reward ranks them)." if key == "ratio" else "(joules per call).")
+        + " `±` is one standard deviation: of the timed calls for times, between energy windows for joules."
+    )
+    out.append("")
+    out.append("| | id | time ms | energy mJ/call | vs ref |")
+    out.append("|---|---|---|---|---|")
+    rows = [("speed winner", speed)] + ([("chosen point", chosen)] if chosen is not None else [])
+    for label, c in rows:
+        ratio = c.energy_ratio
+        out.append(f"| {label} | {c.id} | {_pm(c.runtime_ms, c.runtime_sd_ms, '.4g')} | "
+                   f"{_pm(c.energy_j, c.energy_sd_j, '.4g', 1000.0)} | {f'{ratio:.4f}' if ratio else '-'} |")
+    out.append("")
+    if chosen is None:
+        out.append("No candidate in the window has an energy number: nothing to choose on energy.")
+    elif chosen.id == speed.id:
+        out.append("The speed winner is also the least-energy candidate in the window.")
+    else:
+        assert chosen.energy_j is not None and speed.energy_j is not None
+        de = matched.difference(chosen.energy_j, chosen.energy_sd_j, speed.energy_j, speed.energy_sd_j)
+        dt = matched.difference(chosen.runtime_ms, chosen.runtime_sd_ms, speed.runtime_ms, speed.runtime_sd_ms)
+        spread = f" ± {de.spread * 1000:.3g} mJ" if de.spread is not None else " (spread unknown)"
+        verdict = {True: "larger than twice its spread", False: "within twice its spread: not resolved",
+                   None: "its spread is unknown"}[de.resolved]
+        out.append(f"Chosen point against the speed winner: energy {de.value * 1000:+.4g} mJ per call{spread} "
+                   f"({_signed_pct(de)}; {verdict}), time {_signed_pct(dt)}.")
+    best = [r for r in records if r.get("correct") and isinstance(r.get("reward"), (int, float))]
+    if chosen is not None and best:
+        top = max(best, key=lambda r: r["reward"])
+        if str(top.get("id")) != chosen.id:
+            out.append(f"The highest reward at evaluation time is {top.get('id')}, not the chosen point: best.py "
+                       "is the reward's choice after the end-of-run rescoring (with `energy_at_matched_speed` "
+                       "at the same slowdown it is the chosen point).")
+    out.append("")
+    points = [Point(id=c.id, runtime_ms=c.runtime_ms, energy_j=c.energy_j) for c in cands if c.energy_j is not None]
+    front = {p.id for p in pareto_front(points)}
+    inside = {c.id for c in matched.within(cands, max_slowdown)}
+    phase2 = set(phase2_ids)
+    out.append("Time-energy front and the window, fastest first:")
+    out.append("")
+    out.append("| id | time ms | energy mJ/call | vs ref | measure s | evaluate s | front | in window | phase | chosen |")
+    out.append("|---|---|---|---|---|---|---|---|---|---|")
+    for c in sorted(cands, key=lambda c: c.runtime_ms):
+        if c.id not in front and c.id not in inside:
+            continue
+        evaluate = (by_id.get(c.id, {}).get("seconds") or {}).get("evaluate")
+        ratio = c.energy_ratio
+        out.append(
+            f"| {c.id} | {_pm(c.runtime_ms, c.runtime_sd_ms, '.4g')} | {_pm(c.energy_j, c.energy_sd_j, '.4g', 1000.0)} | "
+            f"{f'{ratio:.4f}' if ratio else '-'} | {_num(c.energy_seconds, '.2f')} | {_num(evaluate, '.2f')} | "
+            f"{'*' if c.id in front else ''} | {'yes' if c.id in inside else 'no'} | "
+            f"{(2 if c.id in phase2 else 1) if two_phase else '-'} | {'<-' if chosen is not None and c.id == chosen.id else ''} |"
+        )
+    if svg_dir is not None:
+        try:
+            (svg_dir / SVG_NAME).write_text(front_svg(cands, sorted(front), speed.id,
+                                                      chosen.id if chosen else None, limit))
+            out.append("")
+            out.append(f"![time and energy per call: the window shaded, the front dashed]({SVG_NAME})")
+        except OSError as exc:
+            out.append("")
+            out.append(f"(the plot {SVG_NAME} could not be written: {exc.strerror or exc})")
+    cost = measurement_cost(records)
+    if cost:
+        out.append("")
+        out.extend(cost)
     return "\n".join(out) + "\n"

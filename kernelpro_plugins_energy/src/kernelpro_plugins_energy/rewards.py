@@ -147,6 +147,18 @@ class _EnergyScore:
         return self.floor + 0.025 * _room(cap)
 
 
+#: what reduces a kernel's energy at a given time, for the generators' objective; the
+#: energy findings (kernelpro_plugins_energy.levers) name the one a profile shows
+LEVERS_TEXT = (
+    "Energy levers: move fewer DRAM bytes (every byte costs energy, even when its time is hidden: read each "
+    "input once, keep reused data on chip); issue fewer instructions per byte on memory-bound kernels (16-byte "
+    "vector loads and stores, less index arithmetic); keep fewer warps resident just waiting on memory (block "
+    "and grid shapes that reach the same bandwidth with fewer active warps, persistent grids); compute products "
+    "on tensor cores where the evaluator's tolerance allows; never busy-wait. The energy findings below, when "
+    "present, say which of these the profile shows, with the numbers."
+)
+
+
 class EnergyReward(_EnergyScore, Reward):
     name = "energy"
     description = "ln(reference energy / candidate energy) per call for correct candidates; the floor otherwise"
@@ -156,6 +168,11 @@ class EnergyReward(_EnergyScore, Reward):
         if not result.correct:
             return self.floor
         return self._energy_term(result, context)
+
+    def goal(self) -> str:
+        return ("Least GPU energy per call: correct versions are ranked by the joules one forward call takes "
+                "(the GPU's energy counter over seconds of back-to-back calls), against the reference's, "
+                "whatever their speed. " + LEVERS_TEXT)
 
 
 def runtime_ms(result: EvalResult, source: str = "timing") -> float | None:
@@ -196,3 +213,11 @@ class EnergyAtMatchedSpeedReward(_EnergyScore, Reward):
         cap = self.settings.cap
         excess = 1.0 - limit / runtime  # in (0, 1): how much slower than the limit
         return -cap - _room(cap) * (0.05 + 0.9 * excess)
+
+    def goal(self) -> str:
+        pct = f"{self.settings.slowdown * 100:g} %"
+        return (f"Least GPU energy per call at matched speed: among correct versions at most {pct} slower than the "
+                "fastest correct one so far, the one whose forward call takes the fewest joules (the GPU's energy "
+                f"counter over seconds of back-to-back calls) wins; a version more than {pct} slower ranks below "
+                "all of them. Keep the speed of the version you improve and spend the change on energy. "
+                + LEVERS_TEXT)

@@ -21,6 +21,14 @@ launch_bound, launch_overhead, cpu_overhead,            graph (capture the whole
 kernel_time_share, idle_gaps
 warp_stalls                                             more_warps, more_stages
 issue_slots                                             more_warps
+energy_traffic (energy plugin: DRAM bytes over the      larger_tile (neighbouring outputs share
+minimum)                                                loads; GEMM: more reuse per loaded
+                                                        element), wider (row kernels: one pass
+                                                        over a row instead of chunks re-read)
+energy_narrow_access (bytes per global instruction      wider, fewer_warps (more contiguous
+under 8-byte accesses)                                  elements per thread: 16-byte accesses)
+energy_idle_issue (memory bound, SMs idle-issuing)      fewer_warps, persistent
+energy_precision (fp32 FMA pipe busy, tensor idle)      precision
 bottleneck too_little_work / latency                    graph, more_programs, more_stages
 bottleneck memory                                       deeper_k, more_stages, wider, more_warps,
                                                         persistent
@@ -78,6 +86,11 @@ FINDING_MOVES: dict[str, tuple[str, ...]] = {
     "idle_gaps": ("graph",),
     "warp_stalls": ("more_warps", "more_stages"),
     "issue_slots": ("more_warps",),
+    # energy levers (kernelpro_plugins_energy, reported only when the run measures energy)
+    "energy_traffic": ("larger_tile", "wider"),
+    "energy_narrow_access": ("wider", "fewer_warps"),
+    "energy_idle_issue": ("fewer_warps", "persistent"),
+    "energy_precision": ("precision",),
 }
 BOTTLENECK_MOVES: dict[str, tuple[str, ...]] = {
     "too_little_work": ("graph", "more_programs", "more_stages"),

@@ -134,6 +134,7 @@ def prompt_variables(
         "tools": [{"name": t["name"], "description": t.get("description", "")} for t in tools],
         "max_tool_rounds": max_tool_rounds,
         "contract_error": contract_error,
+        "goal": request.goal.strip(),
     }
 
 
