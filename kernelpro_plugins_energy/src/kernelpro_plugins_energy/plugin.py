@@ -9,7 +9,7 @@ from kernelpro_plugins_energy.report import energy_section
 from kernelpro_plugins_energy.rewards import EnergyAtMatchedSpeedReward, EnergyReward
 
 #: the KernelPro plugin API this plugin is written for (checked when it loads)
-KERNELPRO_API_VERSION = "1.1"
+KERNELPRO_API_VERSION = "1.2"
 
 
 @hookimpl

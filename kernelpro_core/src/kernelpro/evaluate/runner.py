@@ -107,6 +107,7 @@ def evaluate(
     language: str = "pytorch",
     compiled: build.CompileOutcome | None = None,
     reference_flops: float | None = None,
+    env: dict[str, str] | None = None,
 ) -> EvalResult:
     """Evaluate ``candidate_path`` against ``problem_path`` (see the module docstring).
 
@@ -115,7 +116,9 @@ def evaluate(
     compiled ahead (``compile_many``); otherwise the compile stage runs here (a cache hit
     when the same source was built before). ``reference_flops``: the reference's FLOP
     count from the baseline job (its ``measurements["evaluator"]["flops"]``), so that the
-    judge need not count them again (a counted forward takes seconds on a GPU)."""
+    judge need not count them again (a counted forward takes seconds on a GPU). ``env``:
+    added to the environment of the judge and everything it starts (an executor's
+    ``CUDA_VISIBLE_DEVICES``, pinning the evaluation to one GPU)."""
     workdir = Path(workdir).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
@@ -125,7 +128,7 @@ def evaluate(
     guard = FileWatch(files=files, dirs=[f.resolve().parent for f in files], ignore=ours)
     result = _evaluate(problem_path, candidate_path, device=device, config=config, workdir=workdir, seed=seed,
                        measurements=measurements, build_dir=build_dir, language=language, compiled=compiled,
-                       reference_flops=reference_flops)
+                       reference_flops=reference_flops, extra_env=env or {})
     changed = guard.changed() if candidate_path is not None else []
     if changed:
         result = EvalResult(verdict=Verdict.INTEGRITY, reason="the candidate changed files outside its directory: "
@@ -135,7 +138,8 @@ def evaluate(
 
 def _evaluate(problem_path: Path, candidate_path: Path | None, *, device: str, config: EvaluatorConfig,
               workdir: Path, seed: int, measurements: Sequence[tuple[type[Measurement], Any]], build_dir: Path | None,
-              language: str, compiled: build.CompileOutcome | None, reference_flops: float | None) -> EvalResult:
+              language: str, compiled: build.CompileOutcome | None, reference_flops: float | None,
+              extra_env: dict[str, str]) -> EvalResult:
     t0 = time.monotonic()
     stage_info: dict[str, Any] = {}
     what = Path(candidate_path).stem if candidate_path is not None else "reference"
@@ -203,6 +207,7 @@ def _evaluate(problem_path: Path, candidate_path: Path | None, *, device: str, c
     job_path = workdir / "job.json"
     job_path.write_text(json.dumps(job, indent=1))
     env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env.update(extra_env)
     result = _run_judge(job_path, workdir, env, config, device, what)
     return attrs.evolve(result, wall_s=time.monotonic() - t0)
 
