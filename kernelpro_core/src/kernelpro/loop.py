@@ -255,9 +255,15 @@ class Optimizer:
                 failed = PluginFailed(self.plugins.provider("executor", self.executor.name), "start()", exc)
                 raise SetupError(f"{failed}; fix, replace or block the plugin") from None
         self._started = True
+        # the evaluator watches the directory of the problem file it is given for changes, and
+        # the loop writes its records into the run directory while other evaluations run: the
+        # evaluations get a copy of the problem in a directory of its own
+        if not self._eval_problem_path().exists() or self._eval_problem_path().read_text() != self.problem.source:
+            self._eval_problem_path().parent.mkdir(exist_ok=True)
+            write_atomic(self._eval_problem_path(), self.problem.source)
         if self.baseline is None:
             self.progress.message("measuring the reference")
-            call = EvaluateCall(self._problem_path(), None, self.config.evaluator, self.run.eval_dir("baseline"),
+            call = EvaluateCall(self._eval_problem_path(), None, self.config.evaluator, self.run.eval_dir("baseline"),
                                 self.config.seed, list(self.measurements))
             base = self._run_one(Job(id="baseline", fn=call), "the reference")["result"]
             if base.verdict is not Verdict.CORRECT:
@@ -269,6 +275,10 @@ class Optimizer:
 
     def _problem_path(self) -> Path:
         return self.run.path / "problem.py"
+
+    def _eval_problem_path(self) -> Path:
+        """The problem as evaluations read it (a copy no record is written beside)."""
+        return self.run.path / "reference" / "problem.py"
 
     def _restore(self) -> None:
         if not (self.run.path / "problem.py").exists():
@@ -408,7 +418,7 @@ class Optimizer:
         path = self.run.source_path(cid)
         compiled = self._compile_pool().submit(path) if use_pool else None
         profile = self._profile_call(cid) if self.config.profiling.when == "each" and self.profiler else None
-        return EvaluateCall(self._problem_path(), path, self.config.evaluator, self.run.eval_dir(cid),
+        return EvaluateCall(self._eval_problem_path(), path, self.config.evaluator, self.run.eval_dir(cid),
                             self.config.seed, list(self.measurements), build_dir=self.run.build_dir(cid),
                             language=self._language(cid, pending.get("language")),
                             reference_flops=self._reference_flops(), compiled=compiled, profile=profile)
@@ -613,6 +623,7 @@ class Optimizer:
             "flags": list(result.flags),
             "measurements": result.measurements,
             "usage": pending.get("usage", {}),
+            "worker": done.get("worker"),  # the executor's worker (GPU) that evaluated it; None: not run
             # wall time of this candidate's evaluation (all its processes included) and profiling
             # (profile: None when profiling.when = expand; profiles.jsonl has the later ones)
             "seconds": {"evaluate": done["seconds"]["evaluate"],
@@ -866,7 +877,7 @@ class Optimizer:
         cid = rec["id"]
         self.progress.message(f"{cid}: timing was noisy; timing it again")
         k = sum(1 for line in self.run.read_jsonl("retimes.jsonl") if line.get("id") == cid) + 1
-        call = EvaluateCall(self._problem_path(), self.run.source_path(cid), self.config.evaluator,
+        call = EvaluateCall(self._eval_problem_path(), self.run.source_path(cid), self.config.evaluator,
                             self.run.eval_dir(f"{cid}-retime{k}"), self.config.seed, list(self.measurements),
                             build_dir=self.run.build_dir(cid), language=rec.get("language") or "pytorch",
                             reference_flops=self._reference_flops())
