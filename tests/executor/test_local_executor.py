@@ -148,3 +148,71 @@ def test_a_round_of_two_drafts_is_evaluated_on_both_devices(tmp_path):
     assert json.loads((run / "pending.json").read_text()) == []
     # neither saw the other's records being written as a change around it (integrity)
     assert all(r["verdict"] == "correct" for r in records), [r["reason"] for r in records]
+
+
+class _LosesCandidates(LocalExecutor):
+    """Runs the reference's timing; reports every candidate's job as lost twice, as the ray
+    executor does when a job's actor died on both attempts."""
+
+    name = "loses_candidates"
+
+    def run(self, jobs):
+        from kernelpro.api import JobOutcome
+
+        for job in jobs:
+            if job.id == "baseline":
+                yield from super().run([job])
+            else:
+                yield JobOutcome(id=job.id, error="its worker was lost 2 times (ActorDiedError: killed)", attempts=2)
+
+
+@pytest.mark.slow
+def test_a_candidate_lost_on_every_attempt_is_recorded_failed_and_the_run_goes_on(tmp_path):
+    from kernelpro.loop import optimize
+    from kernelpro.problem import load_problem
+
+    config = cfg.load_config(str(DATA / "fast_config.yaml"), {
+        "device": "cpu", "budget": 2, "parallel": 2, "generator": {"name": "torch_compile", "params": {}}})
+    exe = _LosesCandidates()
+    exe.start("cpu")
+    run = tmp_path / "run"
+    summary = optimize(load_problem(DATA / "tiny_problem.py"), config, Plugins(), run, "cpu", executor=exe)
+    records = [json.loads(line) for line in (run / "candidates.jsonl").read_text().splitlines()]
+    assert summary["evaluated"] == 2 and summary["best_id"] is None
+    assert all(r["verdict"] == "crash" and r["worker"] is None for r in records)
+    assert all(r["reason"] == "not evaluated: its worker was lost 2 times (ActorDiedError: killed)" for r in records)
+    assert json.loads((run / "pending.json").read_text()) == []
+
+
+@pytest.mark.slow
+def test_a_caller_that_stops_leaves_no_evaluation_running(tmp_path):
+    """Ctrl-C (here an alarm raising in the waiting thread) while two workers evaluate
+    candidates that hang: their evaluations end at once, not at their time limit."""
+    import signal
+
+    from kernelpro.executors.calls import EvaluateCall
+
+    config = cfg.load_config(str(DATA / "fast_config.yaml"), {"evaluator": {"timeout_s": 300}})
+    jobs = [Job(f"h{i}", EvaluateCall(DATA / "tiny_problem.py", DATA / "hangs.py", config.evaluator,
+                                      tmp_path / f"h{i}", 0, [])) for i in range(2)]
+    exe = started(["0", "1"])
+
+    class Stop(Exception):
+        pass
+
+    def stop(*_):
+        raise Stop()
+
+    old = signal.signal(signal.SIGALRM, stop)
+    signal.alarm(6)  # the judges may not have started yet: they are ended when they do
+    try:
+        with pytest.raises(Stop):
+            list(exe.run(jobs))
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    t0 = time.monotonic()
+    while any(t.name.startswith("kernelpro-gpu") for t in threading.enumerate()) and time.monotonic() - t0 < 60:
+        time.sleep(0.5)
+    assert not any(t.name.startswith("kernelpro-gpu") for t in threading.enumerate())
+    assert all((tmp_path / f"h{i}" / "judge_rc").exists() for i in range(2))  # each judge was ended

@@ -93,6 +93,26 @@ def test_a_job_whose_worker_is_lost_twice_fails_with_a_reason_and_the_rest_go_on
 
 
 @pytest.mark.slow
+def test_optimize_on_ray_evaluates_a_round_on_both_actors(cluster, tmp_path):
+    """The loop's evaluation jobs travel to the actors (pickled) and come back to the loop,
+    which writes every record."""
+    from kernelpro import config as cfg
+    from kernelpro.loop import optimize
+    from kernelpro.plugins import Plugins
+    from kernelpro.problem import load_problem
+
+    data = Path(__file__).resolve().parents[1] / "core" / "data"
+    config = cfg.load_config(str(data / "fast_config.yaml"), {
+        "device": "cpu", "budget": 2, "parallel": 2, "generator": {"name": "torch_compile", "params": {}},
+        "evaluator": {"timeout_s": 400}, "executor": {"name": "ray", "params": {}}})
+    run = tmp_path / "run"
+    summary = optimize(load_problem(data / "tiny_problem.py"), config, Plugins(), run, "cpu")
+    records = [json.loads(line) for line in (run / "candidates.jsonl").read_text().splitlines()]
+    assert summary["evaluated"] == 2 and all(r["verdict"] == "correct" for r in records), records
+    assert len({r["worker"] for r in records}) == 2 and all(r["worker"].startswith("ray") for r in records)
+    assert ray.is_initialized()  # the run used the Ray it found and left it running
+
+
 def test_bench_on_ray_resumes_after_an_interruption(cluster, tmp_path):
     """Two problems over the two actors; then one problem's run is cut back to an
     interrupted state (no summary): a second bench reads the finished one back and

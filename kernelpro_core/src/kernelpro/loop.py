@@ -443,11 +443,12 @@ class Optimizer:
 
     def _run_one(self, job: Job, what: str) -> Any:
         """One job on the executor; its value, or RunError when it failed."""
-        for outcome in self.executor.run([job]):
-            if outcome.error is not None:
-                raise RunError(f"{what}: {outcome.error}")
-            return outcome.value
-        raise RunError(f"{what}: the executor returned nothing")
+        outcomes = list(self.executor.run([job]))
+        if not outcomes:
+            raise RunError(f"{what}: the executor returned nothing")
+        if outcomes[0].error is not None:
+            raise RunError(f"{what}: {outcomes[0].error}")
+        return outcomes[0].value
 
     def _compile_pool(self) -> Any:
         if self._pool is None:
@@ -697,7 +698,7 @@ class Optimizer:
         if not result.correct or self.profiler is None or cid in self._unprofilable:
             return None
         call = self._profile_call(cid, result)
-        outcome = next(iter(self.executor.run([Job(id=cid, fn=call, kind="profile")])))
+        outcome = list(self.executor.run([Job(id=cid, fn=call, kind="profile")]))[0]
         if outcome.error is not None:
             self.progress.message(f"{cid}: profiling failed: {outcome.error}")
             self._unprofilable.add(cid)

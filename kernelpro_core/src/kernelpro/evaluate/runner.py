@@ -23,8 +23,9 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -259,6 +260,32 @@ def _wait_showing_stages(proc: subprocess.Popen[bytes], timeout_s: float, status
             continue
 
 
+#: the judges running now, by the thread that waits for each (an executor's worker)
+_RUNNING: dict[int, set[int]] = {}
+#: threads whose caller stopped: a judge they start later is ended at once
+_STOPPED: set[int] = set()
+_RUNNING_GUARD = threading.Lock()
+
+
+def stop_judges(threads: Iterable[int]) -> None:
+    """End the evaluations the given threads are waiting for, with every process they
+    started (the reaper of each kills its descendants): an executor whose caller stopped
+    (Ctrl-C, an error) must not leave them running. Each evaluation then ends as killed."""
+    with _RUNNING_GUARD:
+        threads = list(threads)
+        _STOPPED.update(threads)
+        pids = [pid for t in threads for pid in _RUNNING.get(t, ())]
+    for pid in pids:
+        signal_pid(pid, signal.SIGTERM)
+
+
+def forget_thread() -> None:
+    """The calling thread (an executor's worker) ends: a later thread with its ident is new."""
+    with _RUNNING_GUARD:
+        _STOPPED.discard(threading.get_ident())
+        _RUNNING.pop(threading.get_ident(), None)
+
+
 def _run_judge(job_path: Path, workdir: Path, env: dict[str, str], config: EvaluatorConfig,
                device: str, what: str = "candidate") -> EvalResult:
     channel = ParentEnd()
@@ -279,6 +306,12 @@ def _run_judge(job_path: Path, workdir: Path, env: dict[str, str], config: Evalu
         finally:
             os.close(token_r)
         channel.start_reading()
+        me = threading.get_ident()
+        with _RUNNING_GUARD:
+            _RUNNING.setdefault(me, set()).add(proc.pid)
+            stopped = me in _STOPPED
+        if stopped:
+            signal_pid(proc.pid, signal.SIGTERM)
         try:
             _wait_showing_stages(proc, config.timeout_s, workdir / "status.txt", what)
         except subprocess.TimeoutExpired:
@@ -290,6 +323,8 @@ def _run_judge(job_path: Path, workdir: Path, env: dict[str, str], config: Evalu
                 kill_group(proc.pid)
                 proc.wait()
         finally:
+            with _RUNNING_GUARD:
+                _RUNNING.get(me, set()).discard(proc.pid)
             kill_group(proc.pid)  # anything left in the session's group
     data = channel.finish()
     stage = (workdir / "status.txt").read_text().strip() if (workdir / "status.txt").exists() else "start"

@@ -93,6 +93,13 @@ class LocalExecutor(Executor):
         jobs = list(jobs)
         if not jobs:
             return
+        if len(self.slots()) == 1:
+            # one worker: the caller's own thread, as before executors (Ctrl-C reaches the
+            # evaluation, which ends its processes itself)
+            slot = self.slots()[0]
+            for job in jobs:
+                yield self._one(slot, job)
+            return
         todo: queue.SimpleQueue[Job] = queue.SimpleQueue()
         for job in jobs:
             todo.put(job)
@@ -102,33 +109,55 @@ class LocalExecutor(Executor):
                    for slot in self.slots()[:len(jobs)]]
         for w in workers:
             w.start()
-        for _ in jobs:
-            yield done.get()
+        finished = False
+        try:
+            for _ in jobs:
+                yield done.get()
+            finished = True
+        finally:
+            if not finished:  # the caller stopped (Ctrl-C, an error): no evaluation goes on behind it
+                while True:
+                    try:
+                        todo.get_nowait()
+                    except queue.Empty:
+                        break
+                from kernelpro.evaluate.runner import stop_judges
+
+                stop_judges(w.ident for w in workers if w.ident is not None)
         for w in workers:
             w.join()
 
     @staticmethod
-    def _work(slot: Slot, todo: "queue.SimpleQueue[Job]", done: "queue.SimpleQueue[JobOutcome]") -> None:
+    def _one(slot: Slot, job: Job) -> JobOutcome:
+        # a whole problem (bench) holds no device lock: its own jobs take it
+        lock = device_lock(slot.env.get("CUDA_VISIBLE_DEVICES", "")) if job.kind != "problem" else None
+        try:
+            if lock is not None:
+                lock.acquire()
+            try:
+                value = job.fn(slot)
+            finally:
+                if lock is not None:
+                    lock.release()
+        except Exception as exc:  # the job's failure is its outcome; the worker goes on
+            line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            return JobOutcome(id=job.id, error=f"{type(exc).__name__}: {line}", worker=slot.name)
+        return JobOutcome(id=job.id, value=value, worker=slot.name)
+
+    @classmethod
+    def _work(cls, slot: Slot, todo: "queue.SimpleQueue[Job]", done: "queue.SimpleQueue[JobOutcome]") -> None:
+        from kernelpro.evaluate.runner import forget_thread
+
         while True:
             try:
                 job = todo.get_nowait()
             except queue.Empty:
+                forget_thread()
                 return
-            # a whole problem (bench) holds no device lock: its own jobs take it
-            lock = device_lock(slot.env.get("CUDA_VISIBLE_DEVICES", "")) if job.kind != "problem" else None
             try:
-                if lock is not None:
-                    lock.acquire()
-                try:
-                    value = job.fn(slot)
-                finally:
-                    if lock is not None:
-                        lock.release()
-            except BaseException as exc:  # the job's failure is its outcome; the worker goes on
-                line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-                done.put(JobOutcome(id=job.id, error=f"{type(exc).__name__}: {line}", worker=slot.name))
-                continue
-            done.put(JobOutcome(id=job.id, value=value, worker=slot.name))
+                done.put(cls._one(slot, job))
+            except BaseException as exc:  # not an Exception (SystemExit in a job): still an outcome
+                done.put(JobOutcome(id=job.id, error=f"{type(exc).__name__}", worker=slot.name))
 
 
 @hookimpl
