@@ -216,3 +216,61 @@ def test_a_caller_that_stops_leaves_no_evaluation_running(tmp_path):
         time.sleep(0.5)
     assert not any(t.name.startswith("kernelpro-gpu") for t in threading.enumerate())
     assert all((tmp_path / f"h{i}" / "judge_rc").exists() for i in range(2))  # each judge was ended
+
+
+@pytest.mark.slow
+def test_a_bench_that_stops_records_nothing_of_the_evaluations_it_ended(tmp_path, monkeypatch):
+    """A bench stopped while two problems' candidates are evaluated, one per device: their
+    runs keep no record of the ended evaluations (no false verdict); the drafts stay pending
+    for the next bench, which continues them."""
+    import signal
+
+    import attrs
+
+    import kernelpro.generate.torch_compile as tc
+    from kernelpro.bench import SuiteProblem, run_bench
+
+    hang = (DATA / "hangs.py").read_text()
+    real = tc.TorchCompileGenerator.generate
+    monkeypatch.setattr(tc.TorchCompileGenerator, "generate",
+                        lambda self, request: [attrs.evolve(d, source=hang) for d in real(self, request)])
+    tiny = (DATA / "tiny_problem.py").read_text()
+    problems = [SuiteProblem(level=1, problem_id=i, name=f"p{i}", source=tiny) for i in (1, 2)]
+    config = cfg.load_config(str(DATA / "fast_config.yaml"), {
+        "device": "cpu", "budget": 1, "generator": {"name": "torch_compile", "params": {}},
+        "evaluator": {"timeout_s": 300}})
+    exe = started(["0", "1"])
+    runs = [tmp_path / "runs" / p.key for p in problems]
+
+    class Stop(Exception):
+        pass
+
+    def stop(*_):
+        raise Stop()
+
+    def stop_when_both_candidates_run():  # Ctrl-C, once each candidate's judge is running
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 250:
+            if all((run / "evals" / "c0001" / "judge.log").exists() for run in runs):
+                time.sleep(2)
+                signal.pthread_kill(threading.main_thread().ident, signal.SIGALRM)
+                return
+            time.sleep(0.2)
+
+    old = signal.signal(signal.SIGALRM, stop)
+    watcher = threading.Thread(target=stop_when_both_candidates_run)
+    watcher.start()
+    try:
+        with pytest.raises(Stop):
+            run_bench(problems, config, Plugins(), tmp_path, "cpu", say=lambda s: None, executor=exe)
+    finally:
+        watcher.join()
+        signal.signal(signal.SIGALRM, old)
+    t0 = time.monotonic()
+    while any(t.name.startswith("kernelpro-gpu") for t in threading.enumerate()) and time.monotonic() - t0 < 60:
+        time.sleep(0.5)
+    assert not any(t.name.startswith("kernelpro-gpu") for t in threading.enumerate())
+    for run in runs:
+        assert (run / "baseline.json").exists() and not (run / "summary.json").exists()
+        assert not (run / "candidates.jsonl").exists() or (run / "candidates.jsonl").read_text() == ""
+        assert [p["id"] for p in json.loads((run / "pending.json").read_text())] == ["c0001"]

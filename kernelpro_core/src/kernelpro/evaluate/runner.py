@@ -260,6 +260,12 @@ def _wait_showing_stages(proc: subprocess.Popen[bytes], timeout_s: float, status
             continue
 
 
+class EvaluationStopped(BaseException):
+    """The evaluation was ended because its caller stopped (:func:`stop_judges`): it has no
+    verdict, and nothing is to be recorded of it. Not an ``Exception``, so that no handler
+    for a failing candidate or plugin takes it for one."""
+
+
 #: the judges running now, by the thread that waits for each (an executor's worker)
 _RUNNING: dict[int, set[int]] = {}
 #: threads whose caller stopped: a judge they start later is ended at once
@@ -270,7 +276,8 @@ _RUNNING_GUARD = threading.Lock()
 def stop_judges(threads: Iterable[int]) -> None:
     """End the evaluations the given threads are waiting for, with every process they
     started (the reaper of each kills its descendants): an executor whose caller stopped
-    (Ctrl-C, an error) must not leave them running. Each evaluation then ends as killed."""
+    (Ctrl-C, an error) must not leave them running. Each of those evaluations raises
+    :class:`EvaluationStopped`, and so does every later one in those threads."""
     with _RUNNING_GUARD:
         threads = list(threads)
         _STOPPED.update(threads)
@@ -327,6 +334,10 @@ def _run_judge(job_path: Path, workdir: Path, env: dict[str, str], config: Evalu
                 _RUNNING.get(me, set()).discard(proc.pid)
             kill_group(proc.pid)  # anything left in the session's group
     data = channel.finish()
+    with _RUNNING_GUARD:
+        stopped = me in _STOPPED
+    if stopped:
+        raise EvaluationStopped()
     stage = (workdir / "status.txt").read_text().strip() if (workdir / "status.txt").exists() else "start"
     if timed_out:
         verdict = Verdict.COMPILE_TIMEOUT if stage == "compile" else Verdict.TIMEOUT
