@@ -225,6 +225,16 @@ class Optimizer:
                        gpu=self.gpu)
 
     def start(self, resume: bool) -> None:
+        # the workers first: an executor that cannot start (no Ray cluster) leaves no run directory
+        if self._own_executor:
+            try:
+                self.executor.start(self.device)
+            except (OSError, ValueError) as exc:
+                raise SetupError(str(exc)) from None
+            except Exception as exc:
+                failed = PluginFailed(self.plugins.provider("executor", self.executor.name), "start()", exc)
+                raise SetupError(f"{failed}; fix, replace or block the plugin") from None
+        self._started = True
         self.run.path.mkdir(parents=True, exist_ok=True)
         self._lock = self.run.lock()
         if self._lock is None:
@@ -246,15 +256,6 @@ class Optimizer:
         else:
             write_atomic(self.run.path / "config.yaml", cfg.to_yaml(self.config))
             write_atomic(self.run.path / "problem.py", self.problem.source)
-        if self._own_executor:
-            try:
-                self.executor.start(self.device)
-            except (OSError, ValueError) as exc:
-                raise SetupError(str(exc)) from None
-            except Exception as exc:
-                failed = PluginFailed(self.plugins.provider("executor", self.executor.name), "start()", exc)
-                raise SetupError(f"{failed}; fix, replace or block the plugin") from None
-        self._started = True
         # the evaluator watches the directory of the problem file it is given for changes, and
         # the loop writes its records into the run directory while other evaluations run: the
         # evaluations get a copy of the problem in a directory of its own
