@@ -390,7 +390,7 @@ class Optimizer:
             early = self._screen(pending)
             if early is not None:  # rejected by its generator or invalid: nothing of it runs
                 failed = failed or self._record(pending, {"result": early, "profile": None, "notes": [],
-                                                          "seconds": {"evaluate": 0.0, "profile": None}})
+                                                          "seconds": {"evaluate": 0.0, "profile": 0.0}})
                 continue
             by_id[pending["id"]] = pending
             jobs.append(Job(id=pending["id"], fn=self._evaluate_call(pending, use_pool)))
@@ -440,7 +440,7 @@ class Optimizer:
                 value["notes"] = [*value.get("notes", []), f"evaluated again after its worker was lost"]
             return value
         result = EvalResult(verdict=Verdict.CRASH, reason=f"not evaluated: {outcome.error}", device=self.device)
-        return {"result": result, "profile": None, "notes": [], "seconds": {"evaluate": 0.0, "profile": None}}
+        return {"result": result, "profile": None, "notes": [], "seconds": {"evaluate": 0.0, "profile": 0.0}}
 
     def _run_one(self, job: Job, what: str) -> Any:
         """One job on the executor; its value, or RunError when it failed."""

@@ -139,4 +139,4 @@ class EvaluateCall:
         if self.profile is not None and result.correct:
             profiled = self.profile(slot, result)
         return {"result": result, "profile": profiled, "notes": notes, "worker": slot.name,
-                "seconds": {"evaluate": t1 - t0, "profile": time.monotonic() - t1 if self.profile else None}}
+                "seconds": {"evaluate": t1 - t0, "profile": time.monotonic() - t1}}
