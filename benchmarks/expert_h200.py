@@ -8,18 +8,16 @@ Two steps:
 
        python benchmarks/expert_h200.py prepare          # -> build/kernelbench_sample/sample.jsonl
 
-2. On the H200 machine, from the repo root (with build/kernelbench_sample copied there).
-   On the two-GPU machine one shard per GPU, then the tables::
+2. On the H200 machine, from the repo root (with build/kernelbench_sample copied there)::
 
-       CUDA_VISIBLE_DEVICES=0 python benchmarks/expert_h200.py run --config benchmarks/expert_h200.yaml --shard 0/2 --deadline-s 420 &
-       CUDA_VISIBLE_DEVICES=1 python benchmarks/expert_h200.py run --config benchmarks/expert_h200.yaml --shard 1/2 --deadline-s 420 &
-       wait; python benchmarks/expert_h200.py run --config benchmarks/expert_h200.yaml --report-only
+       python benchmarks/expert_h200.py run --config benchmarks/expert_h200.yaml --deadline-s 420
 
    Each problem is optimized with the expert generator (greedy search, a fixed budget per
-   problem, ncu + SASS profiling) into ``build/expert_bench/runs/<problem>``; no problem is
-   started after ``--deadline-s``; every shard packs its problems' records into
-   ``$OUT/expert_shardI.tar.gz``, and ``--report-only`` writes results.json and report.md
-   from every run directory and packs ``$OUT/expert.tar.gz``. Problems already run are read
+   problem, ncu + SASS profiling) into ``build/expert_bench/runs/<problem>`` by
+   ``kernelpro.bench.run_bench``: the config's executor runs one problem per visible GPU at a
+   time (``local``; ``ray`` for the GPUs of a Ray cluster); no problem is started after
+   ``--deadline-s``. It writes results.json and report.md from every run directory and packs
+   ``$OUT/expert.tar.gz``; ``--report-only`` does that without running anything. Problems already run are read
    back (their run directories, carried back to the machine, continue a bench in a later
    call); the table counts problems not yet run as failures, so only a pass that ran every
    problem gives the numbers to record. The speedup over torch.compile comes from the
@@ -93,40 +91,16 @@ def run(args: argparse.Namespace) -> int:
         problems = problems[:args.limit]
     if args.first:
         problems = order_first(problems, args.first)
-    shard = None
-    if args.shard:
-        i, n = (int(x) for x in args.shard.split("/"))
-        shard = (i, n)
-        if args.claims is None:
-            problems = problems[i::n]
-    claims = Path(args.claims) if args.claims else None
-    if claims is not None:
-        claims.mkdir(parents=True, exist_ok=True)
-    t0 = time.monotonic()
-    rows = []
-    ran: list[str] = []
-    for p in problems:
-        run_dir = out_dir / "runs" / p.key
-        done = (run_dir / "summary.json").exists()
-        if args.report_only or (not done and time.monotonic() - t0 > args.deadline_s):
-            if not done:
-                print(f"not run: {p.key}", flush=True)
-            rows.append(bench.problem_row(p, run_dir, error=None if done else "not run"))
-            continue
-        if not done and claims is not None and not claim(claims, p.key):
-            continue  # another shard of this call has it
-        ran.append(p.key)
-        rows += bench.run_bench([p], config, plugins, out_dir, device,
-                                say=lambda s: print(f"[{time.monotonic() - t0:6.0f} s] {s}", flush=True))
-        if shard is not None:  # after every problem, so that a shard stopped at a step limit keeps its records
-            _pack(_shard_tar(out_dir, args.generator, shard), out_dir, args.generator, ran, with_tables=False)
-    if shard is not None:
-        # shards share out_dir/runs; the table comes from a later `run --report-only`
-        tar_path = _shard_tar(out_dir, args.generator, shard)
-        _pack(tar_path, out_dir, args.generator, ran, with_tables=False)
-        print(f"shard {shard[0]}/{shard[1]}: {sum(r['error'] is None for r in rows)} of {len(rows)} problems run; "
-              f"packed {tar_path}")
-        return 0
+    if args.report_only:
+        rows = [bench.problem_row(p, out_dir / "runs" / p.key, error=None if (out_dir / "runs" / p.key
+                                                                               / "summary.json").exists()
+                                  else "not run") for p in problems]
+    else:
+        # every GPU of the host (or of the Ray cluster, with the config's executor: ray) takes
+        # the next problem as it becomes free; none starts after the deadline
+        t0 = time.monotonic()
+        rows = bench.run_bench(problems, config, plugins, out_dir, device, deadline=time.time() + args.deadline_s,
+                               say=lambda s: print(f"[{time.monotonic() - t0:6.0f} s] {s}", flush=True))
     summary = bench.summarise(rows)
     from kernelpro.loop import gpu_spec
 
@@ -158,23 +132,6 @@ def order_first(problems: list, first: str) -> list:
         return next((i for i, f in enumerate(firsts) if key == f or key.startswith(f + "_")), len(firsts))
 
     return sorted(problems, key=rank)
-
-
-def claim(claims: Path, key: str) -> bool:
-    """Take problem ``key`` for this process: True for the one process of the call that
-    creates its claim file first (shards share a work list instead of fixed halves, so
-    neither GPU idles while the other still has problems)."""
-    try:
-        fd = os.open(claims / key, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-    except FileExistsError:
-        return False
-    os.write(fd, str(os.getpid()).encode())
-    os.close(fd)
-    return True
-
-
-def _shard_tar(out_dir: Path, generator: str, shard: tuple[int, int]) -> Path:
-    return Path(os.environ.get("OUT", str(out_dir.parent))) / f"{generator}_shard{shard[0]}.tar.gz"
 
 
 def _pack(tar_path: Path, out_dir: Path, generator: str, keys: list[str], with_tables: bool) -> None:
@@ -210,11 +167,6 @@ def main(argv: list[str] | None = None) -> int:
                    help="comma-separated problem keys or key prefixes (e.g. L1_98) to run first; the rest "
                         "keep the sample's order")
     r.add_argument("--deadline-s", type=float, default=540.0, help="start no problem after this many seconds")
-    r.add_argument("--shard", default=None, metavar="I/N",
-                   help="run only problems I, I+N, ... (one shard per GPU: CUDA_VISIBLE_DEVICES=I); no tables")
-    r.add_argument("--claims", default=None, metavar="DIR",
-                   help="with --shard: every shard walks the whole sample and runs the problems it claims first "
-                        "in DIR (one fresh DIR per call), instead of a fixed share")
     r.add_argument("--report-only", action="store_true",
                    help="run nothing: read every problem's run directory and write the tables")
     args = ap.parse_args(argv)

@@ -33,6 +33,9 @@ fi
 # the CUTLASS sources the CuTe tests search (kernelpro-cute's cutlass extra)
 "$TVENV/bin/python" -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('cutlass_library') is None)" \
     || "$TVENV/bin/python" -m pip install -q "nvidia-cutlass>=4.2,<5"
+# Ray, for the tests of the ray executor on a local CPU cluster (kernelpro-core's ray extra;
+# about 80 MB, 25 s to install here)
+"$TVENV/bin/python" -c "import ray" 2>/dev/null || "$TVENV/bin/python" -m pip install -q "ray>=2.9"
 # type check first: a mypy error fails the script before the tests run
 bash scripts/typecheck.sh
 "$TVENV/bin/python" -m pytest "$@"

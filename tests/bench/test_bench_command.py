@@ -136,20 +136,6 @@ def test_a_problem_without_a_correct_candidate_scores_the_reference_against_torc
                              run)["speedup_compiled"] is None
 
 
-def test_shards_claim_each_problem_once(tmp_path):
-    """benchmarks/expert_h200.py --claims: of two shards walking the same list, exactly one
-    takes each problem."""
-    import importlib.util
-
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "expert_h200.py"
-    spec = importlib.util.spec_from_file_location("expert_h200_bench", path)
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
-    assert script.claim(tmp_path, "L1_8_x") is True
-    assert script.claim(tmp_path, "L1_8_x") is False
-    assert script.claim(tmp_path, "L1_12_y") is True
-
-
 def test_first_orders_the_named_problems_first_and_keeps_the_set():
     """benchmarks/expert_h200.py --first: a short call reaches the named problems first."""
     import importlib.util

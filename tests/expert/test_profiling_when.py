@@ -109,7 +109,6 @@ def _stats(ms: float) -> "TimingStats":
 def test_compiled_reference_timed_once_in_the_baseline_job_is_used_for_every_candidate(tmp_path, monkeypatch):
     """evaluator.compiled_reference_per_candidate = false: the workers do not time
     torch.compile's reference; the records take the baseline job's time and say so."""
-    import kernelpro.loop as loop_mod
     from kernelpro.records import EvalResult, Verdict
 
     jobs = []
@@ -124,7 +123,7 @@ def test_compiled_reference_timed_once_in_the_baseline_job_is_used_for_every_can
         assert kw["reference_flops"] == 777.0  # counted once, by the baseline job
         return EvalResult(verdict=Verdict.CORRECT, timing=_stats(1.0), baseline=_stats(2.0), device="cuda")
 
-    monkeypatch.setattr(loop_mod, "evaluate", fake_evaluate)
+    monkeypatch.setattr("kernelpro.evaluate.runner.evaluate", fake_evaluate)  # what the loop's calls run
     config = cfg.load_config(str(FAST), {"device": "cpu", "budget": 2, "generator": {"name": "expert", "params": {}},
                                          "evaluator": {"compiled_reference_per_candidate": False}})
     run = tmp_path / "run"

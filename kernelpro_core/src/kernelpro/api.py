@@ -23,7 +23,7 @@ from __future__ import annotations
 import abc
 import random
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterator, Mapping, Sequence
 
 import attrs
 
@@ -382,6 +382,73 @@ class ToolError(Exception):
     pass
 
 
+# --- Executors -------------------------------------------------------------------------
+
+
+@attrs.frozen
+class Slot:
+    """One worker of an executor, as a job sees it: ``device`` is what the job hands the
+    evaluator (``cuda`` or ``cpu``) and ``env`` what it adds to the environment of every
+    process it starts (``CUDA_VISIBLE_DEVICES`` pins those to the worker's GPU)."""
+
+    name: str
+    device: str
+    env: Mapping[str, str] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class Job:
+    """Work an executor runs on one of its workers: ``fn(slot)``. ``kind`` is ``evaluate``
+    (an evaluation, with the candidate's profiling when the run profiles each one),
+    ``profile`` or ``problem`` (a whole optimization, from ``kernelpro bench``). An executor
+    whose jobs leave the process (``Executor.in_process`` false) pickles ``fn``."""
+
+    id: str
+    fn: Callable[[Slot], Any]
+    kind: str = "evaluate"
+
+
+@attrs.frozen
+class JobOutcome:
+    """What became of a job: ``value`` is what ``fn`` returned, or ``error`` (one line) says
+    why there is none (``fn`` raised, or its worker was lost on every attempt)."""
+
+    id: str
+    value: Any = None
+    error: str | None = None
+    worker: str = ""
+    attempts: int = 1
+
+
+class Executor(Plugin):
+    """Where evaluations, profiles and a bench's problems run.
+
+    The loop starts the executor once (:meth:`start`), hands it the jobs of one round
+    (:meth:`run`) and records what comes back itself, in one thread: the run directory's
+    records have one writer. A worker runs one job at a time, so a profiling pass never
+    shares its device with a timing measurement. A worker lost in the middle of a job
+    (killed, out of memory, a GPU fault) costs that job one attempt: it runs once more on
+    another worker; lost again, its outcome carries the error and the run goes on."""
+
+    #: jobs run in this process (threads): ``Job.fn`` may hold objects that cannot be pickled
+    in_process: ClassVar[bool] = True
+
+    def start(self, device: str) -> None:
+        """Get the workers ready for jobs on ``device`` (``cuda`` or ``cpu``). Raise
+        ``OSError`` or ``ValueError`` with one line when that cannot be done."""
+
+    @abc.abstractmethod
+    def slots(self) -> list[Slot]:
+        """The workers (after :meth:`start`)."""
+
+    @abc.abstractmethod
+    def run(self, jobs: Sequence[Job]) -> Iterator[JobOutcome]:
+        """Run every job; yield one outcome per job as each ends (any order)."""
+
+    def shutdown(self) -> None:
+        """Release the workers."""
+
+
 # --- Lifecycle -------------------------------------------------------------------------
 
 
@@ -469,6 +536,7 @@ __all__ = [
     "BottleneckClassifier", "MicroProfiler", "ANY", "ArchHeuristic",
     "Measurement", "MeasurementError",
     "LLMTool", "ToolContext", "ToolError",
+    "Executor", "Slot", "Job", "JobOutcome",
     "RunInfo", "CandidateRecord", "RunSummary",
     # records
     "Verdict", "TimingStats", "CompileResult", "CorrectnessResult", "EvalResult", "CandidateDraft",

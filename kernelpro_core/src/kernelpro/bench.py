@@ -5,7 +5,12 @@ A suite is a directory of KernelBench-format ``.py`` files (the level is read fr
 ``problem_id``, ``name`` and ``code``. Problems are filtered by level, sampled (per level,
 with a fixed seed, before anything runs) and limited, then each is optimized in-process
 into its own run directory under ``<out>/runs/``; a run directory that already holds a
-``summary.json`` is read back instead of run again, so an interrupted bench continues.
+``summary.json`` is read back instead of run again, so an interrupted bench continues
+(one that holds part of a run is resumed). Problems run on the config's executor
+(``executor:``): with ``local``, one at a time per GPU of the host; with ``ray``, one per
+GPU of the Ray cluster; a problem whose worker is lost runs once more elsewhere, resumed.
+The bench's own files (``results.json``, ``report.md``) are written once, at the end, by
+the command.
 
 Per level it reports: the correct rate (problems with at least one correct candidate),
 the geometric-mean speedup of the best candidate over eager and over torch.compile (a
@@ -443,36 +448,101 @@ def write_report(out_dir: Path, rows: list[dict[str, Any]], summary: dict[str, d
     return path
 
 
-def run_bench(problems: list[SuiteProblem], config: Any, plugins: Any, out_dir: Path, device: str,
-              say: Any = print) -> list[dict[str, Any]]:
-    """Optimize each problem into ``out_dir/runs/<key>``; return one row per problem."""
-    from kernelpro.loop import RunError, optimize
-    from kernelpro.problem import ProblemError, parse_problem
+@attrs.define
+class ProblemCall:
+    """Optimize one problem of a bench on an executor's worker (a job of kind ``problem``):
+    into its run directory, continuing it when it holds part of a run, with the problem's
+    evaluations pinned to the worker's GPU. Returns None, an error line, or ``NOT_RUN``
+    when the bench's deadline had passed before it began. Picklable: a Ray actor loads the
+    installed plugins itself."""
 
-    rows = []
+    problem: SuiteProblem
+    config: Any  # kernelpro.config.Config
+    run_dir: Path
+    deadline: float | None = None  # time.time() after which no problem starts
+    plugins: Any = None  # in this process: the command's plugins (not pickled)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = {f.name: getattr(self, f.name) for f in attrs.fields(type(self))}
+        state["plugins"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for k, v in state.items():
+            object.__setattr__(self, k, v)
+
+    def __call__(self, slot: Any) -> str | None:
+        from kernelpro.executors.local import LocalExecutor, LocalSettings
+        from kernelpro.loop import RunError, optimize
+        from kernelpro.plugins import Plugins
+        from kernelpro.problem import ProblemError, parse_problem
+
+        if self.deadline is not None and time.time() > self.deadline:
+            return NOT_RUN
+        pinned = slot.env.get("CUDA_VISIBLE_DEVICES")
+        executor = LocalExecutor(LocalSettings(devices=[pinned] if pinned is not None else None))
+        executor.start(slot.device)
+        plugins = self.plugins if self.plugins is not None else Plugins(block=self.config.plugins.block)
+        t0 = time.monotonic()
+        resume = (self.run_dir / "problem.py").exists()
+        error = None
+        try:
+            problem = parse_problem(self.problem.source, name=self.problem.key)
+            optimize(problem, self.config, plugins, self.run_dir, slot.device, resume=resume, executor=executor)
+        except (RunError, ProblemError) as exc:
+            error = str(exc)
+        except Exception as exc:  # one broken problem must not stop the bench
+            error = f"{type(exc).__name__}: {exc}".splitlines()[0]
+        if self.run_dir.is_dir():  # a resumed problem's wall time is this call's part only
+            (self.run_dir / BENCH_META).write_text(json.dumps(
+                {"code": code_digest(), "wall_s": time.monotonic() - t0, "resumed": resume, "worker": slot.name}))
+        return error
+
+
+#: what :class:`ProblemCall` returns for a problem the deadline kept from starting
+NOT_RUN = "not run"
+
+
+def run_bench(problems: list[SuiteProblem], config: Any, plugins: Any, out_dir: Path, device: str,
+              say: Any = print, executor: Any = None, deadline: float | None = None) -> list[dict[str, Any]]:
+    """Optimize each problem into ``out_dir/runs/<key>`` on the workers of ``executor`` (by
+    default the config's, started here: one problem per GPU of the host or of the Ray
+    cluster at a time); return one row per problem, in the order of ``problems``. A problem
+    whose run directory holds a summary is read back; one with part of a run continues it.
+    No problem starts after ``deadline`` (a ``time.time()``); its row says ``not run``."""
+    from kernelpro import config as cfg
+    from kernelpro.api import Job
+    from kernelpro.loop import RunError
+
+    errors: dict[str, str | None] = {}
+    jobs = []
     for i, p in enumerate(problems, 1):
         run_dir = out_dir / "runs" / p.key
-        error = None
         if (run_dir / "summary.json").exists():
             say(f"[{i}/{len(problems)}] {p.key}: already run, reading {run_dir}")
         else:
-            say(f"[{i}/{len(problems)}] {p.key}")
-            t0 = time.monotonic()
-            resume = (run_dir / "problem.py").exists()
-            try:
-                problem = parse_problem(p.source, name=p.key)
-                optimize(problem, config, plugins, run_dir, device, resume=resume)
-            except (RunError, ProblemError) as exc:
-                error = str(exc)
-            except Exception as exc:  # one broken problem must not stop the bench
-                error = f"{type(exc).__name__}: {exc}".splitlines()[0]
-            if run_dir.is_dir():  # a resumed problem's wall time is this call's part only
-                (run_dir / BENCH_META).write_text(json.dumps(
-                    {"code": code_digest(), "wall_s": time.monotonic() - t0, "resumed": resume}))
-            if error:
-                say(f"  error: {error}")
-        rows.append(problem_row(p, run_dir, error))
-    return rows
+            jobs.append(Job(id=p.key, fn=ProblemCall(p, config, run_dir, deadline, plugins), kind="problem"))
+    own = executor is None
+    if jobs and own:
+        exe_cls, exe_settings = cfg.validate(config, plugins)["executor"]
+        try:
+            executor = exe_cls(exe_settings)
+            executor.start(device)
+        except (OSError, ValueError) as exc:
+            raise RunError(str(exc)) from None
+    try:
+        if jobs:
+            say(f"{len(jobs)} problem(s) to run on {len(executor.slots())} worker(s) ({executor.name})")
+        for n, outcome in enumerate(executor.run(jobs) if jobs else (), 1):
+            errors[outcome.id] = outcome.error or outcome.value
+            state = f"error: {errors[outcome.id]}" if errors[outcome.id] else "done"
+            say(f"[{n}/{len(jobs)}] {outcome.id}: {state}"
+                + (f" ({outcome.worker})" if outcome.worker else "")
+                + (f" (attempt {outcome.attempts})" if outcome.attempts > 1 else ""))
+    finally:
+        if jobs and own:
+            executor.shutdown()
+    return [problem_row(p, out_dir / "runs" / p.key, errors.get(p.key)) for p in problems]
 
 
 @hookimpl
@@ -548,7 +618,10 @@ def kernelpro_register_commands(cli):
                 else:
                     display.print(line)
 
-            rows = run_bench(problems, config, plugins, out_dir, dev, say=say)
+            try:
+                rows = run_bench(problems, config, plugins, out_dir, dev, say=say)
+            except RunError as exc:  # the executor cannot start (no Ray, no cluster)
+                raise Abort(str(exc)) from None
         summary = summarise(rows)
         meta = {"suite": str(suite), "generator": config.generator.name, "search": config.search.name,
                 "reward": config.reward.name, "budget": config.budget, "device": dev, "seed": seed,

@@ -199,6 +199,9 @@ class Config:
     max_generator_failures: int = 3
     search: Choice = Choice("greedy")
     reward: Choice = Choice("log_speedup")
+    # where evaluations and profiles (and a bench's problems) run: local (this host, one worker
+    # per visible GPU) or ray (a Ray cluster; the kernelpro-core[ray] extra)
+    executor: Choice = Choice("local")
     measurements: list[str] = attrs.field(factory=list)
     measurement_params: dict[str, dict[str, Any]] = attrs.field(factory=dict)
     heuristic_params: dict[str, dict[str, Any]] = attrs.field(factory=dict)  # settings per heuristic
@@ -375,7 +378,7 @@ def auto_generator() -> str:
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     out = dict(base)
     for key, value in over.items():
-        if key in ("generator", "search", "reward") and isinstance(value, dict):
+        if key in ("generator", "search", "reward", "executor") and isinstance(value, dict):
             # choosing another plugin resets that plugin's params
             if "name" in value and value.get("name") != base.get(key, {}).get("name"):
                 out[key] = value
@@ -404,7 +407,8 @@ def validate(config: Config, plugins: Any) -> dict[str, Any]:
 
     problems: list[str] = []
     resolved: dict[str, Any] = {}
-    for role, kind in (("generator", "generator"), ("search", "search"), ("reward", "reward")):
+    for role, kind in (("generator", "generator"), ("search", "search"), ("reward", "reward"),
+                       ("executor", "executor")):
         choice: Choice = getattr(config, role)
         try:
             cls = plugins.get(kind, choice.name).obj

@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # pragma: no cover
         BottleneckClassifier,
         CandidateRecord,
         Collector,
+        Executor,
         Generator,
         LLMTool,
         Measurement,
@@ -130,6 +131,15 @@ def kernelpro_register_heuristics(register: Callable[[type[ArchHeuristic]], None
     to the architectures they name.
 
     :param register: call ``register(HeuristicClass)`` for each heuristic.
+    """
+
+
+@hookspec
+def kernelpro_register_executors(register: Callable[[type[Executor]], None]) -> None:
+    """Register executors (subclasses of :class:`kernelpro.api.Executor`): where a run's
+    evaluations and profiles, and a bench's problems, run (config ``executor.name``).
+
+    :param register: call ``register(ExecutorClass)`` for each executor.
     """
 
 

@@ -20,18 +20,22 @@ import attrs
 from kernelpro import config as cfg
 from kernelpro.api import (
     Attempt,
+    Executor,
     GenerationBudgetExhausted,
     GenerationRequest,
+    Job,
+    JobOutcome,
     ParentInfo,
     ProfileContext,
     ProfileTarget,
     RewardContext,
     RunInfo,
 )
-from kernelpro.evaluate.runner import evaluate, profile_env
+from kernelpro.evaluate.runner import profile_env
+from kernelpro.executors.calls import EvaluateCall, ProfileCall, make_profiler
 from kernelpro.plugins import PluginFailed, Plugins, _first_line
 from kernelpro.problem import Problem, ProblemError, check_candidate, detect_language
-from kernelpro.profile.pipeline import Profiler, no_gpu_notes, save_profiles
+from kernelpro.profile.pipeline import no_gpu_notes, save_profiles
 from kernelpro.records import Analysis, EvalResult, GpuSpec, Verdict, from_json, to_json
 from kernelpro.rundir import RunDir, write_atomic
 from kernelpro.search.tree import ROOT, Tree
@@ -152,7 +156,7 @@ class Progress:
 
 class Optimizer:
     def __init__(self, problem: Problem, config: cfg.Config, plugins: Plugins, run_dir: Path,
-                 device: str, progress: Progress | None = None) -> None:
+                 device: str, progress: Progress | None = None, executor: Executor | None = None) -> None:
         self.problem = problem
         self.config = config
         self.plugins = plugins
@@ -167,6 +171,13 @@ class Optimizer:
         self.policy = self._construct("search", pol_cls,
                                       lambda: pol_cls(pol_settings, rng=random.Random(config.seed)))
         self.reward = self._construct("reward", rew_cls, lambda: rew_cls(rew_settings))
+        # where evaluations and profiles run; one given by the caller (a bench's worker) is the caller's
+        self._own_executor = executor is None
+        if executor is None:
+            exe_cls, exe_settings = resolved["executor"]
+            executor = self._construct("executor", exe_cls, lambda: exe_cls(exe_settings))
+        self.executor: Executor = executor
+        self._started = False
         self.generator_failures = 0
         self.measurements = resolved["measurements"]
         self.heuristic_settings = resolved["heuristics"]
@@ -178,10 +189,7 @@ class Optimizer:
         self.profiler = None
         if config.profiling.enabled:
             try:
-                self.profiler = Profiler(plugins, config.profiling.classifier, config.profiling.collectors,
-                                         config.profiling.block_micro_profilers, self.heuristic_settings,
-                                         resolved["classifier"], resolved["micro_profilers"],
-                                         resolved["collectors"])
+                self.profiler = make_profiler(config, plugins, resolved)
             except PluginFailed as exc:  # before the run directory is touched
                 raise SetupError(f"{exc}; fix, replace or block the plugin") from None
         self.memory = None
@@ -205,6 +213,9 @@ class Optimizer:
         self.retimed: set[str] = set()
         self._input_lines: tuple[str, ...] | None = None
         self._lock: Any = None
+        self._resolved = resolved
+        self._profilers: dict[str, Any] = {}  # one per worker of the executor (profile calls)
+        self._last_profile_seconds: dict[str, float] = {}
         self.run_id = run_dir.name  # replaced by the id stored in run.json at start()
 
     # --- set-up and resume ---------------------------------------------------------------
@@ -214,6 +225,16 @@ class Optimizer:
                        gpu=self.gpu)
 
     def start(self, resume: bool) -> None:
+        # the workers first: an executor that cannot start (no Ray cluster) leaves no run directory
+        if self._own_executor:
+            try:
+                self.executor.start(self.device)
+            except (OSError, ValueError) as exc:
+                raise SetupError(str(exc)) from None
+            except Exception as exc:
+                failed = PluginFailed(self.plugins.provider("executor", self.executor.name), "start()", exc)
+                raise SetupError(f"{failed}; fix, replace or block the plugin") from None
+        self._started = True
         self.run.path.mkdir(parents=True, exist_ok=True)
         self._lock = self.run.lock()
         if self._lock is None:
@@ -235,11 +256,17 @@ class Optimizer:
         else:
             write_atomic(self.run.path / "config.yaml", cfg.to_yaml(self.config))
             write_atomic(self.run.path / "problem.py", self.problem.source)
+        # the evaluator watches the directory of the problem file it is given for changes, and
+        # the loop writes its records into the run directory while other evaluations run: the
+        # evaluations get a copy of the problem in a directory of its own
+        if not self._eval_problem_path().exists() or self._eval_problem_path().read_text() != self.problem.source:
+            self._eval_problem_path().parent.mkdir(exist_ok=True)
+            write_atomic(self._eval_problem_path(), self.problem.source)
         if self.baseline is None:
             self.progress.message("measuring the reference")
-            base = evaluate(self._problem_path(), None, device=self.device, config=self.config.evaluator,
-                            workdir=self.run.eval_dir("baseline"), seed=self.config.seed,
-                            measurements=self.measurements, ceilings=self.gpu)
+            call = EvaluateCall(self._eval_problem_path(), None, self.config.evaluator, self.run.eval_dir("baseline"),
+                                self.config.seed, list(self.measurements), ceilings=self.gpu)
+            base = self._run_one(Job(id="baseline", fn=call), "the reference")["result"]
             if base.verdict is not Verdict.CORRECT:
                 raise RunError(f"the reference itself failed ({base.verdict.value}): {base.reason}")
             self.baseline = base
@@ -249,6 +276,10 @@ class Optimizer:
 
     def _problem_path(self) -> Path:
         return self.run.path / "problem.py"
+
+    def _eval_problem_path(self) -> Path:
+        """The problem as evaluations read it (a copy no record is written beside)."""
+        return self.run.path / "reference" / "problem.py"
 
     def _restore(self) -> None:
         if not (self.run.path / "problem.py").exists():
@@ -294,13 +325,13 @@ class Optimizer:
 
     def loop(self) -> dict[str, Any]:
         # drafts written before a kill but never evaluated come first
+        left: list[dict[str, Any]] = []
         for pending in list(self.run.read_json("pending.json", [])):
-            if len(self.records) >= self.config.budget:
-                break
             if any(r["id"] == pending["id"] for r in self.records):
                 self._drop_pending(pending["id"])
-                continue
-            self._evaluate_draft(pending)
+            elif len(self.records) + len(left) < self.config.budget:
+                left.append(pending)
+        self._evaluate_batch(left)
         while len(self.records) < self.config.budget:
             # a raising policy stops the run; tree.json is the one saved after the last batch
             parents = self._policy("select", self.tree, self.config.parallel)
@@ -347,22 +378,79 @@ class Optimizer:
         return self.finish()
 
     def _evaluate_batch(self, batch: list[dict[str, Any]]) -> None:
-        """Evaluate the drafts of one round. With several, the later ones compile in the
-        background pool (CPU cores) while the earlier ones are evaluated."""
-        futures: dict[str, Any] = {}
-        if len(batch) > 1 and self.config.evaluator.compile_stage:
-            pool = self._compile_pool()
-            for pending in batch:
-                futures[pending["id"]] = pool.submit(self.run.source_path(pending["id"]))
+        """Evaluate the drafts of one round on the executor's workers, several at once when
+        it has several (one GPU each); with an in-process executor the later ones compile in
+        the background pool (CPU cores) meanwhile. Each result is recorded here, in this
+        thread, as it comes back (the run directory has one writer)."""
+        jobs: list[Job] = []
+        by_id: dict[str, dict[str, Any]] = {}
+        use_pool = len(batch) > 1 and self.config.evaluator.compile_stage and self.executor.in_process
+        failed: PluginFailed | None = None
         for pending in batch:
-            compiled = None
-            fut = futures.get(pending["id"])
-            if fut is not None:
-                try:
-                    compiled = fut.result()
-                except Exception as exc:  # the evaluator compiles it itself then
-                    self.progress.message(f"{pending['id']}: background compile failed: {exc}")
-            self._evaluate_draft(pending, compiled=compiled)
+            early = self._screen(pending)
+            if early is not None:  # rejected by its generator or invalid: nothing of it runs
+                failed = failed or self._record(pending, {"result": early, "profile": None, "notes": [],
+                                                          "seconds": {"evaluate": 0.0, "profile": 0.0}})
+                continue
+            by_id[pending["id"]] = pending
+            jobs.append(Job(id=pending["id"], fn=self._evaluate_call(pending, use_pool)))
+        for outcome in self.executor.run(jobs):
+            pending = by_id[outcome.id]
+            failed = failed or self._record(pending, self._outcome_value(outcome, pending["id"]))
+        if failed is not None:
+            raise failed
+
+    def _screen(self, pending: dict[str, Any]) -> EvalResult | None:
+        """The verdict of a draft decided without running it, or None."""
+        cid = pending["id"]
+        if pending.get("contract_error"):  # the generator refused its own reply
+            return EvalResult(verdict=Verdict.CONTRACT, reason=pending["contract_error"], device=self.device)
+        try:
+            check_candidate(self.run.source_path(cid).read_text(), self.problem, where=f"{cid}.py")
+        except ProblemError as exc:
+            return EvalResult(verdict=Verdict.INVALID, reason=str(exc), device=self.device)
+        return None
+
+    def _language(self, cid: str, stored: str | None = None) -> str:
+        return stored or detect_language(self.run.source_path(cid).read_text())
+
+    def _evaluate_call(self, pending: dict[str, Any], use_pool: bool) -> EvaluateCall:
+        cid = pending["id"]
+        path = self.run.source_path(cid)
+        compiled = self._compile_pool().submit(path) if use_pool else None
+        profile = self._profile_call(cid) if self.config.profiling.when == "each" and self.profiler else None
+        return EvaluateCall(self._eval_problem_path(), path, self.config.evaluator, self.run.eval_dir(cid),
+                            self.config.seed, list(self.measurements), build_dir=self.run.build_dir(cid),
+                            language=self._language(cid, pending.get("language")),
+                            reference_flops=self._reference_flops(), compiled=compiled, profile=profile,
+                            ceilings=self.gpu)
+
+    def _profile_call(self, cid: str, result: EvalResult | None = None) -> ProfileCall:
+        return ProfileCall(config=self.config, problem_path=self._problem_path(),
+                           candidate_path=self.run.source_path(cid), workdir=self.run.profile_dir(cid),
+                           build_dir=self.run.build_dir(cid), gpu=self.gpu, result=result,
+                           factory=lambda: make_profiler(self.config, self.plugins, self._resolved),
+                           profilers=self._profilers)
+
+    def _outcome_value(self, outcome: JobOutcome, cid: str) -> dict[str, Any]:
+        """An evaluation's outcome as :meth:`_record` takes it: one whose job failed (its
+        worker lost twice, an error outside the evaluator) is a crash with that reason."""
+        if outcome.error is None:
+            value: dict[str, Any] = outcome.value
+            if outcome.attempts > 1:
+                value["notes"] = [*value.get("notes", []), f"evaluated again after its worker was lost"]
+            return value
+        result = EvalResult(verdict=Verdict.CRASH, reason=f"not evaluated: {outcome.error}", device=self.device)
+        return {"result": result, "profile": None, "notes": [], "seconds": {"evaluate": 0.0, "profile": 0.0}}
+
+    def _run_one(self, job: Job, what: str) -> Any:
+        """One job on the executor; its value, or RunError when it failed."""
+        outcomes = list(self.executor.run([job]))
+        if not outcomes:
+            raise RunError(f"{what}: the executor returned nothing")
+        if outcomes[0].error is not None:
+            raise RunError(f"{what}: {outcomes[0].error}")
+        return outcomes[0].value
 
     def _compile_pool(self) -> Any:
         if self._pool is None:
@@ -504,27 +592,15 @@ class Optimizer:
         queue = [p for p in self.run.read_json("pending.json", []) if p["id"] != cid]
         self.run.write_json("pending.json", queue)
 
-    def _evaluate_draft(self, pending: dict[str, Any], compiled: Any = None) -> None:
+    def _record(self, pending: dict[str, Any], done: dict[str, Any]) -> PluginFailed | None:
+        """Record one evaluated draft (``done``: what :class:`EvaluateCall` returned): its
+        profile, its line in candidates.jsonl, its node. Returns the failure of the
+        configured classifier, if its profiling raised one (the run stops after the round)."""
         cid = pending["id"]
-        path = self.run.source_path(cid)
-        source = path.read_text()
-        language = pending.get("language") or detect_language(source)
-        t_eval = time.monotonic()
-        try:
-            if pending.get("contract_error"):
-                # the generator refused its own reply: nothing of it is run
-                result = EvalResult(verdict=Verdict.CONTRACT, reason=pending["contract_error"], device=self.device)
-                raise _Rejected()
-            check_candidate(source, self.problem, where=f"{cid}.py")
-            result = evaluate(self._problem_path(), path, device=self.device, config=self.config.evaluator,
-                              workdir=self.run.eval_dir(cid), seed=self.config.seed,
-                              measurements=self.measurements, build_dir=self.run.build_dir(cid),
-                              language=language, compiled=compiled, reference_flops=self._reference_flops(),
-                              ceilings=self.gpu)
-        except ProblemError as exc:
-            result = EvalResult(verdict=Verdict.INVALID, reason=str(exc), device=self.device)
-        except _Rejected:
-            pass
+        language = self._language(cid, pending.get("language"))
+        result: EvalResult = done["result"]
+        for note in done.get("notes", []):
+            self.progress.message(f"{cid}: {note}")
         # the speedup is against the reference timed in the same evaluation as the candidate; the
         # compiled reference too, unless it is timed once per problem (in the baseline job)
         compiled_ms, compiled_from = None, None
@@ -532,15 +608,13 @@ class Optimizer:
             compiled_ms, compiled_from = result.baseline_compiled.median_ms, "candidate evaluation"
         elif result.correct and self.baseline is not None and self.baseline.baseline_compiled is not None:
             compiled_ms, compiled_from = self.baseline.baseline_compiled.median_ms, "baseline job"
-        t_profile = time.monotonic()
         analysis = None
         failed: PluginFailed | None = None
-        if self.config.profiling.when == "each":
+        if done.get("profile") is not None:
             try:
-                analysis = self._profile(cid, result)
+                analysis = self._keep_profile(cid, done["profile"])
             except PluginFailed as exc:  # raised once the record is written: the evaluation is kept
                 failed = exc
-        t_done = time.monotonic()
         self.results[cid] = result
         reward = self._score(result, self._reward_context())
         record = {
@@ -565,10 +639,11 @@ class Optimizer:
             "flags": list(result.flags),
             "measurements": result.measurements,
             "usage": pending.get("usage", {}),
+            "worker": done.get("worker"),  # the executor's worker (GPU) that evaluated it; None: not run
             # wall time of this candidate's evaluation (all its processes included) and profiling
             # (profile: None when profiling.when = expand; profiles.jsonl has the later ones)
-            "seconds": {"evaluate": t_profile - t_eval,
-                        "profile": t_done - t_profile if self.config.profiling.when == "each" else None},
+            "seconds": {"evaluate": done["seconds"]["evaluate"],
+                        "profile": done["seconds"]["profile"] if self.config.profiling.when == "each" else None},
             "result": to_json(result),
         }
         self.run.append_record(record)
@@ -593,8 +668,7 @@ class Optimizer:
                 self.progress.message(f"search memory not updated: {exc}")
         self.notify("kernelpro_candidate_evaluated", run=self.info(), record=freeze(record))
         self.progress.candidate(record)
-        if failed is not None:
-            raise failed
+        return failed
 
     def notify(self, hook: str, **kwargs: Any) -> None:
         """Call an observer hook of every plugin; a plugin that fails is named in one line and
@@ -615,25 +689,36 @@ class Optimizer:
         value = (self.baseline.measurements or {}).get("evaluator", {}).get("flops")
         return float(value) if value is not None else None
 
+    def _keep_profile(self, cid: str, profiled: tuple[Any, ...]) -> Analysis | None:
+        """Save what a :class:`ProfileCall` returned; raise the classifier's failure."""
+        if profiled[0] == "plugin_failed":
+            self._unprofilable.add(cid)
+            raise PluginFailed.from_line(profiled[1], "classify()")
+        if profiled[0] != "ok":
+            self.progress.message(f"{cid}: profiling failed: {profiled[1]}")
+            self._unprofilable.add(cid)
+            return None
+        _, analysis, profiles, seconds = profiled
+        save_profiles(profiles, self.run.profile_dir(cid))
+        self.run.write_json(f"analyses/{cid}.json", analysis.to_dict())
+        self.analyses[cid] = analysis
+        self._last_profile_seconds = seconds
+        return analysis
+
     def _profile(self, cid: str, result: EvalResult) -> Analysis | None:
-        """Profile a correct candidate (once) and keep its analysis; None when it cannot be."""
+        """Profile a correct candidate (once, on a worker of the executor) and keep its
+        analysis; None when it cannot be."""
         if cid in self.analyses:
             return self.analyses[cid]
         if not result.correct or self.profiler is None or cid in self._unprofilable:
             return None
-        try:
-            analysis, profiles = self.profiler.profile(self._target(cid), self._profile_context(cid, result))
-            save_profiles(profiles, self.run.profile_dir(cid))
-            self.run.write_json(f"analyses/{cid}.json", analysis.to_dict())
-        except PluginFailed:  # the configured classifier raised: the run stops (see _evaluate_draft)
-            self._unprofilable.add(cid)
-            raise
-        except Exception as exc:
-            self.progress.message(f"{cid}: profiling failed: {type(exc).__name__}: {exc}")
+        call = self._profile_call(cid, result)
+        outcome = list(self.executor.run([Job(id=cid, fn=call, kind="profile")]))[0]
+        if outcome.error is not None:
+            self.progress.message(f"{cid}: profiling failed: {outcome.error}")
             self._unprofilable.add(cid)
             return None
-        self.analyses[cid] = analysis
-        return analysis
+        return self._keep_profile(cid, outcome.value)
 
     def _profile_late(self, cid: str, why: str) -> None:
         """profiling.when = expand: profile a candidate evaluated earlier, now that its
@@ -650,7 +735,7 @@ class Optimizer:
         self.progress.message(f"{cid}: profiled ({seconds:.0f} s, {why})")
         bottleneck = analysis.bottleneck.kind if analysis.bottleneck else None
         findings = [f.title for f in analysis.findings]
-        collect_s = {k: round(v, 3) for k, v in getattr(self.profiler, "last_seconds", {}).items()}
+        collect_s = {k: round(v, 3) for k, v in self._last_profile_seconds.items()}
         self.run.append_jsonl("profiles.jsonl", {"id": cid, "why": why, "seconds": seconds, "bottleneck": bottleneck,
                                                  "collect_s": collect_s})
         for rec in self.records:
@@ -710,7 +795,9 @@ class Optimizer:
         return ProfileTarget(problem_path=self._problem_path(), candidate_path=self.run.source_path(cid),
                              device=self.device, workdir=self.run.profile_dir(cid), build_dir=build,
                              python=sys.executable,
-                             env=profile_env(build, self.device, self.run.source_path(cid)))
+                             # between rounds nothing of the run is in flight: the first worker's GPU
+                             env={**profile_env(build, self.device, self.run.source_path(cid)),
+                                  **(self.executor.slots()[0].env if self._started else {})})
 
     def _profile_context(self, cid: str, result: EvalResult | None = None) -> ProfileContext:
         return ProfileContext(gpu=self.gpu, device=self.device, result=result or self.results.get(cid))
@@ -722,6 +809,21 @@ class Optimizer:
             self._pool.shutdown()
             self._pool = None
         self._save_tree()
+        try:
+            return self._finish()
+        finally:
+            self._stop_executor()
+
+    def _stop_executor(self) -> None:
+        if self._own_executor and self._started:
+            self._started = False
+            try:
+                self.executor.shutdown()
+            except Exception as exc:
+                self.progress.warning(f"executor {self.executor.name!r}: shutdown failed: {type(exc).__name__}: "
+                                      f"{_first_line(str(exc))}")
+
+    def _finish(self) -> dict[str, Any]:
         best = self._choose_best()
         if best is not None:
             self._profile_late(best["id"], "winner")
@@ -767,6 +869,7 @@ class Optimizer:
         if self._pool is not None:
             self._pool.shutdown()
             self._pool = None
+        self._stop_executor()
 
     # --- the best candidate ---------------------------------------------------------------
 
@@ -790,11 +893,11 @@ class Optimizer:
         cid = rec["id"]
         self.progress.message(f"{cid}: timing was noisy; timing it again")
         k = sum(1 for line in self.run.read_jsonl("retimes.jsonl") if line.get("id") == cid) + 1
-        result = evaluate(self._problem_path(), self.run.source_path(cid), device=self.device,
-                          config=self.config.evaluator, workdir=self.run.eval_dir(f"{cid}-retime{k}"),
-                          seed=self.config.seed, measurements=self.measurements, build_dir=self.run.build_dir(cid),
-                          language=rec.get("language") or "pytorch", reference_flops=self._reference_flops(),
-                          ceilings=self.gpu)
+        call = EvaluateCall(self._eval_problem_path(), self.run.source_path(cid), self.config.evaluator,
+                            self.run.eval_dir(f"{cid}-retime{k}"), self.config.seed, list(self.measurements),
+                            build_dir=self.run.build_dir(cid), language=rec.get("language") or "pytorch",
+                            reference_flops=self._reference_flops(), ceilings=self.gpu)
+        result = self._run_one(Job(id=f"{cid}-retime{k}", fn=call), f"{cid}: timing it again")["result"]
         self.run.append_jsonl("retimes.jsonl", {"id": cid, "result": to_json(result),
                                                 "was": {"runtime_ms": rec["runtime_ms"], "speedup": rec["speedup"]}})
         self._apply_retime(rec, result)
@@ -825,13 +928,21 @@ def _node_numbers(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def optimize(problem: Problem, config: cfg.Config, plugins: Plugins, run_dir: Path, device: str,
-             resume: bool = False, progress: Progress | None = None) -> dict[str, Any]:
-    opt = Optimizer(problem, config, plugins, run_dir, device, progress)
-    opt.start(resume)
+             resume: bool = False, progress: Progress | None = None,
+             executor: Executor | None = None) -> dict[str, Any]:
+    """Optimize ``problem`` into ``run_dir``. ``executor``: a started executor to run the
+    evaluations on (a bench's worker pins one problem to its GPU); by default the config's
+    is built, started and shut down by the run."""
+    opt = Optimizer(problem, config, plugins, run_dir, device, progress, executor)
+    try:
+        opt.start(resume)
+    except BaseException:
+        opt.abandon()
+        raise
     t0 = time.monotonic()
     try:
         summary = opt.loop()
-    except PluginFailed:
+    except BaseException:
         opt.abandon()
         raise
     summary["wall_s"] = time.monotonic() - t0

@@ -36,6 +36,7 @@ from kernelpro.api import (
     ArchHeuristic,
     BottleneckClassifier,
     Collector,
+    Executor,
     Generator,
     LLMTool,
     Measurement,
@@ -62,6 +63,7 @@ KINDS: dict[str, tuple[str, str]] = {
     "measurement": ("kernelpro_register_measurements", "measurement"),
     "heuristic": ("kernelpro_register_heuristics", "architecture heuristic"),
     "llm_tool": ("kernelpro_register_llm_tools", "LLM tool"),
+    "executor": ("kernelpro_register_executors", "executor"),
 }
 
 # Names whose plugin usually comes from a separate distribution, for hints.
@@ -93,6 +95,14 @@ class PluginFailed(PluginError):
         self.plugin = plugin
         self.hook = hook
         super().__init__(f"{what} failed in {hook}: {type(exc).__name__}: {_first_line(str(exc))}")
+
+    @classmethod
+    def from_line(cls, line: str, hook: str = "") -> "PluginFailed":
+        """The failure as another process reported it (its one line)."""
+        failed = cls.__new__(cls)
+        PluginError.__init__(failed, line)
+        failed.plugin, failed.hook = None, hook
+        return failed
 
 
 @attrs.frozen
@@ -353,6 +363,9 @@ class Plugins:
 
     def heuristics(self) -> list[type[ArchHeuristic]]:
         return [r.obj for _, r in sorted(self._checked()["heuristic"].items())]
+
+    def executor(self, name: str) -> type[Executor]:
+        return self.get("executor", name).obj
 
     def llm_tools(self) -> list[type[LLMTool]]:
         return [r.obj for _, r in sorted(self._checked()["llm_tool"].items())]

@@ -23,8 +23,9 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -108,6 +109,7 @@ def evaluate(
     compiled: build.CompileOutcome | None = None,
     reference_flops: float | None = None,
     ceilings: Any = None,
+    env: dict[str, str] | None = None,
 ) -> EvalResult:
     """Evaluate ``candidate_path`` against ``problem_path`` (see the module docstring).
 
@@ -119,7 +121,9 @@ def evaluate(
     judge need not count them again (a counted forward takes seconds on a GPU). ``ceilings``:
     the run's GPU spec (calibrated where ``kernelpro calibrate`` measured the GPU): the
     problem's minimum-traffic bound against it is reported as
-    ``measurements["evaluator"]["min_traffic_bound_ms"]``."""
+    ``measurements["evaluator"]["min_traffic_bound_ms"]``. ``env``: added to the environment
+    of the judge and everything it starts (an executor's ``CUDA_VISIBLE_DEVICES``, pinning
+    the evaluation to one GPU)."""
     workdir = Path(workdir).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
@@ -129,7 +133,7 @@ def evaluate(
     guard = FileWatch(files=files, dirs=[f.resolve().parent for f in files], ignore=ours)
     result = _evaluate(problem_path, candidate_path, device=device, config=config, workdir=workdir, seed=seed,
                        measurements=measurements, build_dir=build_dir, language=language, compiled=compiled,
-                       reference_flops=reference_flops, ceilings=ceilings)
+                       reference_flops=reference_flops, ceilings=ceilings, extra_env=env or {})
     changed = guard.changed() if candidate_path is not None else []
     if changed:
         result = EvalResult(verdict=Verdict.INTEGRITY, reason="the candidate changed files outside its directory: "
@@ -140,7 +144,7 @@ def evaluate(
 def _evaluate(problem_path: Path, candidate_path: Path | None, *, device: str, config: EvaluatorConfig,
               workdir: Path, seed: int, measurements: Sequence[tuple[type[Measurement], Any]], build_dir: Path | None,
               language: str, compiled: build.CompileOutcome | None, reference_flops: float | None,
-              ceilings: Any = None) -> EvalResult:
+              ceilings: Any = None, extra_env: dict[str, str] | None = None) -> EvalResult:
     t0 = time.monotonic()
     stage_info: dict[str, Any] = {}
     what = Path(candidate_path).stem if candidate_path is not None else "reference"
@@ -209,6 +213,7 @@ def _evaluate(problem_path: Path, candidate_path: Path | None, *, device: str, c
     job_path = workdir / "job.json"
     job_path.write_text(json.dumps(job, indent=1))
     env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env.update(extra_env or {})
     result = _run_judge(job_path, workdir, env, config, device, what)
     return attrs.evolve(result, wall_s=time.monotonic() - t0)
 
@@ -260,6 +265,39 @@ def _wait_showing_stages(proc: subprocess.Popen[bytes], timeout_s: float, status
             continue
 
 
+class EvaluationStopped(BaseException):
+    """The evaluation was ended because its caller stopped (:func:`stop_judges`): it has no
+    verdict, and nothing is to be recorded of it. Not an ``Exception``, so that no handler
+    for a failing candidate or plugin takes it for one."""
+
+
+#: the judges running now, by the thread that waits for each (an executor's worker)
+_RUNNING: dict[int, set[int]] = {}
+#: threads whose caller stopped: a judge they start later is ended at once
+_STOPPED: set[int] = set()
+_RUNNING_GUARD = threading.Lock()
+
+
+def stop_judges(threads: Iterable[int]) -> None:
+    """End the evaluations the given threads are waiting for, with every process they
+    started (the reaper of each kills its descendants): an executor whose caller stopped
+    (Ctrl-C, an error) must not leave them running. Each of those evaluations raises
+    :class:`EvaluationStopped`, and so does every later one in those threads."""
+    with _RUNNING_GUARD:
+        threads = list(threads)
+        _STOPPED.update(threads)
+        pids = [pid for t in threads for pid in _RUNNING.get(t, ())]
+    for pid in pids:
+        signal_pid(pid, signal.SIGTERM)
+
+
+def forget_thread() -> None:
+    """The calling thread (an executor's worker) ends: a later thread with its ident is new."""
+    with _RUNNING_GUARD:
+        _STOPPED.discard(threading.get_ident())
+        _RUNNING.pop(threading.get_ident(), None)
+
+
 def _run_judge(job_path: Path, workdir: Path, env: dict[str, str], config: EvaluatorConfig,
                device: str, what: str = "candidate") -> EvalResult:
     channel = ParentEnd()
@@ -280,6 +318,12 @@ def _run_judge(job_path: Path, workdir: Path, env: dict[str, str], config: Evalu
         finally:
             os.close(token_r)
         channel.start_reading()
+        me = threading.get_ident()
+        with _RUNNING_GUARD:
+            _RUNNING.setdefault(me, set()).add(proc.pid)
+            stopped = me in _STOPPED
+        if stopped:
+            signal_pid(proc.pid, signal.SIGTERM)
         try:
             _wait_showing_stages(proc, config.timeout_s, workdir / "status.txt", what)
         except subprocess.TimeoutExpired:
@@ -291,8 +335,14 @@ def _run_judge(job_path: Path, workdir: Path, env: dict[str, str], config: Evalu
                 kill_group(proc.pid)
                 proc.wait()
         finally:
+            with _RUNNING_GUARD:
+                _RUNNING.get(me, set()).discard(proc.pid)
             kill_group(proc.pid)  # anything left in the session's group
     data = channel.finish()
+    with _RUNNING_GUARD:
+        stopped = me in _STOPPED
+    if stopped:
+        raise EvaluationStopped()
     stage = (workdir / "status.txt").read_text().strip() if (workdir / "status.txt").exists() else "start"
     if timed_out:
         verdict = Verdict.COMPILE_TIMEOUT if stage == "compile" else Verdict.TIMEOUT

@@ -1,0 +1,1 @@
+"""Built-in executors (hookspecs.md, ``kernelpro_register_executors``): ``local`` and ``ray``."""
