@@ -223,6 +223,36 @@ PROBLEMS = {
                                     "        return torch.relu(self.norm(x))\n", "[torch.randn(2, 4, 300)]"),
     "instance_norm2d_affine": problem("        self.norm = nn.InstanceNorm2d(6, affine=True)\n",
                                       "        return self.norm(x)\n", "[torch.randn(3, 6, 9, 13)]"),
+    # argmax / argmin over one dim (first index of the extreme; ties from rounding)
+    "argmax_mid": problem("", "        return torch.argmax(x, dim=1)\n", "[torch.randn(4, 37, 6)]"),
+    "argmin_ties_keepdim": problem("", "        return torch.round(x).argmin(dim=-1, keepdim=True)\n",
+                                   "[torch.randn(6, 70) * 2.0]"),
+    "argmax_long_rows": problem("", "        return torch.argmax(torch.abs(x), -1)\n", "[torch.randn(3, 5000)]"),
+    "argmin_dim0": problem("", "        return torch.argmin(x, 0)\n", "[torch.randn(45, 3, 7)]"),
+    # scans: inclusive, reversed (through flip), exclusive (cat of the neutral value and the
+    # scan of all but the last element), with a mask, along the last dim or an inner one
+    "cumsum_rows": problem("", "        return torch.cumsum(x, dim=1)\n", "[torch.randn(4, 300)]"),
+    "cumsum_long_rows": problem("", "        return x.cumsum(-1)\n", "[torch.randn(3, 9000)]"),
+    "cumprod_dim0": problem("", "        return torch.cumprod(x, dim=0)\n", "[torch.rand(40, 9, 5) * 0.2 + 0.4]"),
+    "cumsum_reverse": problem("", "        return torch.cumsum(x.flip(-1), dim=-1).flip(-1)\n",
+                              "[torch.randn(5, 6000)]"),
+    "cumprod_reverse_mid": problem("", "        return torch.flip(torch.cumprod(torch.flip(x, [1]), 1), dims=[1])\n",
+                                   "[torch.rand(3, 50, 4) * 0.2 + 0.4]"),
+    "cumsum_exclusive": problem(
+        "",
+        "        part = torch.cumsum(x.narrow(dim=1, start=0, length=x.size(1) - 1), dim=1)\n"
+        "        return torch.cat((torch.zeros_like(x.select(1, 0).unsqueeze(1)), part), dim=1)\n",
+        "[torch.randn(6, 5000)]"),
+    "cumprod_exclusive_mid": problem(
+        "",
+        "        part = x.narrow(1, 0, x.size(1) - 1).cumprod(1)\n"
+        "        return torch.cat([torch.ones_like(x[:, :1]), part], 1)\n",
+        "[torch.rand(2, 33, 5) * 0.2 + 0.4]"),
+    "cumsum_masked": HEAD + (
+        "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "    def forward(self, x, mask):\n        return torch.cumsum(x * mask, dim=1)\n"
+        "def get_inputs():\n    return [torch.randn(7, 3000), torch.rand(7, 3000) > 0.5]\n"
+        "def get_init_inputs():\n    return []\n"),
     "data_dependent": problem("", "        if x.sum() > 0:\n            return x\n        return -x\n",
                               "[torch.randn(4)]"),
 }

@@ -38,12 +38,17 @@ CASES = ["elementwise_chain", "bias_gelu", "softmax", "softmax_dim0", "log_softm
          "kl_div_log", "kl_div_log_target_sum", "log_softplus_chain",
          "mse_loss_scaled", "l1_loss_sum", "smooth_l1_beta", "huber_delta",
          # instance norm (no affine) as a layer norm over the spatial dims
-         "instance_norm2d", "instance_norm1d_relu"]
+         "instance_norm2d", "instance_norm1d_relu",
+         # argmax / argmin over one dim (int64 indices: exact)
+         "argmax_mid", "argmin_ties_keepdim", "argmax_long_rows", "argmin_dim0",
+         # scans: inclusive, reversed, exclusive, masked; rows and inner dims
+         "cumsum_rows", "cumsum_long_rows", "cumprod_dim0", "cumsum_reverse", "cumprod_reverse_mid",
+         "cumsum_exclusive", "cumprod_exclusive_mid", "cumsum_masked"]
 # the evaluator's tolerances per output dtype (relative to the output's magnitude here)
 GEMM_CASES = ("linear_relu_odd", "linear3d_sigmoid", "addmm_scale", "linear_residual_clone", "bmm_add",
               "matmul_transposed_both", "bias_gelu", "gemm_bias_relu", "gemm_div_sum_scale", "two_gemms_relu",
               "conv_relu", "conv1d_dilated_strided", "conv2d_stride_pad_min", "conv2d_valid_dilated")
-TOLERANCE = {"float32": 1e-4, "float16": 1e-2, "bfloat16": 1e-2}
+TOLERANCE = {"float32": 1e-4, "float16": 1e-2, "bfloat16": 1e-2, "int64": 0.0}
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,8 @@
 """What each traced operator means to the expert generator.
 
 :func:`classify` maps one torch.fx node to an :class:`OpInfo`: its kind (``pointwise``,
-``reduce``, ``softmax``, ``layernorm``, ``rmsnorm``, ``gemm``, ``conv``, ``pool``,
+``reduce`` (sum/mean/max/min and argmax/argmin), ``scan`` (cumsum/cumprod), ``softmax``,
+``layernorm``, ``rmsnorm``, ``gemm``, ``conv``, ``pool``,
 ``view`` or ``other``), a canonical operator name, the graph inputs it reads (fx nodes,
 parameter paths or Python scalars) and its scalar attributes. Pointwise operators also
 carry a Triton expression (:data:`POINTWISE`) so a chain of them can be written as one
@@ -118,7 +119,7 @@ class Param:
 
 @attrs.frozen
 class OpInfo:
-    kind: str  # pointwise | reduce | softmax | layernorm | rmsnorm | gemm | conv | pool | view | other
+    kind: str  # pointwise | reduce | scan | softmax | layernorm | rmsnorm | gemm | conv | pool | view | other
     op: str  # canonical name: "add", "gelu", "sum", "softmax", "linear", ...
     inputs: tuple[Any, ...] = ()  # fx.Node | Param | python scalar, in operator order
     attrs: dict[str, Any] = attrs.field(factory=dict)
@@ -308,6 +309,21 @@ def _classify_call(node: Any, target: Any, args: tuple[Any, ...], method: bool) 
         if dim is None:
             return OpInfo("other", name)
         return OpInfo("softmax", "logsumexp", (args[0],), {"dim": dim, "keepdim": keepdim})
+    if name in ("argmax", "argmin") and (method or target in (torch.argmax, torch.argmin)):
+        # the index of the first largest / smallest element along one dim (NaN counts as
+        # the extreme, as in PyTorch); without a dim (the flat index) it stays in PyTorch
+        dim = _arg(node, 1, "dim")
+        if not isinstance(dim, int) or isinstance(dim, bool):
+            return OpInfo("other", name)
+        return OpInfo("reduce", name, (args[0],), {"dim": dim, "keepdim": bool(_arg(node, 2, "keepdim", False)),
+                                                  "index": True})
+    if name in ("cumsum", "cumprod") and (method or target in (torch.cumsum, torch.cumprod)):
+        # an inclusive scan along one dim, in the input's dtype (no dtype= conversion)
+        dim = _arg(node, 1, "dim")
+        if not isinstance(dim, int) or isinstance(dim, bool) or _arg(node, 2, "dtype") is not None or \
+                kw.get("out") is not None:
+            return OpInfo("other", name)
+        return OpInfo("scan", name, (args[0],), {"dim": dim})
     if reduce is not None or (name in ("max", "min") and len(args) + len(kw) >= 2):
         op = reduce or name
         dim = _dim(_arg(node, 1, "dim"))

@@ -9,7 +9,10 @@ formed:
 * ``pointwise``: a connected set of pointwise nodes with one escaping value, whose
   tensor inputs all broadcast to its output shape. When its main producer is a GEMM or a
   convolution, the region is reported as that node's epilogue (``epilogue_of``).
-* ``reduce`` (sum/mean/max/min over one dim), ``softmax`` (softmax, log_softmax,
+* ``reduce`` (sum/mean/max/min over one dim; argmax/argmin, int64 indices), ``scan``
+  (cumsum/cumprod along one dim: inclusive, reversed through ``flip``, exclusive as
+  ``cat((zeros, scan(narrow(x, d, 0, L - 1))), d)``, with a full-shape pointwise prologue
+  such as ``x * mask``), ``softmax`` (softmax, log_softmax,
   logsumexp over one dim), ``layernorm`` (over the last dims), ``rmsnorm`` (module,
   functional, or the pattern ``x / sqrt(mean(x*x, dim, keepdim) + eps)`` and its rsqrt
   form).
@@ -199,7 +202,10 @@ def _recognize_graph(gm: Any, input_count: int) -> Recognition:
             shape, dtype = _meta_of(n.meta["tensor_meta"][0])  # (values, indices): the values
         if oi.kind != "other" and oi.kind != "view" and (shape is None or dtype is None):
             oi = OpInfo("other", oi.op)
-        if oi.kind in KERNEL_KINDS and dtype not in ("float32", "float16", "bfloat16", "float64"):
+        if oi.attrs.get("index") and hasattr(oi.inputs[0], "meta"):
+            # argmax/argmin: an int64 result of a float input; the input's dtype decides
+            dtype = _meta(oi.inputs[0])[1]
+        if oi.kind in KERNEL_KINDS + ("scan",) and dtype not in ("float32", "float16", "bfloat16", "float64"):
             oi = OpInfo("other", oi.op)
         if oi.kind in ("gemm", "pool") and dtype not in ("float32", "float16", "bfloat16", "float64"):
             oi = OpInfo(oi.kind, oi.op, oi.inputs, {"opaque": True})
@@ -221,6 +227,7 @@ def _recognize_graph(gm: Any, input_count: int) -> Recognition:
             claimed.update(single.nodes)
     regions.extend(_pointwise_regions(order, info, claimed))
     regions = _fuse_into_reductions(regions, by_name)
+    regions = _scan_regions(order, info, regions, by_name)
     regions = _full_reduction_regions(order, regions, by_name)
     regions = _pool_regions(order, info, regions, by_name)
     regions += _gemm_regions(gm, order, info, regions, by_name)
@@ -402,7 +409,9 @@ def _pointwise_region(members: list[Any], info: dict[str, OpInfo]) -> Region | N
                 operands.append(("v", index[src.name]))
             elif hasattr(src, "meta"):
                 shape, dtype = _meta(src)
-                if shape is None or dtype not in ("float32", "float16", "bfloat16", "float64"):
+                # a bool tensor (a mask) reads as 0.0 / 1.0 into a float result
+                if shape is None or dtype not in ("float32", "float16", "bfloat16", "float64") and \
+                        not (dtype == "bool" and out_dtype in ("float32", "float16", "bfloat16", "float64")):
                     return None
                 if not _broadcasts_to(shape, out_shape):
                     return None
@@ -434,6 +443,103 @@ def _broadcasts_to(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
         if a != b and a != 1:
             return False
     return True
+
+
+def _target_name(node: Any) -> str:
+    """The called function's or method's name of an fx node ("" for anything else)."""
+    if node is None or not hasattr(node, "op") or node.op not in ("call_function", "call_method"):
+        return ""
+    return node.target if node.op == "call_method" else getattr(node.target, "__name__", "")
+
+
+def _flip_dims(node: Any, rank: int) -> tuple[int, ...] | None:
+    """The dims a ``torch.flip`` / ``x.flip`` node reverses (normalised), or None."""
+    if _target_name(node) != "flip":
+        return None
+    dims = _call_arg(node, 1, "dims", None)
+    if node.op == "call_method" and len(node.args) > 2:
+        dims = node.args[1:]
+    if isinstance(dims, int):
+        dims = (dims,)
+    if not isinstance(dims, (tuple, list)) or not all(isinstance(d, int) for d in dims) or not rank:
+        return None
+    return tuple(sorted({d % rank for d in dims}))
+
+
+def _exclusive_form(n: Any, d: int, shape: tuple[int, ...], op: str) -> tuple[Any, tuple[str, ...], Any, str] | None:
+    """``cat((zeros, scan(narrow(x, d, 0, L - 1))), d)`` (ones for a product): the exclusive
+    scan of ``x`` (its value at i combines the elements before i). Returns (x, the extra
+    nodes before the scan, the cat node, the fill's node) or None."""
+    src: Any = n.args[0] if n.args else None
+    if _target_name(src) != "narrow" or len(src.users) != 1 or len(n.users) != 1:
+        return None
+    x = src.args[0]
+    x_shape = _meta(x)[0] if hasattr(x, "meta") else None
+    start = _call_arg(src, 2, "start", None)
+    ndim = _call_arg(src, 1, "dim", None)
+    if x_shape is None or len(x_shape) != len(shape) or start != 0 or not isinstance(ndim, int) or \
+            ndim % len(shape) != d or x_shape[d] != shape[d] + 1:
+        return None
+    cat = next(iter(n.users))
+    if _target_name(cat) not in ("cat", "concat", "concatenate"):
+        return None
+    parts, cdim = _call_arg(cat, 0, "tensors", None), _call_arg(cat, 1, "dim", 0)
+    if not isinstance(parts, (tuple, list)) or len(parts) != 2 or parts[1] is not n or \
+            not isinstance(cdim, int) or cdim % len(shape) != d:
+        return None
+    fill: Any = parts[0]
+    want = ("zeros_like", "zeros") if op == "cumsum" else ("ones_like", "ones")
+    f_shape = _meta(fill)[0] if hasattr(fill, "meta") else None
+    if _target_name(fill) not in want or f_shape is None or len(fill.users) != 1 or \
+            f_shape != x_shape[:d] + (1,) + x_shape[d + 1:]:
+        return None
+    return x, (src.name,), cat, fill.name
+
+
+def _scan_regions(order: list[Any], info: dict[str, OpInfo], regions: list[Region],
+                  by_name: dict[str, Any]) -> list[Region]:
+    """Cumulative sums and products along one dim: inclusive, reversed (the scan of
+    ``x.flip(d)`` flipped back along ``d``) or exclusive (see :func:`_exclusive_form`),
+    with the pointwise region that only feeds the scan and reads tensors of its full shape
+    (e.g. ``x * mask``) as a prologue."""
+    out = list(regions)
+    for n in order:
+        oi = info[n.name]
+        if oi.kind != "scan" or not hasattr(oi.inputs[0], "meta"):
+            continue
+        shape, dtype = _meta(n)
+        if not shape or dtype not in ("float32", "float16", "bfloat16", "float64"):
+            continue
+        d = oi.attrs["dim"] % len(shape)
+        src, before, after, output = oi.inputs[0], [n.name], [], n.name
+        reverse = exclusive = False
+        excl = _exclusive_form(n, d, shape, oi.op)
+        if excl is not None:
+            src, pre, cat, fill = excl
+            shape = _meta(src)[0] or shape
+            before = list(pre) + before
+            after = [fill, cat.name]
+            output, exclusive = cat.name, True
+        elif _flip_dims(src, len(shape)) == (d,) and len(src.users) == 1 and len(n.users) == 1 and \
+                _flip_dims(next(iter(n.users)), len(shape)) == (d,):
+            back = next(iter(n.users))
+            before = [src.name] + before
+            src = src.args[0]
+            after, output, reverse = [back.name], back.name, True
+        if not hasattr(src, "meta") or _meta(src) != (shape, dtype):
+            continue
+        inputs: tuple[Any, ...] = (src.name,)
+        program: tuple[Any, ...] = ()
+        pro = next((p for p in out if p.kind == "pointwise" and p.output == src.name and not p.epilogue_of and
+                    len(src.users) == 1 and all(_meta(by_name[i])[0] == shape for i in p.inputs)), None)
+        if pro is not None:
+            inputs, program = pro.inputs, pro.program
+            before = list(pro.nodes) + before
+            out.remove(pro)
+        out.append(Region(kind="scan", op=oi.op, nodes=tuple(before + after), output=output, inputs=inputs,
+                          shape=shape, attrs={"dim": d, "reverse": reverse, "exclusive": exclusive},
+                          program=program))
+    return out
 
 
 def _fuse_into_reductions(regions: list[Region], by_name: dict[str, Any]) -> list[Region]:

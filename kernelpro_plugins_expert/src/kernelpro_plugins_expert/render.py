@@ -23,7 +23,7 @@ from typing import Any
 from kernelpro_plugins_expert.ops import POINTWISE, literal
 from kernelpro_plugins_expert.recognize import Recognition, Region
 from kernelpro_plugins_expert.templates import (CANDIDATE, CONV, GEMM, GEMM_REDUCE, POOL,
-                                                POINTWISE as POINTWISE_T, REDUCE_ALL, ROWCOL, SPLIT, render)
+                                                POINTWISE as POINTWISE_T, REDUCE_ALL, ROWCOL, SCAN, SPLIT, render)
 
 # Bounds of each tile parameter: powers of two that Triton accepts for tl.arange, and warp
 # counts a CUDA block allows (32..1024 threads).
@@ -43,6 +43,8 @@ SPACE = {
     "num_stages": (1, 6),
     # 1: natural logs from the special-function unit (see ``uses_log``)
     "FASTLOG": (0, 1),
+    # 1: a row kernel with no split-row form (scans, argmax/argmin): rows are not chunked
+    "NOSPLIT": (1, 1),
 }
 # Shared memory a GEMM's pipeline may take (H200: 227 KiB usable per block, less a margin
 # for the epilogue's layout conversion)
@@ -117,16 +119,27 @@ def default_tile(region: Region) -> dict[str, int]:
         return gemm_tile(region)
     if kind == "rewrite":
         return {}  # library calls: nothing to tune
+    nosplit = {"NOSPLIT": 1} if no_split(region) else {}
     if kind == "row":
         extent = reduced_extent(region)
         rows = math.prod(region.shape) // max(1, extent)
-        if rows < SPLIT_MAX_ROWS and extent >= SPLIT_MIN_EXTENT:
+        if region.kind == "scan":
+            # a scan's blocks run one after another (each needs the previous carry): long
+            # blocks, 8 warps past 2048 elements
+            block = min(4096, max(16, 1 << (extent - 1).bit_length()))
+            return {"BLOCK_R": block, "num_warps": 4 if block <= 2048 else 8, **nosplit}
+        if rows < SPLIT_MAX_ROWS and extent >= SPLIT_MIN_EXTENT and not nosplit:
             chunks = -(-SPLIT_TARGET_PROGRAMS // max(1, rows))
             chunk = max(2048, 1 << (-(-extent // chunks) - 1).bit_length())
             return {"BLOCK_R": 1024, "CHUNK": chunk, "num_warps": 4}
         block = min(4096, max(16, 1 << (extent - 1).bit_length()))
-        return {"BLOCK_R": block, "num_warps": 4 if block <= 2048 else 8}
-    return {"BLOCK_R": 16, "BLOCK_I": 64, "num_warps": 4}
+        return {"BLOCK_R": block, "num_warps": 4 if block <= 2048 else 8, **nosplit}
+    return {"BLOCK_R": 16, "BLOCK_I": 64, "num_warps": 4, **nosplit}
+
+
+def no_split(region: Region) -> bool:
+    """Scans and argmax/argmin have no split-row (two-stage) form."""
+    return region.kind == "scan" or (region.kind == "reduce" and region.op in ("argmax", "argmin"))
 
 
 def _pow2_at_least(value: int, lo: int, hi: int) -> int:
@@ -319,6 +332,14 @@ def render_kernel(rid: str, region: Region, tile: dict[str, Any]) -> str:
         return render(REDUCE_ALL, rid=rid, n_in=len(region.inputs), body=body, result=result,
                       reduction=region.attrs["reduction"], BLOCK=tile["BLOCK"], num_warps=tile["num_warps"],
                       PER_SM=tile["PER_SM"])
+    if region.kind == "scan":
+        body, result = program_lines(region.program, [f"a{i}" for i in range(len(region.inputs))], "v") \
+            if region.program else ([], "a0")
+        return render(SCAN, rid=rid, op=region.op, layout=layout(region), n_in=len(region.inputs), body=body,
+                      result=result, neutral="0.0" if region.op == "cumsum" else "1.0",
+                      reverse=bool(region.attrs["reverse"]), exclusive=bool(region.attrs["exclusive"]),
+                      dim=region.attrs["dim"], BLOCK_R=tile["BLOCK_R"], BLOCK_I=tile.get("BLOCK_I", 0),
+                      num_warps=tile["num_warps"])
     if region.kind == "pointwise":
         body, result = pointwise_body(region, tile)
         return render(POINTWISE_T, rid=rid, n_in=len(region.inputs), rank=max(1, len(region.shape)),

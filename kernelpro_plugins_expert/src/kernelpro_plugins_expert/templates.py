@@ -9,6 +9,7 @@ empty string). Every kernel computes in fp32 and stores in the output's dtype.
 * ``POINTWISE``: one fused kernel for a pointwise region.
 * ``ROWCOL``: reductions, the softmax family and the norms over ``(outer, R, inner)``.
 * ``SPLIT``: the same ops over few long rows, in two stages.
+* ``SCAN``: cumulative sums and products along one dim (reversed, exclusive, with a prologue).
 * ``REDUCE_ALL``: a pointwise program reduced over every element to one value.
 * ``GEMM``: a tiled tensor-core GEMM with its epilogue applied in registers.
 * ``GEMM_REDUCE``: a sum or mean over N of a GEMM's output as a matrix-vector product.
@@ -48,6 +49,7 @@ GEMM = "gemm.py.j2"
 GEMM_REDUCE = "gemm_reduce.py.j2"
 CONV = "conv.py.j2"
 POOL = "pool.py.j2"
+SCAN = "scan.py.j2"
 CANDIDATE = "candidate.py.j2"
 
 
