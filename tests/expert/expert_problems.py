@@ -253,6 +253,18 @@ PROBLEMS = {
         "    def forward(self, x, mask):\n        return torch.cumsum(x * mask, dim=1)\n"
         "def get_inputs():\n    return [torch.randn(7, 3000), torch.rand(7, 3000) > 0.5]\n"
         "def get_init_inputs():\n    return []\n"),
+    # no whole-model trace (a Python loop over x.size(1)): the submodules that trace are
+    # lowered in place, the loop stays as written (the cell is called once per step)
+    "untraceable_loop": HEAD + (
+        "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.cell = nn.Sequential(nn.Linear(12, 16), nn.Tanh())\n"
+        "        self.norm = nn.LayerNorm(16)\n        self.head = nn.Linear(16, 5)\n"
+        "    def forward(self, x):\n        h = x.new_zeros(x.size(0), 16)\n"
+        "        for t in range(x.size(1)):\n"
+        "            h = self.cell(torch.cat([x[:, t], h[:, :4]], dim=1))\n"
+        "        return torch.softmax(self.head(self.norm(h)), dim=-1)\n"
+        "def get_inputs():\n    return [torch.randn(3, 5, 8)]\n"
+        "def get_init_inputs():\n    return []\n"),
     "data_dependent": problem("", "        if x.sum() > 0:\n            return x\n        return -x\n",
                               "[torch.randn(4)]"),
 }

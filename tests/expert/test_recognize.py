@@ -311,3 +311,39 @@ def test_instance_norm_without_affine_is_a_layer_norm_over_the_spatial_dims():
     assert [e[0] for e in region.epilogue] == ["relu"]
     # per-channel weights are not a layer norm's (per-element) weights: left to PyTorch
     assert not recognize(PROBLEMS["instance_norm2d_affine"]).regions
+
+
+def test_argmax_argmin_are_index_reductions_over_one_dim():
+    rec = recognize(PROBLEMS["argmin_ties_keepdim"])
+    (region,) = rec.regions
+    assert (region.kind, region.op, region.attrs["dim"], region.attrs["keepdim"]) == ("reduce", "argmin", 1, True)
+    assert regions("argmax_mid") == [("reduce", "argmax")]
+    # the flat index (no dim) stays in PyTorch
+    from expert_problems import problem
+    assert recognize(problem("", "        return torch.argmax(x)\n", "[torch.randn(4, 5)]")).regions == ()
+
+
+@pytest.mark.parametrize("name, op, dim, reverse, exclusive, n_in", [
+    ("cumsum_rows", "cumsum", 1, False, False, 1), ("cumprod_dim0", "cumprod", 0, False, False, 1),
+    ("cumsum_reverse", "cumsum", 1, True, False, 1), ("cumprod_reverse_mid", "cumprod", 1, True, False, 1),
+    ("cumsum_exclusive", "cumsum", 1, False, True, 1), ("cumprod_exclusive_mid", "cumprod", 1, False, True, 1),
+    ("cumsum_masked", "cumsum", 1, False, False, 2)])
+def test_scans_reversed_exclusive_and_masked_are_one_region(name, op, dim, reverse, exclusive, n_in):
+    rec = recognize(PROBLEMS[name])
+    (region,) = rec.regions
+    assert (region.kind, region.op, region.attrs["dim"]) == ("scan", op, dim)
+    assert (region.attrs["reverse"], region.attrs["exclusive"], len(region.inputs)) == (reverse, exclusive, n_in)
+    # the region ends at the value the forward returns (the flip back, the cat)
+    assert rec.nodes[-1].op == "output" and region.output == rec.nodes[-2].name
+
+
+def test_a_model_that_does_not_trace_gets_the_regions_of_its_submodules():
+    rec = recognize(PROBLEMS["untraceable_loop"])
+    assert rec.ok and rec.scoped
+    assert [(r.scope, r.kind) for r in rec.regions] == [("cell", "pointwise"), ("cell", "gemm"),
+                                                         ("norm", "layernorm"), ("head", "gemm")]
+    # same node names in two submodules do not overlap: each GEMM replaces only its own epilogue
+    library, triton = rec.alternatives()
+    assert library == [0, 2] and triton == [1, 2, 3]
+    # a forward with data-dependent control flow and no submodules stays unrecognized
+    assert not recognize(PROBLEMS["data_dependent"]).ok

@@ -85,15 +85,21 @@ class Region:
     # element (prologue) and to each value before it is stored (epilogue); one tensor input
     prologue: tuple[tuple[str, tuple[tuple[str, Any], ...], dict[str, Any]], ...] = ()
     epilogue: tuple[tuple[str, tuple[tuple[str, Any], ...], dict[str, Any]], ...] = ()
+    #: the submodule (dotted path) whose own traced graph holds ``nodes``; "" for the model's
+    scope: str = ""
 
     @property
     def id(self) -> str:
         return self.output
 
+    def keys(self) -> set[tuple[str, str]]:
+        """The region's nodes as (scope, name): names are unique within one traced graph."""
+        return {(self.scope, n) for n in self.nodes}
+
     def spec(self) -> dict[str, Any]:
         """JSON form written into candidates."""
         return {
-            "kind": self.kind, "op": self.op, "nodes": list(self.nodes), "output": self.output,
+            "kind": self.kind, "op": self.op, "nodes": list(self.nodes), "output": self.output, "scope": self.scope,
             "inputs": [{"param": i.path} if isinstance(i, Param) else ({"none": True} if i is None else
                                                                        {"node": i}) for i in self.inputs],
         }
@@ -109,6 +115,9 @@ class Recognition:
     #: bytes of the forward's tensor inputs and outputs (from the traced shapes): the
     #: least memory traffic of one call, which tells launch-bound forwards from large ones
     io_bytes: int = 0
+    #: the model did not trace as a whole: its regions lie in submodules that did (each
+    #: region's ``scope``); the rest of the forward stays as written
+    scoped: bool = False
 
     @property
     def kinds(self) -> tuple[str, ...]:
@@ -120,8 +129,8 @@ class Recognition:
         convolution region instead of the regions it overlaps)."""
         gemms = [i for i, r in enumerate(self.regions) if r.kind in ("gemm", "conv")]
         library = [i for i, r in enumerate(self.regions) if r.kind not in ("gemm", "gemm_reduce", "conv")]
-        taken = {n for i in gemms for n in self.regions[i].nodes}
-        triton = sorted(gemms + [i for i in library if not taken & set(self.regions[i].nodes)])
+        taken = {k for i in gemms for k in self.regions[i].keys()}
+        triton = sorted(gemms + [i for i in library if not taken & self.regions[i].keys()])
         return library, triton
 
     def rewrites(self) -> list[int]:
@@ -130,9 +139,9 @@ class Recognition:
         rewrites = [i for i, r in enumerate(self.regions) if r.kind == "gemm_reduce"]
         if not rewrites:
             return []
-        taken = {n for i in rewrites for n in self.regions[i].nodes}
+        taken = {k for i in rewrites for k in self.regions[i].keys()}
         library, _ = self.alternatives()
-        return sorted(rewrites + [i for i in library if not taken & set(self.regions[i].nodes)])
+        return sorted(rewrites + [i for i in library if not taken & self.regions[i].keys()])
 
     def summary(self) -> str:
         if not self.ok:
@@ -142,8 +151,8 @@ class Recognition:
             if n.op not in ("placeholder", "output", "get_attr"):  # operators only
                 counts[n.kind] = counts.get(n.kind, 0) + 1
         parts = [f"{k}={v}" for k, v in sorted(counts.items())]
-        regs = ", ".join(f"{r.kind}:{r.op}" + (f"(epilogue of {r.epilogue_of})" if r.epilogue_of else "")
-                         for r in self.regions)
+        regs = ", ".join((f"{r.scope}/" if r.scope else "") + f"{r.kind}:{r.op}" +
+                         (f"(epilogue of {r.epilogue_of})" if r.epilogue_of else "") for r in self.regions)
         return f"ops {' '.join(parts)}; regions [{regs}]"
 
 
@@ -166,16 +175,104 @@ def trace(source: str) -> tuple[Any, tuple[Any, ...]]:
 
 
 def recognize(source: str) -> Recognition:
-    """Trace ``source`` (a KernelBench problem) and find its fusible regions."""
+    """Trace ``source`` (a KernelBench problem) and find its fusible regions; a model that
+    does not trace as a whole gets the regions of its submodules that do
+    (:func:`recognize_submodules`)."""
     try:
         gm, inputs = trace(source)
     except Exception as exc:  # any failure means: not recognized, with the reason
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        return Recognition(ok=False, reason=f"cannot trace the reference ({type(exc).__name__}: {msg[:160]})")
+        reason = f"cannot trace the reference ({type(exc).__name__}: {msg[:160]})"
+        try:
+            scoped = recognize_submodules(source)
+        except Exception:  # the problem itself fails to build or run: the first reason stands
+            scoped = None
+        return scoped if scoped is not None else Recognition(ok=False, reason=reason)
     try:
         return _recognize_graph(gm, len(inputs))
     except Exception as exc:
         return Recognition(ok=False, reason=f"cannot analyse the traced graph ({type(exc).__name__}: {exc})")
+
+
+def _signature(args: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """Shapes and dtypes of a call's positional tensor arguments; None when one is not a
+    tensor (a submodule is traced with tensors as its only inputs)."""
+    import torch
+
+    if not args or not all(isinstance(a, torch.Tensor) for a in args):
+        return None
+    return tuple((tuple(a.shape), a.dtype) for a in args)
+
+
+def recognize_submodules(source: str) -> Recognition | None:
+    """Regions of a model that does not trace as a whole (data-dependent slicing, Python
+    loops over a traced size, ``.item()``): the model runs once on meta tensors with a
+    pre-hook on every submodule recording its inputs; then, from the top, each submodule
+    called with tensors only, with the same shapes on every call, is traced on its own
+    and recognized. One that traces and has regions becomes their ``scope``; one that
+    does not trace is searched in its children. None when no submodule has a region."""
+    import torch
+    import torch.fx
+    from torch.fx.passes.shape_prop import ShapeProp
+
+    namespace: dict[str, Any] = {"__name__": "kernelpro_expert_problem"}
+    exec(compile(source, "<problem>", "exec"), namespace)  # noqa: S102 - the user's own problem
+    init = list(namespace["get_init_inputs"]())
+    try:
+        with torch.device("meta"):
+            model = namespace["Model"](*init)
+    except Exception:
+        # a constructor that reads values (``.item()``): built on the CPU, then moved to meta
+        with torch.no_grad():
+            model = namespace["Model"](*init)
+        model = model.to("meta")
+    with torch.device("meta"):
+        inputs = tuple(namespace["get_inputs"]())
+    calls: dict[str, list[Any]] = {}
+
+    def hook(path: str) -> Any:
+        def record(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+            calls.setdefault(path, []).append(None if kwargs else _signature(args))
+        return record
+
+    handles = [m.register_forward_pre_hook(hook(path), with_kwargs=True)
+               for path, m in model.named_modules() if path]
+    try:
+        with torch.no_grad():
+            model(*inputs)
+    except Exception:
+        pass  # the submodules called before the failure are still recorded
+    finally:
+        for h in handles:
+            h.remove()
+    regions: list[Region] = []
+    nodes: list[OpNode] = []
+
+    def visit(prefix: str, module: Any) -> None:
+        for name, child in module.named_children():
+            path = f"{prefix}.{name}" if prefix else name
+            seen = calls.get(path, [])
+            if seen and seen[0] is not None and all(sig == seen[0] for sig in seen):
+                try:
+                    gm = torch.fx.symbolic_trace(child)
+                    with torch.device("meta"):
+                        args = [torch.empty(shape, dtype=dtype) for shape, dtype in seen[0]]
+                    ShapeProp(gm).propagate(*args)
+                    rec = _recognize_graph(gm, len(args))
+                except Exception:
+                    rec = None
+                if rec is not None:  # traced: its regions (if any) are the child's
+                    regions.extend(attrs.evolve(r, scope=path) for r in rec.regions)
+                    nodes.extend(rec.nodes)
+                    continue
+            visit(path, child)
+
+    visit("", model)
+    if not regions:
+        return None
+    io = sum(math.prod(t.shape) * t.element_size() for t in inputs if isinstance(t, torch.Tensor))
+    return Recognition(ok=True, nodes=tuple(nodes), regions=tuple(regions), input_count=len(inputs),
+                       io_bytes=int(io), scoped=True)
 
 
 def _meta(node: Any) -> tuple[tuple[int, ...] | None, str | None]:

@@ -418,4 +418,5 @@ def render_candidate(problem_source: str, recognition: Recognition, params: dict
                   params_json=json.dumps(params, sort_keys=True), problem_source=problem_source.rstrip(),
                   kernels=kernels,
                   regions_json=json.dumps(specs), region_ids=lowered, graph=bool(params.get("graph")),
+                  scoped=recognition.scoped,
                   fast_log=fast_log)
