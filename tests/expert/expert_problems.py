@@ -265,6 +265,33 @@ PROBLEMS = {
         "        return torch.softmax(self.head(self.norm(h)), dim=-1)\n"
         "def get_inputs():\n    return [torch.randn(3, 5, 8)]\n"
         "def get_init_inputs():\n    return []\n"),
+    # every element reduced to one value: a hinge loss (targets broadcast along rows, ints
+    # or floats), a sum of squares, a plain mean
+    "hinge_mean_int_targets": HEAD + (
+        "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "    def forward(self, x, t):\n        return torch.mean(torch.clamp(1 - x * t, min=0))\n"
+        "def get_inputs():\n    return [torch.randn(8, 3001), torch.randint(0, 2, (3001,)) * 2 - 1]\n"
+        "def get_init_inputs():\n    return []\n"),
+    "hinge_mean_col_targets": HEAD + (
+        "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "    def forward(self, x, t):\n        return torch.clamp(1.0 - x * t, min=0.0).mean()\n"
+        "def get_inputs():\n    return [torch.randn(64, 33), (torch.randint(0, 2, (64, 1)) * 2 - 1).float()]\n"
+        "def get_init_inputs():\n    return []\n"),
+    "sum_of_squares": problem("", "        return (x * x).sum()\n", "[torch.randn(5, 7, 300)]"),
+    "mean_all": problem("", "        return x.mean()\n", "[torch.randn(9000) + 3.0]"),
+    # Python numbers as forward arguments (A * s), and integer / bool tensors read into a float result
+    "scalar_times_matrix": HEAD + (
+        "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "    def forward(self, A, s):\n        return A * s\n"
+        "def get_inputs():\n    return [torch.randn(37, 129), 3.5]\n"
+        "def get_init_inputs():\n    return []\n"),
+    "scalar_affine_int": HEAD + (
+        "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "    def forward(self, x, a, b):\n        return torch.relu(x * a + b)\n"
+        "def get_inputs():\n    return [torch.randn(4, 6, 50), -2, 0.25]\n"
+        "def get_init_inputs():\n    return []\n"),
+    "int_tensor_half": problem("", "        return (x > 0).long() * 0.5 + x.long() * 0.25\n",
+                               "[torch.randn(3, 70) * 4.0]"),
     "data_dependent": problem("", "        if x.sum() > 0:\n            return x\n        return -x\n",
                               "[torch.randn(4)]"),
 }

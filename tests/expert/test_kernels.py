@@ -45,7 +45,11 @@ CASES = ["elementwise_chain", "bias_gelu", "softmax", "softmax_dim0", "log_softm
          "cumsum_rows", "cumsum_long_rows", "cumprod_dim0", "cumsum_reverse", "cumprod_reverse_mid",
          "cumsum_exclusive", "cumprod_exclusive_mid", "cumsum_masked",
          # a model that does not trace as a whole: its traceable submodules lowered in place
-         "untraceable_loop"]
+         "untraceable_loop",
+         # every element to one value (broadcast int / float targets); Python-number and
+         # integer-tensor operands of pointwise kernels
+         "hinge_mean_int_targets", "hinge_mean_col_targets", "sum_of_squares", "mean_all",
+         "scalar_times_matrix", "scalar_affine_int", "int_tensor_half"]
 # the evaluator's tolerances per output dtype (relative to the output's magnitude here)
 GEMM_CASES = ("linear_relu_odd", "linear3d_sigmoid", "addmm_scale", "linear_residual_clone", "bmm_add",
               "matmul_transposed_both", "bias_gelu", "gemm_bias_relu", "gemm_div_sum_scale", "two_gemms_relu",

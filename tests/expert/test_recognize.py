@@ -347,3 +347,27 @@ def test_a_model_that_does_not_trace_gets_the_regions_of_its_submodules():
     assert library == [0, 2] and triton == [1, 2, 3]
     # a forward with data-dependent control flow and no submodules stays unrecognized
     assert not recognize(PROBLEMS["data_dependent"]).ok
+
+
+def test_a_whole_tensor_mean_folds_the_pointwise_region_before_it():
+    rec = recognize(PROBLEMS["hinge_mean_int_targets"])
+    (region,) = rec.regions
+    assert (region.kind, region.op, region.attrs["reduction"]) == ("reduce_all", "mean", "mean")
+    assert region.inputs == ("x", "t") and [p[0] for p in region.program] == ["mul", "sub", "clamp_min"]
+    assert regions("mean_all") == [("reduce_all", "mean")]
+
+
+def test_python_number_arguments_are_inputs_of_a_standalone_pointwise_kernel():
+    rec = recognize(PROBLEMS["scalar_affine_int"])
+    (region,) = rec.regions
+    assert region.inputs == ("x", "a", "b") and region.attrs["scalars"] == 2
+    # such a region is not fused into a GEMM's epilogue (the GEMM kernel reads tensors only)
+    from expert_problems import HEAD
+    source = HEAD + ("class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                     "        self.fc = nn.Linear(8, 4)\n"
+                     "    def forward(self, x, s):\n        return self.fc(x) * s\n"
+                     "def get_inputs():\n    return [torch.randn(3, 8), 2.0]\n"
+                     "def get_init_inputs():\n    return []\n")
+    rec = recognize(source)
+    gemm = next(r for r in rec.regions if r.kind == "gemm")
+    assert gemm.nodes == ("fc",) and any(r.kind == "pointwise" and "s" in r.inputs for r in rec.regions)

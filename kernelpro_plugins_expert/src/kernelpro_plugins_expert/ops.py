@@ -328,6 +328,10 @@ def _classify_call(node: Any, target: Any, args: tuple[Any, ...], method: bool) 
         op = reduce or name
         dim = _dim(_arg(node, 1, "dim"))
         keepdim = bool(_arg(node, 2, "keepdim", False))
+        if dim is None and op in ("sum", "mean") and _arg(node, 1, "dim") is None and len(args) == 1 and \
+                not kw:
+            # every element reduced to one value (``x.mean()``, ``torch.sum(x)``)
+            return OpInfo("reduce", op, (args[0],), {"all": True})
         if dim is None or _arg(node, 3, "dtype") is not None:
             return OpInfo("other", name)
         # torch.max(x, dim) returns (values, indices): usable when only values are read

@@ -24,7 +24,8 @@ formed:
 * ``pool``: max/avg pooling 1d/2d/3d, and depthwise convolution 1d/2d/3d (op
   ``depthwise_conv``: one filter per channel), with a pointwise prologue (applied to each
   loaded element) and epilogue, each with any number of broadcast tensor inputs.
-* ``reduce_all``: a loss that reduces every element to one value (``F.kl_div`` with
+* ``reduce_all``: ``x.sum()`` / ``x.mean()`` over every element with the pointwise region
+  feeding it, or a loss that reduces every element to one value (``F.kl_div`` with
   reduction sum, mean or batchmean; ``F.mse_loss``, ``F.l1_loss``, ``F.smooth_l1_loss``
   and ``F.huber_loss`` with reduction mean or sum), with the pointwise region that only
   feeds it folded in.
@@ -189,7 +190,11 @@ def recognize(source: str) -> Recognition:
             scoped = None
         return scoped if scoped is not None else Recognition(ok=False, reason=reason)
     try:
-        return _recognize_graph(gm, len(inputs))
+        # forward arguments that are Python numbers (``A * s``): read by pointwise kernels
+        placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        scalars = {p.name for p, v in zip(placeholders, inputs)
+                   if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        return _recognize_graph(gm, len(inputs), scalars)
     except Exception as exc:
         return Recognition(ok=False, reason=f"cannot analyse the traced graph ({type(exc).__name__}: {exc})")
 
@@ -285,7 +290,7 @@ def _meta_of(tm: Any) -> tuple[tuple[int, ...] | None, str | None]:
     return tuple(int(s) for s in tm.shape), str(tm.dtype).replace("torch.", "")
 
 
-def _recognize_graph(gm: Any, input_count: int) -> Recognition:
+def _recognize_graph(gm: Any, input_count: int, scalars: set[str] | frozenset[str] = frozenset()) -> Recognition:
     modules = dict(gm.named_modules())
     info: dict[str, OpInfo] = {}
     nodes: list[OpNode] = []
@@ -315,17 +320,18 @@ def _recognize_graph(gm: Any, input_count: int) -> Recognition:
         claimed.update(r.nodes)
     for n in order:
         oi = info[n.name]
-        if n.name in claimed or oi.kind not in ("reduce", "softmax", "layernorm", "rmsnorm"):
+        if n.name in claimed or oi.kind not in ("reduce", "softmax", "layernorm", "rmsnorm") or oi.attrs.get("all"):
             continue
         single = _single_region(n, oi, by_name)
         if single is not None:
             regions.append(single)
             claimed.add(n.name)
             claimed.update(single.nodes)
-    regions.extend(_pointwise_regions(order, info, claimed))
+    regions.extend(_pointwise_regions(order, info, claimed, scalars))
     regions = _fuse_into_reductions(regions, by_name)
     regions = _scan_regions(order, info, regions, by_name)
     regions = _full_reduction_regions(order, regions, by_name)
+    regions = _whole_tensor_reductions(order, info, regions, by_name)
     regions = _pool_regions(order, info, regions, by_name)
     regions += _gemm_regions(gm, order, info, regions, by_name)
     regions += _gemm_reduce_regions(gm, info, regions, by_name)
@@ -457,7 +463,8 @@ def _rmsnorm_patterns(order: list[Any], info: dict[str, OpInfo]) -> list[Region]
     return found
 
 
-def _pointwise_regions(order: list[Any], info: dict[str, OpInfo], claimed: set[str]) -> list[Region]:
+def _pointwise_regions(order: list[Any], info: dict[str, OpInfo], claimed: set[str],
+                       scalars: set[str] | frozenset[str] = frozenset()) -> list[Region]:
     pw = [n for n in order if info[n.name].kind == "pointwise" and n.name not in claimed]
     pw_names = {n.name for n in pw}
     # connected components over producer -> consumer edges between pointwise nodes
@@ -478,13 +485,17 @@ def _pointwise_regions(order: list[Any], info: dict[str, OpInfo], claimed: set[s
         comps.setdefault(find(n.name), []).append(n)
     regions = []
     for members in comps.values():
-        r = _pointwise_region(members, info)
+        r = _pointwise_region(members, info, scalars)
         if r is not None:
             regions.append(r)
     return regions
 
 
-def _pointwise_region(members: list[Any], info: dict[str, OpInfo]) -> Region | None:
+def _pointwise_region(members: list[Any], info: dict[str, OpInfo],
+                      scalars: set[str] | frozenset[str] = frozenset()) -> Region | None:
+    """A pointwise region over ``members``; a forward argument named in ``scalars`` (a
+    Python number) is an input too (the region's ``attrs["scalars"]`` counts them): only a
+    standalone pointwise kernel reads it, other kernels do not fuse such a region."""
     names = {m.name for m in members}
     escaping = [m for m in members if any(u.name not in names for u in m.users)]
     if len(escaping) != 1 or escaping[0] is not members[-1]:
@@ -504,11 +515,17 @@ def _pointwise_region(members: list[Any], info: dict[str, OpInfo]) -> Region | N
                 operands.append(("const", float(src)))
             elif getattr(src, "name", None) in index:
                 operands.append(("v", index[src.name]))
+            elif getattr(src, "op", None) == "placeholder" and src.name in scalars:
+                if src.name not in inputs:
+                    inputs.append(src.name)
+                operands.append(("in", inputs.index(src.name)))
             elif hasattr(src, "meta"):
                 shape, dtype = _meta(src)
-                # a bool tensor (a mask) reads as 0.0 / 1.0 into a float result
+                # a bool tensor (a mask) reads as 0.0 / 1.0, an integer one as its value, into a
+                # float result
                 if shape is None or dtype not in ("float32", "float16", "bfloat16", "float64") and \
-                        not (dtype == "bool" and out_dtype in ("float32", "float16", "bfloat16", "float64")):
+                        not (dtype in ("bool", "int8", "int16", "int32", "int64") and
+                             out_dtype in ("float32", "float16", "bfloat16", "float64")):
                     return None
                 if not _broadcasts_to(shape, out_shape):
                     return None
@@ -518,11 +535,12 @@ def _pointwise_region(members: list[Any], info: dict[str, OpInfo]) -> Region | N
             else:
                 return None
         program.append((oi.op, tuple(operands), dict(oi.attrs)))
-    if not inputs:
+    n_scalars = sum(1 for i in inputs if i in scalars)
+    if len(inputs) == n_scalars:
         return None
     return Region(kind="pointwise", op="+".join(p[0] for p in program), nodes=tuple(m.name for m in members),
                   output=out.name, inputs=tuple(inputs), shape=out_shape, program=tuple(program),
-                  epilogue_of=_epilogue_anchor(members, info))
+                  epilogue_of=_epilogue_anchor(members, info), attrs={"scalars": n_scalars} if n_scalars else {})
 
 
 def _epilogue_anchor(members: list[Any], info: dict[str, OpInfo]) -> str | None:
@@ -715,6 +733,35 @@ def _call_arg(node: Any, index: int, name: str, default: Any) -> Any:
     return node.kwargs.get(name, default)
 
 
+def _whole_tensor_reductions(order: list[Any], info: dict[str, OpInfo], regions: list[Region],
+                             by_name: dict[str, Any]) -> list[Region]:
+    """``x.sum()`` / ``x.mean()`` over every element as a ``reduce_all`` region, with the
+    pointwise region that only feeds it folded in (its tensors broadcast to its shape):
+    e.g. a hinge loss ``mean(clamp(1 - p * t, min=0))`` is one pass over p and t."""
+    out = list(regions)
+    for n in order:
+        oi = info[n.name]
+        if oi.kind != "reduce" or not oi.attrs.get("all") or not hasattr(oi.inputs[0], "meta"):
+            continue
+        x = oi.inputs[0]
+        (shape, dtype), (_, out_dtype) = _meta(x), _meta(n)
+        if not shape or dtype not in ("float32", "float16", "bfloat16") or out_dtype != dtype:
+            continue
+        inputs: tuple[Any, ...] = (x.name,)
+        program: tuple[Any, ...] = (("identity", (("in", 0),), {}),)
+        nodes: tuple[str, ...] = (n.name,)
+        pro = next((p for p in out if p.kind == "pointwise" and p.output == x.name and not p.epilogue_of and
+                    len(x.users) == 1 and all(_meta(by_name[i])[0] is not None and
+                                              _broadcasts_to(_meta(by_name[i])[0] or (), shape) for i in p.inputs)),
+                   None)
+        if pro is not None:
+            inputs, program, nodes = pro.inputs, pro.program, pro.nodes + nodes
+            out.remove(pro)
+        out.append(Region(kind="reduce_all", op=oi.op, nodes=nodes, output=n.name, inputs=inputs, shape=shape,
+                          attrs={"reduction": oi.op, "dtype": dtype}, program=program))
+    return out
+
+
 def _full_reduction_regions(order: list[Any], regions: list[Region], by_name: dict[str, Any]) -> list[Region]:
     """Losses that reduce every element to one value: ``F.kl_div`` (reduction sum, mean or
     batchmean) becomes a ``reduce_all`` region, and a pointwise region that only feeds it
@@ -818,7 +865,7 @@ def _pool_regions(order: list[Any], info: dict[str, OpInfo], regions: list[Regio
             continue
         main, pro_extra, prologue, nodes = x.name, [], (), (n.name,)
         pro = next((p for p in out if p.kind == "pointwise" and p.output == x.name and len(x.users) == 1
-                    and p.shape == in_shape), None)
+                    and p.shape == in_shape and not p.attrs.get("scalars")), None)
         if pro is not None:
             full = [i for i in pro.inputs if _meta(by_name[i])[0] == in_shape]
             if full:
@@ -828,7 +875,7 @@ def _pool_regions(order: list[Any], info: dict[str, OpInfo], regions: list[Regio
                 nodes = pro.nodes + nodes
                 out.remove(pro)
         epi = next((e for e in out if e.kind == "pointwise" and n.name in e.inputs and e.shape == out_shape
-                    and _only_user_region(n, e)), None)
+                    and _only_user_region(n, e) and not e.attrs.get("scalars")), None)
         epi_extra, epilogue, output = [], (), n.name
         if epi is not None:
             epi_extra = [i for i in epi.inputs if i != n.name]
@@ -962,7 +1009,7 @@ def _gemm_regions(gm: Any, order: list[Any], info: dict[str, OpInfo], regions: l
         extra_refs = [_input_ref(bias)] if bias is not None else []
         nodes, output = (n.name,), n.name
         epi = next((e for e in regions if e.kind == "pointwise" and n.name in e.inputs and e.shape == out_shape
-                    and _only_user_region(n, e) and e.output not in absorbed), None)
+                    and _only_user_region(n, e) and e.output not in absorbed and not e.attrs.get("scalars")), None)
         if epi is not None:
             absorbed.add(epi.output)  # relu(a @ w1 + a @ w2): the second product is an input of the first's epilogue
             others = [i for i in epi.inputs if i != n.name]

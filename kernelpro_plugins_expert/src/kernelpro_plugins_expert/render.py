@@ -330,6 +330,7 @@ def render_kernel(rid: str, region: Region, tile: dict[str, Any]) -> str:
     if region.kind == "reduce_all":
         body, result = pointwise_body(region, tile)
         return render(REDUCE_ALL, rid=rid, n_in=len(region.inputs), body=body, result=result,
+                      dtype=region.attrs["dtype"],
                       reduction=region.attrs["reduction"], BLOCK=tile["BLOCK"], num_warps=tile["num_warps"],
                       PER_SM=tile["PER_SM"])
     if region.kind == "scan":
