@@ -292,6 +292,19 @@ PROBLEMS = {
         "def get_init_inputs():\n    return []\n"),
     "int_tensor_half": problem("", "        return (x > 0).long() * 0.5 + x.long() * 0.25\n",
                                "[torch.randn(3, 70) * 4.0]"),
+    # batch norm (training-mode statistics and their running update; eval mode reads the
+    # running statistics: see test_kernels), group norm with and without affine, F.group_norm,
+    # instance norm with affine parameters, with a fused activation
+    "batch_norm2d": problem("        self.bn = nn.BatchNorm2d(5)\n", "        return self.bn(x)\n",
+                            "[torch.randn(3, 5, 9, 11) * 2.0 + 1.0]"),
+    "batch_norm1d_relu": problem("        self.bn = nn.BatchNorm1d(7, affine=False, momentum=0.3)\n",
+                                 "        return torch.relu(self.bn(x))\n", "[torch.randn(16, 7) + 0.5]"),
+    "group_norm3d": problem("        self.gn = nn.GroupNorm(4, 12, eps=1e-3)\n", "        return self.gn(x)\n",
+                            "[torch.randn(2, 12, 3, 5, 6) * 3.0]"),
+    "group_norm_func_no_affine": problem("", "        return F.group_norm(x, 3) * 2.0\n",
+                                         "[torch.randn(4, 9, 700)]"),
+    "instance_norm2d_affine_gelu": problem("        self.norm = nn.InstanceNorm2d(6, affine=True)\n",
+                                           "        return F.gelu(self.norm(x))\n", "[torch.randn(3, 6, 9, 13)]"),
     "data_dependent": problem("", "        if x.sum() > 0:\n            return x\n        return -x\n",
                               "[torch.randn(4)]"),
 }

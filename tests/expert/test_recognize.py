@@ -309,8 +309,20 @@ def test_instance_norm_without_affine_is_a_layer_norm_over_the_spatial_dims():
     (region,) = recognize(PROBLEMS["instance_norm1d_relu"]).regions
     assert region.attrs["normalized_ndim"] == 1 and region.attrs["eps"] == 1e-3
     assert [e[0] for e in region.epilogue] == ["relu"]
-    # per-channel weights are not a layer norm's (per-element) weights: left to PyTorch
-    assert not recognize(PROBLEMS["instance_norm2d_affine"]).regions
+    # per-channel weights are not a layer norm's (per-element) weights: a group norm with
+    # one group per channel instead
+    (region,) = recognize(PROBLEMS["instance_norm2d_affine"]).regions
+    assert (region.kind, region.op, region.attrs["groups"]) == ("chnorm", "group_norm", 6)
+
+
+def test_batch_and_group_norms_are_channel_norm_regions():
+    (region,) = recognize(PROBLEMS["batch_norm2d"]).regions
+    # the batch norm's module is its second input: its mode is read when the kernel runs
+    assert (region.kind, region.op, region.inputs) == ("chnorm", "batch_norm", ("x", Param("bn")))
+    (region,) = recognize(PROBLEMS["group_norm3d"]).regions
+    assert region.inputs == ("x", Param("gn.weight"), Param("gn.bias")) and region.attrs == {"groups": 4, "eps": 1e-3}
+    (region,) = recognize(PROBLEMS["group_norm_func_no_affine"]).regions
+    assert region.inputs == ("x", None, None) and [e[0] for e in region.epilogue] == ["mul"]
 
 
 def test_argmax_argmin_are_index_reductions_over_one_dim():

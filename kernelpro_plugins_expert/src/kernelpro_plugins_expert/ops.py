@@ -1,7 +1,8 @@
 """What each traced operator means to the expert generator.
 
 :func:`classify` maps one torch.fx node to an :class:`OpInfo`: its kind (``pointwise``,
-``reduce`` (sum/mean/max/min and argmax/argmin), ``scan`` (cumsum/cumprod), ``softmax``,
+``reduce`` (sum/mean/max/min and argmax/argmin), ``scan`` (cumsum/cumprod), ``chnorm``
+(batch, group and affine instance norm), ``softmax``,
 ``layernorm``, ``rmsnorm``, ``gemm``, ``conv``, ``pool``,
 ``view`` or ``other``), a canonical operator name, the graph inputs it reads (fx nodes,
 parameter paths or Python scalars) and its scalar attributes. Pointwise operators also
@@ -119,7 +120,7 @@ class Param:
 
 @attrs.frozen
 class OpInfo:
-    kind: str  # pointwise | reduce | scan | softmax | layernorm | rmsnorm | gemm | conv | pool | view | other
+    kind: str  # pointwise | reduce | scan | chnorm | softmax | layernorm | rmsnorm | gemm | conv | pool | view | other
     op: str  # canonical name: "add", "gelu", "sum", "softmax", "linear", ...
     inputs: tuple[Any, ...] = ()  # fx.Node | Param | python scalar, in operator order
     attrs: dict[str, Any] = attrs.field(factory=dict)
@@ -214,6 +215,19 @@ def _classify_module(node: Any, mod: nn.Module) -> OpInfo:
         # a layer norm over the last ``instance_rank`` dims, without weight or bias
         return OpInfo("layernorm", "layer_norm", (x, None, None),
                       {"normalized_ndim": instance_rank, "eps": float(mod.eps)})
+    if isinstance(mod, (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)):
+        # the module itself is the second input: its kernel reads ``training`` and the
+        # running statistics when it runs (eval: running statistics; training: batch ones)
+        return OpInfo("chnorm", "batch_norm", (x, Param(t)), {"eps": float(mod.eps)})
+    if isinstance(mod, nn.GroupNorm):
+        params = (Param(f"{t}.weight"), Param(f"{t}.bias")) if mod.affine else (None, None)
+        return OpInfo("chnorm", "group_norm", (x, *params), {"groups": int(mod.num_groups), "eps": float(mod.eps)})
+    if instance_rank is not None and isinstance(mod, nn.modules.instancenorm._InstanceNorm) \
+            and not mod.track_running_stats:
+        # with affine parameters: a group norm with one group per channel
+        params = (Param(f"{t}.weight"), Param(f"{t}.bias")) if mod.affine else (None, None)
+        return OpInfo("chnorm", "group_norm", (x, *params),
+                      {"groups": int(mod.num_features), "eps": float(mod.eps), "rank": instance_rank})
     if isinstance(mod, (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.GroupNorm, nn.InstanceNorm1d,
                         nn.InstanceNorm2d, nn.InstanceNorm3d)):
         return OpInfo("other", type(mod).__name__.lower(), (x,))
@@ -265,6 +279,12 @@ def _classify_call(node: Any, target: Any, args: tuple[Any, ...], method: bool) 
             ndim = len(shape) if isinstance(shape, (tuple, list)) else 1
             return OpInfo("rmsnorm", "rms_norm", (args[0], _arg(node, 2, "weight")),
                           {"dim": -1, "normalized_ndim": ndim, "eps": _arg(node, 3, "eps")})
+        if target is F.group_norm:
+            groups = _arg(node, 1, "num_groups")
+            if not isinstance(groups, int) or isinstance(groups, bool) or groups <= 0:
+                return OpInfo("other", name)
+            return OpInfo("chnorm", "group_norm", (args[0], _arg(node, 2, "weight"), _arg(node, 3, "bias")),
+                          {"groups": groups, "eps": float(_arg(node, 4, "eps", 1e-5))})
         if target in _GEMM_FUNCS:
             return _gemm(node, target, name, args)
         if target in _CONV_FUNCS:

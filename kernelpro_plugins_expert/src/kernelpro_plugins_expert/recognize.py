@@ -9,6 +9,10 @@ formed:
 * ``pointwise``: a connected set of pointwise nodes with one escaping value, whose
   tensor inputs all broadcast to its output shape. When its main producer is a GEMM or a
   convolution, the region is reported as that node's epilogue (``epilogue_of``).
+* ``chnorm``: batch norm (the module's mode decides at run time: batch statistics in
+  training mode, with the running-statistics update, running ones in eval mode), group
+  norm (module or ``F.group_norm``) and instance norm with affine parameters (one group
+  per channel).
 * ``reduce`` (sum/mean/max/min over one dim; argmax/argmin, int64 indices), ``scan``
   (cumsum/cumprod along one dim: inclusive, reversed through ``flip``, exclusive as
   ``cat((zeros, scan(narrow(x, d, 0, L - 1))), d)``, with a full-shape pointwise prologue
@@ -171,7 +175,9 @@ def trace(source: str) -> tuple[Any, tuple[Any, ...]]:
         model = model_cls(*init)
         inputs = tuple(namespace["get_inputs"]())
     gm = torch.fx.symbolic_trace(model)
-    ShapeProp(gm).propagate(*inputs)
+    # shapes in eval mode (the graph is the one traced above): a batch norm with momentum
+    # None reads its batch counter in training mode, which meta tensors cannot
+    ShapeProp(gm.eval()).propagate(*inputs)
     return gm, inputs
 
 
@@ -262,7 +268,7 @@ def recognize_submodules(source: str) -> Recognition | None:
                     gm = torch.fx.symbolic_trace(child)
                     with torch.device("meta"):
                         args = [torch.empty(shape, dtype=dtype) for shape, dtype in seen[0]]
-                    ShapeProp(gm).propagate(*args)
+                    ShapeProp(gm.eval()).propagate(*args)
                     rec = _recognize_graph(gm, len(args))
                 except Exception:
                     rec = None
@@ -307,7 +313,7 @@ def _recognize_graph(gm: Any, input_count: int, scalars: set[str] | frozenset[st
         if oi.attrs.get("index") and hasattr(oi.inputs[0], "meta"):
             # argmax/argmin: an int64 result of a float input; the input's dtype decides
             dtype = _meta(oi.inputs[0])[1]
-        if oi.kind in KERNEL_KINDS + ("scan",) and dtype not in ("float32", "float16", "bfloat16", "float64"):
+        if oi.kind in KERNEL_KINDS + ("scan", "chnorm") and dtype not in ("float32", "float16", "bfloat16", "float64"):
             oi = OpInfo("other", oi.op)
         if oi.kind in ("gemm", "pool") and dtype not in ("float32", "float16", "bfloat16", "float64"):
             oi = OpInfo(oi.kind, oi.op, oi.inputs, {"opaque": True})
@@ -327,6 +333,11 @@ def _recognize_graph(gm: Any, input_count: int, scalars: set[str] | frozenset[st
             regions.append(single)
             claimed.add(n.name)
             claimed.update(single.nodes)
+    for n in order:
+        norm = _chnorm_region(n, info[n.name])
+        if norm is not None:
+            regions.append(norm)
+            claimed.add(n.name)
     regions.extend(_pointwise_regions(order, info, claimed, scalars))
     regions = _fuse_into_reductions(regions, by_name)
     regions = _scan_regions(order, info, regions, by_name)
@@ -560,6 +571,23 @@ def _broadcasts_to(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
     return True
 
 
+def _chnorm_region(n: Any, oi: OpInfo) -> Region | None:
+    """Batch, group or (affine) instance norm of an input (N, C, *spatial): a ``chnorm``
+    region (inputs: x and the batch-norm module, or x, weight, bias for a group norm)."""
+    if oi.kind != "chnorm" or not hasattr(oi.inputs[0], "meta"):
+        return None
+    shape, _ = _meta(oi.inputs[0])
+    if shape is None or len(shape) < 2 or (oi.attrs.get("rank") is not None and len(shape) != oi.attrs["rank"] + 2):
+        return None  # unbatched inputs stay in PyTorch
+    if oi.op == "group_norm" and (shape[1] % oi.attrs["groups"] or
+                                  not all(i is None or isinstance(i, Param) or hasattr(i, "meta")
+                                          for i in oi.inputs[1:])):
+        return None
+    return Region(kind="chnorm", op=oi.op, nodes=(n.name,), output=n.name,
+                  inputs=tuple(_input_ref(i) for i in oi.inputs), shape=shape,
+                  attrs={k: v for k, v in oi.attrs.items() if k != "rank"})
+
+
 def _target_name(node: Any) -> str:
     """The called function's or method's name of an fx node ("" for anything else)."""
     if node is None or not hasattr(node, "op") or node.op not in ("call_function", "call_method"):
@@ -662,7 +690,7 @@ def _fuse_into_reductions(regions: list[Region], by_name: dict[str, Any]) -> lis
     into it as a prologue, and a one-input pointwise region that only reads its result
     as an epilogue: each saves a full pass over the tensor in memory."""
     fused = list(regions)
-    for r in [r for r in regions if r.kind in ("reduce", "softmax", "layernorm", "rmsnorm")]:
+    for r in [r for r in regions if r.kind in ("reduce", "softmax", "layernorm", "rmsnorm", "chnorm")]:
         current = r
         pro = next((p for p in fused if p.kind == "pointwise" and len(p.inputs) == 1 and
                     p.output == current.inputs[0] and len(by_name[p.output].users) == 1 and

@@ -22,7 +22,7 @@ from typing import Any
 
 from kernelpro_plugins_expert.ops import POINTWISE, literal
 from kernelpro_plugins_expert.recognize import Recognition, Region
-from kernelpro_plugins_expert.templates import (CANDIDATE, CONV, GEMM, GEMM_REDUCE, POOL,
+from kernelpro_plugins_expert.templates import (CANDIDATE, CHNORM, CONV, GEMM, GEMM_REDUCE, POOL,
                                                 POINTWISE as POINTWISE_T, REDUCE_ALL, ROWCOL, SCAN, SPLIT, render)
 
 # Bounds of each tile parameter: powers of two that Triton accepts for tl.arange, and warp
@@ -43,7 +43,7 @@ SPACE = {
     "num_stages": (1, 6),
     # 1: natural logs from the special-function unit (see ``uses_log``)
     "FASTLOG": (0, 1),
-    # 1: a row kernel with no split-row form (scans, argmax/argmin): rows are not chunked
+    # 1: a row kernel with no split-row form (scans, argmax/argmin, channel norms): rows are not chunked
     "NOSPLIT": (1, 1),
 }
 # Shared memory a GEMM's pipeline may take (H200: 227 KiB usable per block, less a margin
@@ -69,6 +69,8 @@ def layout(region: Region) -> str:
         return "gemm"
     if region.kind == "gemm_reduce":
         return "rewrite"
+    if region.kind == "chnorm":
+        return "row"
     if region.kind == "layernorm" or (region.kind == "rmsnorm" and region.attrs.get("normalized_ndim")):
         return "row"
     d = region.attrs["dim"] + region.attrs.get("ndims", 1)
@@ -76,6 +78,11 @@ def layout(region: Region) -> str:
 
 
 def reduced_extent(region: Region) -> int:
+    if region.kind == "chnorm":  # the elements of one normalized unit
+        spatial = math.prod(region.shape[2:])
+        if region.op == "batch_norm":
+            return region.shape[0] * spatial
+        return region.shape[1] // region.attrs["groups"] * spatial
     if region.kind in ("layernorm", "rmsnorm") and region.attrs.get("normalized_ndim"):
         return math.prod(region.shape[-region.attrs["normalized_ndim"]:])
     d = region.attrs["dim"]
@@ -123,7 +130,7 @@ def default_tile(region: Region) -> dict[str, int]:
     if kind == "row":
         extent = reduced_extent(region)
         rows = math.prod(region.shape) // max(1, extent)
-        if region.kind == "scan":
+        if region.kind in ("scan", "chnorm"):
             # a scan's blocks run one after another (each needs the previous carry): long
             # blocks, 8 warps past 2048 elements
             block = min(4096, max(16, 1 << (extent - 1).bit_length()))
@@ -138,8 +145,8 @@ def default_tile(region: Region) -> dict[str, int]:
 
 
 def no_split(region: Region) -> bool:
-    """Scans and argmax/argmin have no split-row (two-stage) form."""
-    return region.kind == "scan" or (region.kind == "reduce" and region.op in ("argmax", "argmin"))
+    """Scans, argmax/argmin and the channel norms have no split-row (two-stage) form."""
+    return region.kind in ("scan", "chnorm") or (region.kind == "reduce" and region.op in ("argmax", "argmin"))
 
 
 def _pow2_at_least(value: int, lo: int, hi: int) -> int:
@@ -333,6 +340,12 @@ def render_kernel(rid: str, region: Region, tile: dict[str, Any]) -> str:
                       dtype=region.attrs["dtype"],
                       reduction=region.attrs["reduction"], BLOCK=tile["BLOCK"], num_warps=tile["num_warps"],
                       PER_SM=tile["PER_SM"])
+    if region.kind == "chnorm":
+        has_w = len(region.inputs) > 1 and region.inputs[1] is not None
+        has_b = len(region.inputs) > 2 and region.inputs[2] is not None
+        return render(CHNORM, rid=rid, op=region.op, groups=region.attrs.get("groups", 1), has_w=has_w, has_b=has_b,
+                      eps=repr(float(region.attrs["eps"])), BLOCK_R=tile["BLOCK_R"], num_warps=tile["num_warps"],
+                      **fused_bodies(region))
     if region.kind == "scan":
         body, result = program_lines(region.program, [f"a{i}" for i in range(len(region.inputs))], "v") \
             if region.program else ([], "a0")

@@ -9,6 +9,7 @@ empty string). Every kernel computes in fp32 and stores in the output's dtype.
 * ``POINTWISE``: one fused kernel for a pointwise region.
 * ``ROWCOL``: reductions, the softmax family and the norms over ``(outer, R, inner)``.
 * ``SPLIT``: the same ops over few long rows, in two stages.
+* ``CHNORM``: batch, group and affine instance norm over (N, C, *spatial).
 * ``SCAN``: cumulative sums and products along one dim (reversed, exclusive, with a prologue).
 * ``REDUCE_ALL``: a pointwise program reduced over every element to one value.
 * ``GEMM``: a tiled tensor-core GEMM with its epilogue applied in registers.
@@ -50,6 +51,7 @@ GEMM_REDUCE = "gemm_reduce.py.j2"
 CONV = "conv.py.j2"
 POOL = "pool.py.j2"
 SCAN = "scan.py.j2"
+CHNORM = "chnorm.py.j2"
 CANDIDATE = "candidate.py.j2"
 
 
