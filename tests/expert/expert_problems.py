@@ -305,6 +305,20 @@ PROBLEMS = {
                                          "[torch.randn(4, 9, 700)]"),
     "instance_norm2d_affine_gelu": problem("        self.norm = nn.InstanceNorm2d(6, affine=True)\n",
                                            "        return F.gelu(self.norm(x))\n", "[torch.randn(3, 6, 9, 13)]"),
+    # convolutions past the dense 1-D/2-D kernel: 3-D, grouped, transposed (output padding,
+    # dilation, groups), as implicit GEMMs per group
+    "conv3d_strided_pad": problem("        self.conv = nn.Conv3d(3, 5, (3, 2, 3), stride=(1, 2, 1), padding=(1, 0, 2))\n",
+                                  "        return self.conv(x)\n", "[torch.randn(2, 3, 5, 7, 6)]"),
+    "conv2d_grouped_dilated": problem("        self.conv = nn.Conv2d(6, 9, 3, groups=3, dilation=2, padding=1, bias=False)\n",
+                                      "        return self.conv(x)\n", "[torch.randn(2, 6, 9, 10)]"),
+    "conv_transpose1d_outpad": problem(
+        "        self.conv = nn.ConvTranspose1d(4, 6, 3, stride=2, padding=1, output_padding=1, dilation=2)\n",
+        "        return self.conv(x)\n", "[torch.randn(3, 4, 11)]"),
+    "conv_transpose2d_grouped": problem(
+        "        self.conv = nn.ConvTranspose2d(6, 4, (3, 2), stride=(2, 1), padding=(1, 0), groups=2)\n",
+        "        return self.conv(x)\n", "[torch.randn(2, 6, 5, 7)]"),
+    "conv_transpose3d_bias": problem("        self.conv = nn.ConvTranspose3d(3, 4, 2, stride=2, bias=True)\n",
+                                     "        return self.conv(x)\n", "[torch.randn(2, 3, 3, 4, 5)]"),
     "data_dependent": problem("", "        if x.sum() > 0:\n            return x\n        return -x\n",
                               "[torch.randn(4)]"),
 }

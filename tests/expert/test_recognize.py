@@ -383,3 +383,13 @@ def test_python_number_arguments_are_inputs_of_a_standalone_pointwise_kernel():
     rec = recognize(source)
     gemm = next(r for r in rec.regions if r.kind == "gemm")
     assert gemm.nodes == ("fc",) and any(r.kind == "pointwise" and "s" in r.inputs for r in rec.regions)
+
+
+@pytest.mark.parametrize("name, op, groups, transposed", [
+    ("conv3d_strided_pad", "conv3d", 1, False), ("conv2d_grouped_dilated", "conv2d", 3, False),
+    ("conv_transpose1d_outpad", "conv_transpose1d", 1, True), ("conv_transpose2d_grouped", "conv_transpose2d", 2, True),
+    ("conv_transpose3d_bias", "conv_transpose3d", 1, True)])
+def test_3d_grouped_and_transposed_convolutions_are_general_conv_regions(name, op, groups, transposed):
+    (region,) = recognize(PROBLEMS[name]).regions
+    assert (region.kind, region.op, region.attrs["groups"], region.attrs["transposed"]) == ("conv", op, groups, transposed)
+    assert region.attrs["general"]

@@ -199,6 +199,8 @@ def _classify_module(node: Any, mod: nn.Module) -> OpInfo:
         if depthwise is not None:
             return depthwise
         dense = _dense_conv(mod, x, t)
+        if dense is None:
+            dense = _general_conv(mod, x, t)
         return dense if dense is not None else OpInfo("conv", type(mod).__name__.lower(), (x,))
     if type(mod) in _POOL_TEMPLATE_MODULES:
         op, rank = _POOL_TEMPLATE_MODULES[type(mod)]
@@ -422,6 +424,30 @@ def _dense_conv(mod: Any, x: Any, path: str) -> OpInfo | None:
     return OpInfo("conv", f"conv{rank}d", (x, Param(f"{path}.weight"),
                                            Param(f"{path}.bias") if mod.bias is not None else None),
                   {"dense": True, "rank": rank, "kernel": k, "stride": s, "padding": padding, "dilation": d,
+                   "has_bias": mod.bias is not None})
+
+
+_GENERAL_CONV_RANK = {nn.Conv1d: 1, nn.Conv2d: 2, nn.Conv3d: 3, nn.ConvTranspose1d: 1, nn.ConvTranspose2d: 2,
+                      nn.ConvTranspose3d: 3}
+
+
+def _general_conv(mod: Any, x: Any, path: str) -> OpInfo | None:
+    """A convolution the dense 1-D/2-D kernel does not take (3-D, grouped, or transposed
+    1-D/2-D/3-D), zero padding given as ints: ``conv`` kind with ``general`` set, inputs
+    (x, weight, bias or None), for the grouped implicit-GEMM kernel; None otherwise."""
+    rank = _GENERAL_CONV_RANK.get(type(mod))
+    if rank is None or mod.padding_mode != "zeros" or isinstance(mod.padding, str) and mod.padding != "valid":
+        return None
+    padding = (0,) * rank if mod.padding == "valid" else _ints(mod.padding, rank)
+    k, s, d = _ints(mod.kernel_size, rank), _ints(mod.stride, rank), _ints(mod.dilation, rank)
+    transposed = isinstance(mod, nn.modules.conv._ConvTransposeNd)
+    out_pad = _ints(mod.output_padding, rank) if transposed else (0,) * rank
+    if None in (k, s, d, padding, out_pad):
+        return None
+    name = f"conv_transpose{rank}d" if transposed else f"conv{rank}d"
+    return OpInfo("conv", name, (x, Param(f"{path}.weight"), Param(f"{path}.bias") if mod.bias is not None else None),
+                  {"dense": True, "general": True, "rank": rank, "kernel": k, "stride": s, "padding": padding,
+                   "dilation": d, "groups": int(mod.groups), "transposed": transposed, "output_padding": out_pad,
                    "has_bias": mod.bias is not None})
 
 

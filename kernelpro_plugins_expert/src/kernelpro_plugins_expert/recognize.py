@@ -1078,8 +1078,9 @@ def _conv_regions(gm: Any, order: list[Any], info: dict[str, OpInfo]) -> list[Re
         if bias is not None and _operand_meta(gm, bias)[1] != x_dtype:
             continue
         attrs = {k: v for k, v in oi.attrs.items() if k != "dense"}
-        attrs.update(dtype=x_dtype, m=out_shape[0] * math.prod(out_shape[2:]), n=out_shape[1],
-                     k=x_shape[1] * math.prod(oi.attrs["kernel"]))
+        groups = oi.attrs.get("groups", 1)  # the GEMM of one group: its channels
+        attrs.update(dtype=x_dtype, m=out_shape[0] * math.prod(out_shape[2:]), n=out_shape[1] // groups,
+                     k=x_shape[1] // groups * math.prod(oi.attrs["kernel"]))
         found.append(Region(kind="conv", op=oi.op, nodes=(n.name,), output=n.name,
                             inputs=(_input_ref(x), _input_ref(w), *([_input_ref(bias)] if bias is not None else [])),
                             shape=out_shape, attrs=attrs))

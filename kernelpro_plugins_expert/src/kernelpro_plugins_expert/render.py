@@ -22,7 +22,7 @@ from typing import Any
 
 from kernelpro_plugins_expert.ops import POINTWISE, literal
 from kernelpro_plugins_expert.recognize import Recognition, Region
-from kernelpro_plugins_expert.templates import (CANDIDATE, CHNORM, CONV, GEMM, GEMM_REDUCE, POOL,
+from kernelpro_plugins_expert.templates import (CANDIDATE, CHNORM, CONV, CONVG, GEMM, GEMM_REDUCE, POOL,
                                                 POINTWISE as POINTWISE_T, REDUCE_ALL, ROWCOL, SCAN, SPLIT, render)
 
 # Bounds of each tile parameter: powers of two that Triton accepts for tl.arange, and warp
@@ -258,6 +258,15 @@ def render_conv(rid: str, region: Region, tile: dict[str, Any]) -> str:
     precision = tile.get("precision", "ieee")
     if fp32 and precision not in GEMM_PRECISIONS:
         raise ValueError(f"GEMM precision {precision!r}: expected one of {GEMM_PRECISIONS}")
+    if a.get("general"):
+        def three(values: tuple[int, ...], fill: int) -> str:
+            return repr((fill,) * (3 - a["rank"]) + tuple(int(v) for v in values))
+
+        return render(CONVG, rid=rid, rank=a["rank"], has_bias=a["has_bias"], dtype=a["dtype"],
+                      dot_args=f', input_precision="{precision}"' if fp32 else "", groups=a["groups"],
+                      transposed=a["transposed"], stride3=three(a["stride"], 1), padding3=three(a["padding"], 0),
+                      dilation3=three(a["dilation"], 1), output_padding3=three(a["output_padding"], 0),
+                      **{k: tile[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages")})
     pad = 2 - a["rank"]
 
     def two(values: tuple[int, ...], fill: int) -> str:

@@ -15,6 +15,7 @@ empty string). Every kernel computes in fp32 and stores in the output's dtype.
 * ``GEMM``: a tiled tensor-core GEMM with its epilogue applied in registers.
 * ``GEMM_REDUCE``: a sum or mean over N of a GEMM's output as a matrix-vector product.
 * ``CONV``: a dense 1-D/2-D convolution as an implicit GEMM on tensor cores.
+* ``CONVG``: 3-D, grouped and transposed convolutions as an implicit GEMM per group.
 * ``POOL``: max/avg pooling 1d/2d/3d with prologue and epilogue.
 * ``CANDIDATE``: the problem's source, the kernels, the fx rewrite that swaps each region
   for its kernel call, and optionally CUDA-graph capture of the whole forward.
@@ -49,6 +50,7 @@ REDUCE_ALL = "reduce_all.py.j2"
 GEMM = "gemm.py.j2"
 GEMM_REDUCE = "gemm_reduce.py.j2"
 CONV = "conv.py.j2"
+CONVG = "convg.py.j2"
 POOL = "pool.py.j2"
 SCAN = "scan.py.j2"
 CHNORM = "chnorm.py.j2"
