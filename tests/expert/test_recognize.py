@@ -78,9 +78,12 @@ def test_gemm_and_conv_epilogues():
     assert rec.alternatives() == ([1], [0, 1])
 
 
-def test_only_dense_1d_2d_convolutions_become_regions():
-    for name in ("grouped_conv_multiplier2", "dwconv3d"):
-        assert not any(r.kind == "conv" for r in recognize(PROBLEMS[name]).regions), name
+def test_dense_1d_2d_convolutions_take_the_dense_kernel_and_others_the_general_one():
+    # a depthwise convolution is a windowed (pool-kind) region, not a GEMM
+    assert not any(r.kind == "conv" for r in recognize(PROBLEMS["dwconv3d"]).regions)
+    # a grouped one with a channel multiplier is a general conv region (a GEMM per group)
+    (region,) = recognize(PROBLEMS["grouped_conv_multiplier2"]).regions
+    assert (region.kind, region.attrs["general"], region.attrs["groups"]) == ("conv", True, 4)
     region = next(r for r in recognize(PROBLEMS["conv1d_dilated_strided"]).regions if r.kind == "conv")
     assert (region.attrs["rank"], region.attrs["stride"], region.attrs["dilation"], region.attrs["padding"]) == \
         (1, (3,), (4,), (2,))
