@@ -319,6 +319,18 @@ PROBLEMS = {
         "        return self.conv(x)\n", "[torch.randn(2, 6, 5, 7)]"),
     "conv_transpose3d_bias": problem("        self.conv = nn.ConvTranspose3d(3, 4, 2, stride=2, bias=True)\n",
                                      "        return self.conv(x)\n", "[torch.randn(2, 3, 3, 4, 5)]"),
+    # cross-entropy against class indices: mean with ignored targets, sum, long rows
+    "cross_entropy_ignore": HEAD + (
+        "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "    def forward(self, x, t):\n        return F.cross_entropy(x, t, ignore_index=2)\n"
+        "def get_inputs():\n    return [torch.randn(37, 5) * 3.0, torch.randint(0, 5, (37,))]\n"
+        "def get_init_inputs():\n    return []\n"),
+    "cross_entropy_module_sum": HEAD + (
+        "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.loss = nn.CrossEntropyLoss(reduction='sum')\n"
+        "    def forward(self, x, t):\n        return self.loss(x, t)\n"
+        "def get_inputs():\n    return [torch.randn(6, 5000), torch.randint(0, 5000, (6,))]\n"
+        "def get_init_inputs():\n    return []\n"),
     "data_dependent": problem("", "        if x.sum() > 0:\n            return x\n        return -x\n",
                               "[torch.randn(4)]"),
 }

@@ -55,7 +55,9 @@ CASES = ["elementwise_chain", "bias_gelu", "softmax", "softmax_dim0", "log_softm
          "instance_norm2d_affine_gelu", "instance_norm2d_affine",
          # 3-D, grouped and transposed convolutions (implicit GEMMs per group)
          "conv3d_strided_pad", "conv2d_grouped_dilated", "conv_transpose1d_outpad", "conv_transpose2d_grouped",
-         "conv_transpose3d_bias", "grouped_conv_multiplier2"]
+         "conv_transpose3d_bias", "grouped_conv_multiplier2",
+         # cross-entropy against class indices
+         "cross_entropy_ignore", "cross_entropy_module_sum"]
 # the evaluator's tolerances per output dtype (relative to the output's magnitude here)
 GEMM_CASES = ("linear_relu_odd", "linear3d_sigmoid", "addmm_scale", "linear_residual_clone", "bmm_add",
               "matmul_transposed_both", "bias_gelu", "gemm_bias_relu", "gemm_div_sum_scale", "two_gemms_relu",

@@ -396,3 +396,18 @@ def test_3d_grouped_and_transposed_convolutions_are_general_conv_regions(name, o
     (region,) = recognize(PROBLEMS[name]).regions
     assert (region.kind, region.op, region.attrs["groups"], region.attrs["transposed"]) == ("conv", op, groups, transposed)
     assert region.attrs["general"]
+
+
+def test_cross_entropy_against_class_indices_is_one_region():
+    (region,) = recognize(PROBLEMS["cross_entropy_ignore"]).regions
+    assert (region.kind, region.inputs, region.attrs["reduction"], region.attrs["ignore_index"]) == \
+        ("xent", ("x", "t"), "mean", 2)
+    (region,) = recognize(PROBLEMS["cross_entropy_module_sum"]).regions
+    assert region.attrs["reduction"] == "sum"
+    # label smoothing stays in PyTorch
+    from expert_problems import HEAD
+    source = HEAD + ("class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                     "    def forward(self, x, t):\n        return F.cross_entropy(x, t, label_smoothing=0.1)\n"
+                     "def get_inputs():\n    return [torch.randn(4, 5), torch.randint(0, 5, (4,))]\n"
+                     "def get_init_inputs():\n    return []\n")
+    assert not recognize(source).regions

@@ -28,6 +28,8 @@ formed:
 * ``pool``: max/avg pooling 1d/2d/3d, and depthwise convolution 1d/2d/3d (op
   ``depthwise_conv``: one filter per channel), with a pointwise prologue (applied to each
   loaded element) and epilogue, each with any number of broadcast tensor inputs.
+* ``xent``: cross-entropy of logits (N, C) against class indices (mean or sum, an
+  ignore_index; no class weights or label smoothing).
 * ``reduce_all``: ``x.sum()`` / ``x.mean()`` over every element with the pointwise region
   feeding it, or a loss that reduces every element to one value (``F.kl_div`` with
   reduction sum, mean or batchmean; ``F.mse_loss``, ``F.l1_loss``, ``F.smooth_l1_loss``
@@ -343,6 +345,7 @@ def _recognize_graph(gm: Any, input_count: int, scalars: set[str] | frozenset[st
     regions = _scan_regions(order, info, regions, by_name)
     regions = _full_reduction_regions(order, regions, by_name)
     regions = _whole_tensor_reductions(order, info, regions, by_name)
+    regions += _cross_entropy_regions(gm, order)
     regions = _pool_regions(order, info, regions, by_name)
     regions += _gemm_regions(gm, order, info, regions, by_name)
     regions += _gemm_reduce_regions(gm, info, regions, by_name)
@@ -788,6 +791,40 @@ def _whole_tensor_reductions(order: list[Any], info: dict[str, OpInfo], regions:
         out.append(Region(kind="reduce_all", op=oi.op, nodes=nodes, output=n.name, inputs=inputs, shape=shape,
                           attrs={"reduction": oi.op, "dtype": dtype}, program=program))
     return out
+
+
+def _cross_entropy_regions(gm: Any, order: list[Any]) -> list[Region]:
+    """Cross-entropy (``F.cross_entropy`` or ``nn.CrossEntropyLoss``) of float logits
+    (N, C) against int64 class indices (N,), without class weights or label smoothing,
+    reduced by mean or sum: an ``xent`` region (inputs: logits, targets)."""
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    found = []
+    modules = dict(gm.named_modules())
+    for n in order:
+        if n.op == "call_function" and n.target is F.cross_entropy:
+            x, t = _call_arg(n, 0, "input", None), _call_arg(n, 1, "target", None)
+            weight, ignore = _call_arg(n, 2, "weight", None), _call_arg(n, 4, "ignore_index", -100)
+            legacy = _call_arg(n, 3, "size_average", None) is not None or _call_arg(n, 5, "reduce", None) is not None
+            reduction, smoothing = _call_arg(n, 6, "reduction", "mean"), _call_arg(n, 7, "label_smoothing", 0.0)
+        elif n.op == "call_module" and isinstance(modules.get(n.target), nn.CrossEntropyLoss):
+            mod = modules[n.target]
+            x, t = _call_arg(n, 0, "input", None), _call_arg(n, 1, "target", None)
+            weight, ignore, legacy = mod.weight, mod.ignore_index, False
+            reduction, smoothing = mod.reduction, mod.label_smoothing
+        else:
+            continue
+        if weight is not None or legacy or smoothing != 0.0 or reduction not in ("mean", "sum") or \
+                not isinstance(ignore, int) or not all(hasattr(v, "meta") for v in (x, t)):
+            continue
+        (shape, dtype), (tshape, tdtype) = _meta(x), _meta(t)
+        if shape is None or len(shape) != 2 or tshape != shape[:1] or tdtype != "int64" or \
+                dtype not in ("float32", "float16", "bfloat16"):
+            continue
+        found.append(Region(kind="xent", op="cross_entropy", nodes=(n.name,), output=n.name, inputs=(x.name, t.name),
+                            shape=shape, attrs={"reduction": reduction, "ignore_index": ignore, "dtype": dtype}))
+    return found
 
 
 def _full_reduction_regions(order: list[Any], regions: list[Region], by_name: dict[str, Any]) -> list[Region]:

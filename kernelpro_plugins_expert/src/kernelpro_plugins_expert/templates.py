@@ -10,6 +10,7 @@ empty string). Every kernel computes in fp32 and stores in the output's dtype.
 * ``ROWCOL``: reductions, the softmax family and the norms over ``(outer, R, inner)``.
 * ``SPLIT``: the same ops over few long rows, in two stages.
 * ``CHNORM``: batch, group and affine instance norm over (N, C, *spatial).
+* ``XENT``: cross-entropy of (N, C) logits against class indices.
 * ``SCAN``: cumulative sums and products along one dim (reversed, exclusive, with a prologue).
 * ``REDUCE_ALL``: a pointwise program reduced over every element to one value.
 * ``GEMM``: a tiled tensor-core GEMM with its epilogue applied in registers.
@@ -54,6 +55,7 @@ CONVG = "convg.py.j2"
 POOL = "pool.py.j2"
 SCAN = "scan.py.j2"
 CHNORM = "chnorm.py.j2"
+XENT = "xent.py.j2"
 CANDIDATE = "candidate.py.j2"
 
 
