@@ -331,6 +331,22 @@ PROBLEMS = {
         "    def forward(self, x, t):\n        return self.loss(x, t)\n"
         "def get_inputs():\n    return [torch.randn(6, 5000), torch.randint(0, 5000, (6,))]\n"
         "def get_init_inputs():\n    return []\n"),
+    # einsum contractions that are matrix products (2-D B, read transposed, batched)
+    "einsum_4d_matrix": HEAD + (
+        "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "    def forward(self, x, y):\n        return torch.einsum('bijl,lk->bijk', x, y)\n"
+        "def get_inputs():\n    return [torch.randn(2, 3, 5, 17), torch.randn(17, 9)]\n"
+        "def get_init_inputs():\n    return []\n"),
+    "einsum_transposed_b": HEAD + (
+        "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "    def forward(self, x, y):\n        return torch.relu(torch.einsum('ik,jk->ij', x, y))\n"
+        "def get_inputs():\n    return [torch.randn(7, 20), torch.randn(11, 20)]\n"
+        "def get_init_inputs():\n    return []\n"),
+    "einsum_batched": HEAD + (
+        "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "    def forward(self, x, y):\n        return torch.einsum('bnij,bnjk->bnik', x, y)\n"
+        "def get_inputs():\n    return [torch.randn(2, 3, 6, 10), torch.randn(2, 3, 10, 5)]\n"
+        "def get_init_inputs():\n    return []\n"),
     "data_dependent": problem("", "        if x.sum() > 0:\n            return x\n        return -x\n",
                               "[torch.randn(4)]"),
 }

@@ -57,13 +57,16 @@ CASES = ["elementwise_chain", "bias_gelu", "softmax", "softmax_dim0", "log_softm
          "conv3d_strided_pad", "conv2d_grouped_dilated", "conv_transpose1d_outpad", "conv_transpose2d_grouped",
          "conv_transpose3d_bias", "grouped_conv_multiplier2",
          # cross-entropy against class indices
-         "cross_entropy_ignore", "cross_entropy_module_sum"]
+         "cross_entropy_ignore", "cross_entropy_module_sum",
+         # einsum contractions that are matrix products (Triton GEMM)
+         "einsum_4d_matrix", "einsum_transposed_b", "einsum_batched"]
 # the evaluator's tolerances per output dtype (relative to the output's magnitude here)
 GEMM_CASES = ("linear_relu_odd", "linear3d_sigmoid", "addmm_scale", "linear_residual_clone", "bmm_add",
               "matmul_transposed_both", "bias_gelu", "gemm_bias_relu", "gemm_div_sum_scale", "two_gemms_relu",
               "conv_relu", "conv1d_dilated_strided", "conv2d_stride_pad_min", "conv2d_valid_dilated",
               "untraceable_loop", "conv3d_strided_pad", "conv2d_grouped_dilated", "conv_transpose1d_outpad",
-              "conv_transpose2d_grouped", "conv_transpose3d_bias", "grouped_conv_multiplier2")
+              "conv_transpose2d_grouped", "conv_transpose3d_bias", "grouped_conv_multiplier2", "einsum_4d_matrix",
+              "einsum_transposed_b")
 CASES_PER_RUN = 24
 TOLERANCE = {"float32": 1e-4, "float16": 1e-2, "bfloat16": 1e-2, "int64": 0.0}
 

@@ -411,3 +411,26 @@ def test_cross_entropy_against_class_indices_is_one_region():
                      "def get_inputs():\n    return [torch.randn(4, 5), torch.randint(0, 5, (4,))]\n"
                      "def get_init_inputs():\n    return []\n")
     assert not recognize(source).regions
+
+
+@pytest.mark.parametrize("name, trans_b, batch", [("einsum_4d_matrix", False, 1), ("einsum_transposed_b", True, 1),
+                                                  ("einsum_batched", False, 6)])
+def test_einsum_matrix_products_are_gemm_regions(name, trans_b, batch):
+    gemm = next(r for r in recognize(PROBLEMS[name]).regions if r.kind == "gemm")
+    assert (gemm.op, gemm.attrs["trans_b"], gemm.attrs["batch"]) == ("einsum", trans_b, batch)
+
+
+def test_other_einsum_contractions_stay_in_pytorch():
+    from expert_problems import HEAD
+    for eq in ("ij,jk,kl->il", "ii->i", "bij,bkj->bik", "ij,kl->ijkl"):
+        n = eq.count(",") + 1
+        shapes = {"ij,jk,kl->il": "[torch.randn(3, 4), torch.randn(4, 5), torch.randn(5, 2)]",
+                  "ii->i": "[torch.randn(4, 4)]", "bij,bkj->bik": "[torch.randn(2, 3, 4), torch.randn(2, 5, 4)]",
+                  "ij,kl->ijkl": "[torch.randn(2, 3), torch.randn(4, 5)]"}[eq]
+        args = ", ".join(f"a{i}" for i in range(n))
+        source = HEAD + ("class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                         f"    def forward(self, {args}):\n        return torch.einsum('{eq}', {args})\n"
+                         f"def get_inputs():\n    return {shapes}\n"
+                         "def get_init_inputs():\n    return []\n")
+        rec = recognize(source)
+        assert rec.ok and not rec.regions, eq

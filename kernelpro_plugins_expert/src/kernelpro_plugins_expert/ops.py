@@ -289,6 +289,8 @@ def _classify_call(node: Any, target: Any, args: tuple[Any, ...], method: bool) 
                           {"groups": groups, "eps": float(_arg(node, 4, "eps", 1e-5))})
         if target in _GEMM_FUNCS:
             return _gemm(node, target, name, args)
+        if target is torch.einsum:
+            return _einsum(args)
         if target in _CONV_FUNCS:
             return OpInfo("conv", name, (args[0],))
         if target in _POOL_TEMPLATE_FUNCS:
@@ -376,6 +378,34 @@ def _gemm(node: Any, target: Any, name: str, args: tuple[Any, ...]) -> OpInfo:
         return OpInfo("gemm", name, tuple(args), {"opaque": True})
     return OpInfo("gemm", "matmul" if target is operator.matmul else name, (args[0], args[1], None),
                   {"trans_b": False})
+
+
+def _einsum(args: tuple[Any, ...]) -> OpInfo:
+    """``torch.einsum`` of two operands that is a matrix product: A ``...l`` times a 2-D B
+    ``lk`` (or ``kl``, read transposed) giving ``...k``, or batched ``P il, P lk -> P ik``
+    with the same batch letters P in the same order: a ``gemm`` (A, B) like ``matmul``;
+    any other contraction stays in PyTorch."""
+    operands = args[1:]
+    if len(operands) == 1 and isinstance(operands[0], (tuple, list)):
+        operands = tuple(operands[0])
+    eq = args[0] if args else None
+    if not isinstance(eq, str) or len(operands) != 2 or "..." in eq or eq.count("->") != 1:
+        return OpInfo("other", "einsum")
+    lhs, out = eq.replace(" ", "").split("->")
+    parts = lhs.split(",")
+    if len(parts) != 2 or any(len(set(p)) != len(p) or not p.isalpha() for p in parts + [out]):
+        return OpInfo("other", "einsum")
+    a, b = parts
+    if len(a) >= 2 and len(b) == 2:
+        l = a[-1]  # noqa: E741 - the contracted letter
+        if b[0] == l and out == a[:-1] + b[1] and b[1] not in a:
+            return OpInfo("gemm", "einsum", (operands[0], operands[1], None), {"trans_b": False})
+        if b[1] == l and out == a[:-1] + b[0] and b[0] not in a:
+            return OpInfo("gemm", "einsum", (operands[0], operands[1], None), {"trans_b": True})
+    if len(a) == len(b) >= 3 and a[:-2] == b[:-2] and a[-1] == b[-2] and out == a[:-1] + b[-1] and \
+            len(set(a) | set(b)) == len(a) + 1:
+        return OpInfo("gemm", "einsum", (operands[0], operands[1], None), {"trans_b": False})
+    return OpInfo("other", "einsum")
 
 
 def _ints(value: Any, rank: int) -> tuple[int, ...] | None:
