@@ -347,6 +347,23 @@ PROBLEMS = {
         "    def forward(self, x, y):\n        return torch.einsum('bnij,bnjk->bnik', x, y)\n"
         "def get_inputs():\n    return [torch.randn(2, 3, 6, 10), torch.randn(2, 3, 10, 5)]\n"
         "def get_init_inputs():\n    return []\n"),
+    # row statistics of two or three inputs: a cosine-similarity loss, triplet margin losses
+    "cosine_similarity_loss": HEAD + (
+        "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "    def forward(self, x, t):\n        return torch.mean(1 - F.cosine_similarity(x, t, dim=1))\n"
+        "def get_inputs():\n    return [torch.randn(9, 3000), torch.randn(9, 3000)]\n"
+        "def get_init_inputs():\n    return []\n"),
+    "triplet_margin_module": HEAD + (
+        "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.loss = nn.TripletMarginLoss(margin=0.5)\n"
+        "    def forward(self, a, p, n):\n        return self.loss(a, p, n)\n"
+        "def get_inputs():\n    return [torch.randn(12, 70), torch.randn(12, 70), torch.randn(12, 70)]\n"
+        "def get_init_inputs():\n    return []\n"),
+    "triplet_margin_func_sum": HEAD + (
+        "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "    def forward(self, a, p, n):\n        return F.triplet_margin_loss(a, p, n, margin=2.0, reduction='sum')\n"
+        "def get_inputs():\n    return [torch.randn(5, 33), torch.randn(5, 33), torch.randn(5, 33) * 0.5]\n"
+        "def get_init_inputs():\n    return []\n"),
     "data_dependent": problem("", "        if x.sum() > 0:\n            return x\n        return -x\n",
                               "[torch.randn(4)]"),
 }

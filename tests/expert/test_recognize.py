@@ -434,3 +434,13 @@ def test_other_einsum_contractions_stay_in_pytorch():
                          "def get_init_inputs():\n    return []\n")
         rec = recognize(source)
         assert rec.ok and not rec.regions, eq
+
+
+def test_cosine_similarity_and_triplet_margin_are_row_pair_regions():
+    rec = recognize(PROBLEMS["cosine_similarity_loss"])
+    assert [(r.kind, r.op) for r in rec.regions] == [("rowpair", "cosine_similarity"), ("reduce_all", "mean")]
+    (region,) = recognize(PROBLEMS["triplet_margin_module"]).regions
+    assert (region.op, region.inputs, region.attrs["margin"], region.attrs["reduction"]) == \
+        ("triplet_margin", ("a", "p", "n"), 0.5, "mean")
+    (region,) = recognize(PROBLEMS["triplet_margin_func_sum"]).regions
+    assert (region.attrs["margin"], region.attrs["reduction"]) == (2.0, "sum")

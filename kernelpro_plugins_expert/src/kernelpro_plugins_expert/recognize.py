@@ -28,6 +28,8 @@ formed:
 * ``pool``: max/avg pooling 1d/2d/3d, and depthwise convolution 1d/2d/3d (op
   ``depthwise_conv``: one filter per channel), with a pointwise prologue (applied to each
   loaded element) and epilogue, each with any number of broadcast tensor inputs.
+* ``rowpair``: cosine similarity over the last dim of two (N, D) inputs, and the triplet
+  margin loss (p = 2, mean or sum) of three.
 * ``xent``: cross-entropy of logits (N, C) against class indices (mean or sum, an
   ignore_index; no class weights or label smoothing).
 * ``reduce_all``: ``x.sum()`` / ``x.mean()`` over every element with the pointwise region
@@ -346,6 +348,7 @@ def _recognize_graph(gm: Any, input_count: int, scalars: set[str] | frozenset[st
     regions = _full_reduction_regions(order, regions, by_name)
     regions = _whole_tensor_reductions(order, info, regions, by_name)
     regions += _cross_entropy_regions(gm, order)
+    regions += _row_pair_regions(gm, order)
     regions = _pool_regions(order, info, regions, by_name)
     regions += _gemm_regions(gm, order, info, regions, by_name)
     regions += _gemm_reduce_regions(gm, info, regions, by_name)
@@ -824,6 +827,52 @@ def _cross_entropy_regions(gm: Any, order: list[Any]) -> list[Region]:
             continue
         found.append(Region(kind="xent", op="cross_entropy", nodes=(n.name,), output=n.name, inputs=(x.name, t.name),
                             shape=shape, attrs={"reduction": reduction, "ignore_index": ignore, "dtype": dtype}))
+    return found
+
+
+def _row_pair_regions(gm: Any, order: list[Any]) -> list[Region]:
+    """``F.cosine_similarity`` over the last dim of two (N, D) inputs of one shape, and the
+    triplet margin loss (``nn.TripletMarginLoss`` / ``F.triplet_margin_loss``, p = 2, no
+    swap, reduction mean or sum) of three: ``rowpair`` regions."""
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    found = []
+    modules = dict(gm.named_modules())
+    for n in order:
+        if n.op == "call_function" and n.target is F.cosine_similarity:
+            xs: tuple[Any, ...] = (_call_arg(n, 0, "x1", None), _call_arg(n, 1, "x2", None))
+            dim, eps = _call_arg(n, 2, "dim", 1), _call_arg(n, 3, "eps", 1e-8)
+            op, attrs_ = "cosine_similarity", {"eps": eps, "margin": 0.0, "dim": dim}
+        elif (n.op == "call_function" and n.target is F.triplet_margin_loss) or \
+                (n.op == "call_module" and type(modules.get(n.target)) is nn.TripletMarginLoss):
+            xs = (_call_arg(n, 0, "anchor", None), _call_arg(n, 1, "positive", None), _call_arg(n, 2, "negative", None))
+            if n.op == "call_module":
+                mod = modules[n.target]
+                margin, p, eps, swap, reduction = mod.margin, mod.p, mod.eps, mod.swap, mod.reduction
+                legacy = False
+            else:
+                margin, p, eps = _call_arg(n, 3, "margin", 1.0), _call_arg(n, 4, "p", 2), _call_arg(n, 5, "eps", 1e-6)
+                swap, reduction = _call_arg(n, 6, "swap", False), _call_arg(n, 9, "reduction", "mean")
+                legacy = _call_arg(n, 7, "size_average", None) is not None or \
+                    _call_arg(n, 8, "reduce", None) is not None
+            if p != 2 or swap or legacy or reduction not in ("mean", "sum"):
+                continue
+            op, attrs_ = "triplet_margin", {"eps": eps, "margin": margin, "reduction": reduction, "dim": 1}
+        else:
+            continue
+        if not all(hasattr(v, "meta") for v in xs) or not all(isinstance(attrs_[k], (int, float))
+                                                             for k in ("eps", "margin")):
+            continue
+        metas = [_meta(v) for v in xs]
+        shape, dtype = metas[0]
+        if shape is None or len(shape) != 2 or any(m != metas[0] for m in metas) or \
+                dtype not in ("float32", "float16", "bfloat16") or not isinstance(attrs_["dim"], int) or \
+                attrs_["dim"] % 2 != 1:
+            continue
+        attrs_.update(eps=float(attrs_["eps"]), margin=float(attrs_["margin"]), dim=1)
+        found.append(Region(kind="rowpair", op=op, nodes=(n.name,), output=n.name, inputs=tuple(v.name for v in xs),
+                            shape=shape, attrs=attrs_))
     return found
 
 

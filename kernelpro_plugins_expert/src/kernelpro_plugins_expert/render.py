@@ -23,7 +23,8 @@ from typing import Any
 from kernelpro_plugins_expert.ops import POINTWISE, literal
 from kernelpro_plugins_expert.recognize import Recognition, Region
 from kernelpro_plugins_expert.templates import (CANDIDATE, CHNORM, CONV, CONVG, GEMM, GEMM_REDUCE, POOL,
-                                                POINTWISE as POINTWISE_T, REDUCE_ALL, ROWCOL, SCAN, SPLIT, XENT, render)
+                                                POINTWISE as POINTWISE_T, REDUCE_ALL, ROWCOL, ROWPAIR, SCAN, SPLIT, XENT,
+                                                render)
 
 # Bounds of each tile parameter: powers of two that Triton accepts for tl.arange, and warp
 # counts a CUDA block allows (32..1024 threads).
@@ -69,7 +70,7 @@ def layout(region: Region) -> str:
         return "gemm"
     if region.kind == "gemm_reduce":
         return "rewrite"
-    if region.kind in ("chnorm", "xent"):
+    if region.kind in ("chnorm", "xent", "rowpair"):
         return "row"
     if region.kind == "layernorm" or (region.kind == "rmsnorm" and region.attrs.get("normalized_ndim")):
         return "row"
@@ -78,7 +79,7 @@ def layout(region: Region) -> str:
 
 
 def reduced_extent(region: Region) -> int:
-    if region.kind == "xent":  # the classes of one row
+    if region.kind in ("xent", "rowpair"):  # the classes / features of one row
         return region.shape[1]
     if region.kind == "chnorm":  # the elements of one normalized unit
         spatial = math.prod(region.shape[2:])
@@ -132,7 +133,7 @@ def default_tile(region: Region) -> dict[str, int]:
     if kind == "row":
         extent = reduced_extent(region)
         rows = math.prod(region.shape) // max(1, extent)
-        if region.kind in ("scan", "chnorm", "xent"):
+        if region.kind in ("scan", "chnorm", "xent", "rowpair"):
             # a scan's blocks run one after another (each needs the previous carry): long
             # blocks, 8 warps past 2048 elements
             block = min(4096, max(16, 1 << (extent - 1).bit_length()))
@@ -147,8 +148,9 @@ def default_tile(region: Region) -> dict[str, int]:
 
 
 def no_split(region: Region) -> bool:
-    """Scans, argmax/argmin, the channel norms and cross-entropy have no split-row (two-stage) form."""
-    return region.kind in ("scan", "chnorm", "xent") or (region.kind == "reduce" and region.op in ("argmax", "argmin"))
+    """Scans, argmax/argmin, the channel norms, cross-entropy and the row-pair statistics have
+    no split-row (two-stage) form."""
+    return region.kind in ("scan", "chnorm", "xent", "rowpair") or (region.kind == "reduce" and region.op in ("argmax", "argmin"))
 
 
 def _pow2_at_least(value: int, lo: int, hi: int) -> int:
@@ -351,6 +353,10 @@ def render_kernel(rid: str, region: Region, tile: dict[str, Any]) -> str:
                       dtype=region.attrs["dtype"],
                       reduction=region.attrs["reduction"], BLOCK=tile["BLOCK"], num_warps=tile["num_warps"],
                       PER_SM=tile["PER_SM"])
+    if region.kind == "rowpair":
+        return render(ROWPAIR, rid=rid, op=region.op, n_in=len(region.inputs), eps=repr(region.attrs["eps"]),
+                      margin=repr(region.attrs["margin"]), reduction=region.attrs.get("reduction", ""),
+                      BLOCK_R=tile["BLOCK_R"], num_warps=tile["num_warps"])
     if region.kind == "xent":
         return render(XENT, rid=rid, reduction=region.attrs["reduction"], ignore_index=int(region.attrs["ignore_index"]),
                       BLOCK_R=tile["BLOCK_R"], num_warps=tile["num_warps"])

@@ -11,6 +11,7 @@ empty string). Every kernel computes in fp32 and stores in the output's dtype.
 * ``SPLIT``: the same ops over few long rows, in two stages.
 * ``CHNORM``: batch, group and affine instance norm over (N, C, *spatial).
 * ``XENT``: cross-entropy of (N, C) logits against class indices.
+* ``ROWPAIR``: cosine similarity and the triplet margin loss, one program per row.
 * ``SCAN``: cumulative sums and products along one dim (reversed, exclusive, with a prologue).
 * ``REDUCE_ALL``: a pointwise program reduced over every element to one value.
 * ``GEMM``: a tiled tensor-core GEMM with its epilogue applied in registers.
@@ -56,6 +57,7 @@ POOL = "pool.py.j2"
 SCAN = "scan.py.j2"
 CHNORM = "chnorm.py.j2"
 XENT = "xent.py.j2"
+ROWPAIR = "rowpair.py.j2"
 CANDIDATE = "candidate.py.j2"
 
 
