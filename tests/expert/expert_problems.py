@@ -364,6 +364,22 @@ PROBLEMS = {
         "    def forward(self, a, p, n):\n        return F.triplet_margin_loss(a, p, n, margin=2.0, reduction='sum')\n"
         "def get_inputs():\n    return [torch.randn(5, 33), torch.randn(5, 33), torch.randn(5, 33) * 0.5]\n"
         "def get_init_inputs():\n    return []\n"),
+    # scaled dot-product attention: odd lengths and head dims, causal with L != S, a scale
+    "sdpa_plain": HEAD + (
+        "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "    def forward(self, q, k, v):\n        return F.scaled_dot_product_attention(q, k, v)\n"
+        "def get_inputs():\n    return [torch.randn(2, 3, 37, 20), torch.randn(2, 3, 45, 20), torch.randn(2, 3, 45, 24)]\n"
+        "def get_init_inputs():\n    return []\n"),
+    "sdpa_causal_scaled": HEAD + (
+        "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "    def forward(self, q, k, v):\n        return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=0.3)\n"
+        "def get_inputs():\n    return [torch.randn(2, 70, 16), torch.randn(2, 150, 16), torch.randn(2, 150, 16)]\n"
+        "def get_init_inputs():\n    return []\n"),
+    "sdpa_causal_square": HEAD + (
+        "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "    def forward(self, q, k, v):\n        return F.scaled_dot_product_attention(q, k, v, is_causal=True)\n"
+        "def get_inputs():\n    return [torch.randn(1, 2, 130, 32), torch.randn(1, 2, 130, 32), torch.randn(1, 2, 130, 32)]\n"
+        "def get_init_inputs():\n    return []\n"),
     "data_dependent": problem("", "        if x.sum() > 0:\n            return x\n        return -x\n",
                               "[torch.randn(4)]"),
 }

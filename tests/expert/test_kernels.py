@@ -61,7 +61,9 @@ CASES = ["elementwise_chain", "bias_gelu", "softmax", "softmax_dim0", "log_softm
          # einsum contractions that are matrix products (Triton GEMM)
          "einsum_4d_matrix", "einsum_transposed_b", "einsum_batched",
          # row statistics of two or three inputs (cosine similarity, triplet margin loss)
-         "cosine_similarity_loss", "triplet_margin_module", "triplet_margin_func_sum"]
+         "cosine_similarity_loss", "triplet_margin_module", "triplet_margin_func_sum",
+         # scaled dot-product attention (online softmax; causal, L != S, scale)
+         "sdpa_plain", "sdpa_causal_scaled", "sdpa_causal_square"]
 # the evaluator's tolerances per output dtype (relative to the output's magnitude here)
 GEMM_CASES = ("linear_relu_odd", "linear3d_sigmoid", "addmm_scale", "linear_residual_clone", "bmm_add",
               "matmul_transposed_both", "bias_gelu", "gemm_bias_relu", "gemm_div_sum_scale", "two_gemms_relu",

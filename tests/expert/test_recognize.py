@@ -444,3 +444,18 @@ def test_cosine_similarity_and_triplet_margin_are_row_pair_regions():
         ("triplet_margin", ("a", "p", "n"), 0.5, "mean")
     (region,) = recognize(PROBLEMS["triplet_margin_func_sum"]).regions
     assert (region.attrs["margin"], region.attrs["reduction"]) == (2.0, "sum")
+
+
+def test_scaled_dot_product_attention_is_one_region():
+    (region,) = recognize(PROBLEMS["sdpa_causal_scaled"]).regions
+    assert (region.kind, region.inputs, region.attrs["causal"], region.attrs["scale"], region.attrs["s"]) == \
+        ("attention", ("q", "k", "v"), True, 0.3, 150)
+    # a mask tensor stays in PyTorch
+    from expert_problems import HEAD
+    source = HEAD + ("class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                     "    def forward(self, q, k, v, m):\n"
+                     "        return F.scaled_dot_product_attention(q, k, v, attn_mask=m)\n"
+                     "def get_inputs():\n    return [torch.randn(2, 5, 8), torch.randn(2, 6, 8), torch.randn(2, 6, 8),"
+                     " torch.rand(5, 6) > 0.5]\n"
+                     "def get_init_inputs():\n    return []\n")
+    assert not any(r.kind == "attention" for r in recognize(source).regions)

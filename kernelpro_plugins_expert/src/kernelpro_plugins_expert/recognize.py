@@ -30,6 +30,8 @@ formed:
   loaded element) and epilogue, each with any number of broadcast tensor inputs.
 * ``rowpair``: cosine similarity over the last dim of two (N, D) inputs, and the triplet
   margin loss (p = 2, mean or sum) of three.
+* ``attention``: ``F.scaled_dot_product_attention`` (causal or not; no mask tensor or
+  dropout), one kernel with an online softmax.
 * ``xent``: cross-entropy of logits (N, C) against class indices (mean or sum, an
   ignore_index; no class weights or label smoothing).
 * ``reduce_all``: ``x.sum()`` / ``x.mean()`` over every element with the pointwise region
@@ -349,6 +351,7 @@ def _recognize_graph(gm: Any, input_count: int, scalars: set[str] | frozenset[st
     regions = _whole_tensor_reductions(order, info, regions, by_name)
     regions += _cross_entropy_regions(gm, order)
     regions += _row_pair_regions(gm, order)
+    regions += _attention_regions(order)
     regions = _pool_regions(order, info, regions, by_name)
     regions += _gemm_regions(gm, order, info, regions, by_name)
     regions += _gemm_reduce_regions(gm, info, regions, by_name)
@@ -873,6 +876,37 @@ def _row_pair_regions(gm: Any, order: list[Any]) -> list[Region]:
         attrs_.update(eps=float(attrs_["eps"]), margin=float(attrs_["margin"]), dim=1)
         found.append(Region(kind="rowpair", op=op, nodes=(n.name,), output=n.name, inputs=tuple(v.name for v in xs),
                             shape=shape, attrs=attrs_))
+    return found
+
+
+def _attention_regions(order: list[Any]) -> list[Region]:
+    """``F.scaled_dot_product_attention`` without a mask tensor, dropout or grouped-query
+    heads (causal or not, any scale) over query (*B, L, E), key (*B, S, E), value
+    (*B, S, Ev) of one float dtype: an ``attention`` region."""
+    import torch.nn.functional as F
+
+    found = []
+    for n in order:
+        if n.op != "call_function" or n.target is not F.scaled_dot_product_attention:
+            continue
+        q, k, v = (_call_arg(n, i, name, None) for i, name in enumerate(("query", "key", "value")))
+        mask, dropout = _call_arg(n, 3, "attn_mask", None), _call_arg(n, 4, "dropout_p", 0.0)
+        causal, scale = _call_arg(n, 5, "is_causal", False), _call_arg(n, 6, "scale", None)
+        gqa = _call_arg(n, 7, "enable_gqa", False)
+        if mask is not None or dropout != 0.0 or gqa is not False or not isinstance(causal, bool) or \
+                not (scale is None or isinstance(scale, (int, float))) or \
+                not all(hasattr(t, "meta") for t in (q, k, v)):
+            continue
+        (qs, qd), (ks, kd), (vs, vd) = _meta(q), _meta(k), _meta(v)
+        if qs is None or ks is None or vs is None or not (len(qs) == len(ks) == len(vs) >= 3) or \
+                qs[:-2] != ks[:-2] or ks[:-2] != vs[:-2] or ks[-2] != vs[-2] or qs[-1] != ks[-1] or \
+                not (qd == kd == vd) or qd not in ("float32", "float16", "bfloat16") or \
+                math.prod(qs[:-2]) > 65535 or max(qs[-1], vs[-1]) > 256:
+            continue  # the batch x heads is the grid's second axis; head dims past 256 stay in the library
+        found.append(Region(kind="attention", op="sdpa", nodes=(n.name,), output=n.name,
+                            inputs=(q.name, k.name, v.name), shape=qs,
+                            attrs={"causal": causal, "scale": None if scale is None else float(scale), "dtype": qd,
+                                   "s": ks[-2]}))
     return found
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from kernelpro_plugins_expert.ops import POINTWISE, literal
 from kernelpro_plugins_expert.recognize import Recognition, Region
-from kernelpro_plugins_expert.templates import (CANDIDATE, CHNORM, CONV, CONVG, GEMM, GEMM_REDUCE, POOL,
+from kernelpro_plugins_expert.templates import (ATTENTION, CANDIDATE, CHNORM, CONV, CONVG, GEMM, GEMM_REDUCE, POOL,
                                                 POINTWISE as POINTWISE_T, REDUCE_ALL, ROWCOL, ROWPAIR, SCAN, SPLIT, XENT,
                                                 render)
 
@@ -70,7 +70,7 @@ def layout(region: Region) -> str:
         return "gemm"
     if region.kind == "gemm_reduce":
         return "rewrite"
-    if region.kind in ("chnorm", "xent", "rowpair"):
+    if region.kind in ("chnorm", "xent", "rowpair", "attention"):
         return "row"
     if region.kind == "layernorm" or (region.kind == "rmsnorm" and region.attrs.get("normalized_ndim")):
         return "row"
@@ -81,6 +81,8 @@ def layout(region: Region) -> str:
 def reduced_extent(region: Region) -> int:
     if region.kind in ("xent", "rowpair"):  # the classes / features of one row
         return region.shape[1]
+    if region.kind == "attention":  # the keys of one query
+        return int(region.attrs["s"])
     if region.kind == "chnorm":  # the elements of one normalized unit
         spatial = math.prod(region.shape[2:])
         if region.op == "batch_norm":
@@ -133,6 +135,9 @@ def default_tile(region: Region) -> dict[str, int]:
     if kind == "row":
         extent = reduced_extent(region)
         rows = math.prod(region.shape) // max(1, extent)
+        if region.kind == "attention":
+            # BLOCK_R: keys per step (16..128: tensor-core tiles)
+            return {"BLOCK_R": 64, "num_warps": 4, **nosplit}
         if region.kind in ("scan", "chnorm", "xent", "rowpair"):
             # a scan's blocks run one after another (each needs the previous carry): long
             # blocks, 8 warps past 2048 elements
@@ -148,9 +153,9 @@ def default_tile(region: Region) -> dict[str, int]:
 
 
 def no_split(region: Region) -> bool:
-    """Scans, argmax/argmin, the channel norms, cross-entropy and the row-pair statistics have
-    no split-row (two-stage) form."""
-    return region.kind in ("scan", "chnorm", "xent", "rowpair") or (region.kind == "reduce" and region.op in ("argmax", "argmin"))
+    """Scans, argmax/argmin, the channel norms, cross-entropy, the row-pair statistics and
+    attention have no split-row (two-stage) form."""
+    return region.kind in ("scan", "chnorm", "xent", "rowpair", "attention") or (region.kind == "reduce" and region.op in ("argmax", "argmin"))
 
 
 def _pow2_at_least(value: int, lo: int, hi: int) -> int:
@@ -353,6 +358,11 @@ def render_kernel(rid: str, region: Region, tile: dict[str, Any]) -> str:
                       dtype=region.attrs["dtype"],
                       reduction=region.attrs["reduction"], BLOCK=tile["BLOCK"], num_warps=tile["num_warps"],
                       PER_SM=tile["PER_SM"])
+    if region.kind == "attention":
+        fp32 = region.attrs["dtype"] == "float32"
+        return render(ATTENTION, rid=rid, causal=bool(region.attrs["causal"]), scale=repr(region.attrs["scale"]),
+                      dot_args=', input_precision="ieee"' if fp32 else "", BLOCK_M=64,
+                      BLOCK_N=min(128, max(16, tile["BLOCK_R"])), num_warps=tile["num_warps"])
     if region.kind == "rowpair":
         return render(ROWPAIR, rid=rid, op=region.op, n_in=len(region.inputs), eps=repr(region.attrs["eps"]),
                       margin=repr(region.attrs["margin"]), reduction=region.attrs.get("reduction", ""),

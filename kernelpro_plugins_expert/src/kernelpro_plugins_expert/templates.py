@@ -12,6 +12,7 @@ empty string). Every kernel computes in fp32 and stores in the output's dtype.
 * ``CHNORM``: batch, group and affine instance norm over (N, C, *spatial).
 * ``XENT``: cross-entropy of (N, C) logits against class indices.
 * ``ROWPAIR``: cosine similarity and the triplet margin loss, one program per row.
+* ``ATTENTION``: scaled dot-product attention with an online softmax.
 * ``SCAN``: cumulative sums and products along one dim (reversed, exclusive, with a prologue).
 * ``REDUCE_ALL``: a pointwise program reduced over every element to one value.
 * ``GEMM``: a tiled tensor-core GEMM with its epilogue applied in registers.
@@ -58,6 +59,7 @@ SCAN = "scan.py.j2"
 CHNORM = "chnorm.py.j2"
 XENT = "xent.py.j2"
 ROWPAIR = "rowpair.py.j2"
+ATTENTION = "attention.py.j2"
 CANDIDATE = "candidate.py.j2"
 
 
