@@ -223,6 +223,163 @@ PROBLEMS = {
                                     "        return torch.relu(self.norm(x))\n", "[torch.randn(2, 4, 300)]"),
     "instance_norm2d_affine": problem("        self.norm = nn.InstanceNorm2d(6, affine=True)\n",
                                       "        return self.norm(x)\n", "[torch.randn(3, 6, 9, 13)]"),
+    # argmax / argmin over one dim (first index of the extreme; ties from rounding)
+    "argmax_mid": problem("", "        return torch.argmax(x, dim=1)\n", "[torch.randn(4, 37, 6)]"),
+    "argmin_ties_keepdim": problem("", "        return torch.round(x).argmin(dim=-1, keepdim=True)\n",
+                                   "[torch.randn(6, 70) * 2.0]"),
+    "argmax_long_rows": problem("", "        return torch.argmax(torch.abs(x), -1)\n", "[torch.randn(3, 5000)]"),
+    "argmin_dim0": problem("", "        return torch.argmin(x, 0)\n", "[torch.randn(45, 3, 7)]"),
+    # scans: inclusive, reversed (through flip), exclusive (cat of the neutral value and the
+    # scan of all but the last element), with a mask, along the last dim or an inner one
+    "cumsum_rows": problem("", "        return torch.cumsum(x, dim=1)\n", "[torch.randn(4, 300)]"),
+    "cumsum_long_rows": problem("", "        return x.cumsum(-1)\n", "[torch.randn(3, 9000)]"),
+    "cumprod_dim0": problem("", "        return torch.cumprod(x, dim=0)\n", "[torch.rand(40, 9, 5) * 0.2 + 0.4]"),
+    "cumsum_reverse": problem("", "        return torch.cumsum(x.flip(-1), dim=-1).flip(-1)\n",
+                              "[torch.randn(5, 6000)]"),
+    "cumprod_reverse_mid": problem("", "        return torch.flip(torch.cumprod(torch.flip(x, [1]), 1), dims=[1])\n",
+                                   "[torch.rand(3, 50, 4) * 0.2 + 0.4]"),
+    "cumsum_exclusive": problem(
+        "",
+        "        part = torch.cumsum(x.narrow(dim=1, start=0, length=x.size(1) - 1), dim=1)\n"
+        "        return torch.cat((torch.zeros_like(x.select(1, 0).unsqueeze(1)), part), dim=1)\n",
+        "[torch.randn(6, 5000)]"),
+    "cumprod_exclusive_mid": problem(
+        "",
+        "        part = x.narrow(1, 0, x.size(1) - 1).cumprod(1)\n"
+        "        return torch.cat([torch.ones_like(x[:, :1]), part], 1)\n",
+        "[torch.rand(2, 33, 5) * 0.2 + 0.4]"),
+    "cumsum_masked": HEAD + (
+        "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "    def forward(self, x, mask):\n        return torch.cumsum(x * mask, dim=1)\n"
+        "def get_inputs():\n    return [torch.randn(7, 3000), torch.rand(7, 3000) > 0.5]\n"
+        "def get_init_inputs():\n    return []\n"),
+    # no whole-model trace (a Python loop over x.size(1)): the submodules that trace are
+    # lowered in place, the loop stays as written (the cell is called once per step)
+    "untraceable_loop": HEAD + (
+        "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.cell = nn.Sequential(nn.Linear(12, 16), nn.Tanh())\n"
+        "        self.norm = nn.LayerNorm(16)\n        self.head = nn.Linear(16, 5)\n"
+        "    def forward(self, x):\n        h = x.new_zeros(x.size(0), 16)\n"
+        "        for t in range(x.size(1)):\n"
+        "            h = self.cell(torch.cat([x[:, t], h[:, :4]], dim=1))\n"
+        "        return torch.softmax(self.head(self.norm(h)), dim=-1)\n"
+        "def get_inputs():\n    return [torch.randn(3, 5, 8)]\n"
+        "def get_init_inputs():\n    return []\n"),
+    # every element reduced to one value: a hinge loss (targets broadcast along rows, ints
+    # or floats), a sum of squares, a plain mean
+    "hinge_mean_int_targets": HEAD + (
+        "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "    def forward(self, x, t):\n        return torch.mean(torch.clamp(1 - x * t, min=0))\n"
+        "def get_inputs():\n    return [torch.randn(8, 3001), torch.randint(0, 2, (3001,)) * 2 - 1]\n"
+        "def get_init_inputs():\n    return []\n"),
+    "hinge_mean_col_targets": HEAD + (
+        "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "    def forward(self, x, t):\n        return torch.clamp(1.0 - x * t, min=0.0).mean()\n"
+        "def get_inputs():\n    return [torch.randn(64, 33), (torch.randint(0, 2, (64, 1)) * 2 - 1).float()]\n"
+        "def get_init_inputs():\n    return []\n"),
+    "sum_of_squares": problem("", "        return (x * x).sum()\n", "[torch.randn(5, 7, 300)]"),
+    "mean_all": problem("", "        return x.mean()\n", "[torch.randn(9000) + 3.0]"),
+    # Python numbers as forward arguments (A * s), and integer / bool tensors read into a float result
+    "scalar_times_matrix": HEAD + (
+        "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "    def forward(self, A, s):\n        return A * s\n"
+        "def get_inputs():\n    return [torch.randn(37, 129), 3.5]\n"
+        "def get_init_inputs():\n    return []\n"),
+    "scalar_affine_int": HEAD + (
+        "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "    def forward(self, x, a, b):\n        return torch.relu(x * a + b)\n"
+        "def get_inputs():\n    return [torch.randn(4, 6, 50), -2, 0.25]\n"
+        "def get_init_inputs():\n    return []\n"),
+    "int_tensor_half": problem("", "        return (x > 0).long() * 0.5 + x.long() * 0.25\n",
+                               "[torch.randn(3, 70) * 4.0]"),
+    # batch norm (training-mode statistics and their running update; eval mode reads the
+    # running statistics: see test_kernels), group norm with and without affine, F.group_norm,
+    # instance norm with affine parameters, with a fused activation
+    "batch_norm2d": problem("        self.bn = nn.BatchNorm2d(5)\n", "        return self.bn(x)\n",
+                            "[torch.randn(3, 5, 9, 11) * 2.0 + 1.0]"),
+    "batch_norm1d_relu": problem("        self.bn = nn.BatchNorm1d(7, affine=False, momentum=0.3)\n",
+                                 "        return torch.relu(self.bn(x))\n", "[torch.randn(16, 7) + 0.5]"),
+    "group_norm3d": problem("        self.gn = nn.GroupNorm(4, 12, eps=1e-3)\n", "        return self.gn(x)\n",
+                            "[torch.randn(2, 12, 3, 5, 6) * 3.0]"),
+    "group_norm_func_no_affine": problem("", "        return F.group_norm(x, 3) * 2.0\n",
+                                         "[torch.randn(4, 9, 700)]"),
+    "instance_norm2d_affine_gelu": problem("        self.norm = nn.InstanceNorm2d(6, affine=True)\n",
+                                           "        return F.gelu(self.norm(x))\n", "[torch.randn(3, 6, 9, 13)]"),
+    # convolutions past the dense 1-D/2-D kernel: 3-D, grouped, transposed (output padding,
+    # dilation, groups), as implicit GEMMs per group
+    "conv3d_strided_pad": problem("        self.conv = nn.Conv3d(3, 5, (3, 2, 3), stride=(1, 2, 1), padding=(1, 0, 2))\n",
+                                  "        return self.conv(x)\n", "[torch.randn(2, 3, 5, 7, 6)]"),
+    "conv2d_grouped_dilated": problem("        self.conv = nn.Conv2d(6, 9, 3, groups=3, dilation=2, padding=1, bias=False)\n",
+                                      "        return self.conv(x)\n", "[torch.randn(2, 6, 9, 10)]"),
+    "conv_transpose1d_outpad": problem(
+        "        self.conv = nn.ConvTranspose1d(4, 6, 3, stride=2, padding=1, output_padding=1, dilation=2)\n",
+        "        return self.conv(x)\n", "[torch.randn(3, 4, 11)]"),
+    "conv_transpose2d_grouped": problem(
+        "        self.conv = nn.ConvTranspose2d(6, 4, (3, 2), stride=(2, 1), padding=(1, 0), groups=2)\n",
+        "        return self.conv(x)\n", "[torch.randn(2, 6, 5, 7)]"),
+    "conv_transpose3d_bias": problem("        self.conv = nn.ConvTranspose3d(3, 4, 2, stride=2, bias=True)\n",
+                                     "        return self.conv(x)\n", "[torch.randn(2, 3, 3, 4, 5)]"),
+    # cross-entropy against class indices: mean with ignored targets, sum, long rows
+    "cross_entropy_ignore": HEAD + (
+        "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "    def forward(self, x, t):\n        return F.cross_entropy(x, t, ignore_index=2)\n"
+        "def get_inputs():\n    return [torch.randn(37, 5) * 3.0, torch.randint(0, 5, (37,))]\n"
+        "def get_init_inputs():\n    return []\n"),
+    "cross_entropy_module_sum": HEAD + (
+        "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.loss = nn.CrossEntropyLoss(reduction='sum')\n"
+        "    def forward(self, x, t):\n        return self.loss(x, t)\n"
+        "def get_inputs():\n    return [torch.randn(6, 5000), torch.randint(0, 5000, (6,))]\n"
+        "def get_init_inputs():\n    return []\n"),
+    # einsum contractions that are matrix products (2-D B, read transposed, batched)
+    "einsum_4d_matrix": HEAD + (
+        "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "    def forward(self, x, y):\n        return torch.einsum('bijl,lk->bijk', x, y)\n"
+        "def get_inputs():\n    return [torch.randn(2, 3, 5, 17), torch.randn(17, 9)]\n"
+        "def get_init_inputs():\n    return []\n"),
+    "einsum_transposed_b": HEAD + (
+        "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "    def forward(self, x, y):\n        return torch.relu(torch.einsum('ik,jk->ij', x, y))\n"
+        "def get_inputs():\n    return [torch.randn(7, 20), torch.randn(11, 20)]\n"
+        "def get_init_inputs():\n    return []\n"),
+    "einsum_batched": HEAD + (
+        "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "    def forward(self, x, y):\n        return torch.einsum('bnij,bnjk->bnik', x, y)\n"
+        "def get_inputs():\n    return [torch.randn(2, 3, 6, 10), torch.randn(2, 3, 10, 5)]\n"
+        "def get_init_inputs():\n    return []\n"),
+    # row statistics of two or three inputs: a cosine-similarity loss, triplet margin losses
+    "cosine_similarity_loss": HEAD + (
+        "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "    def forward(self, x, t):\n        return torch.mean(1 - F.cosine_similarity(x, t, dim=1))\n"
+        "def get_inputs():\n    return [torch.randn(9, 3000), torch.randn(9, 3000)]\n"
+        "def get_init_inputs():\n    return []\n"),
+    "triplet_margin_module": HEAD + (
+        "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.loss = nn.TripletMarginLoss(margin=0.5)\n"
+        "    def forward(self, a, p, n):\n        return self.loss(a, p, n)\n"
+        "def get_inputs():\n    return [torch.randn(12, 70), torch.randn(12, 70), torch.randn(12, 70)]\n"
+        "def get_init_inputs():\n    return []\n"),
+    "triplet_margin_func_sum": HEAD + (
+        "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "    def forward(self, a, p, n):\n        return F.triplet_margin_loss(a, p, n, margin=2.0, reduction='sum')\n"
+        "def get_inputs():\n    return [torch.randn(5, 33), torch.randn(5, 33), torch.randn(5, 33) * 0.5]\n"
+        "def get_init_inputs():\n    return []\n"),
+    # scaled dot-product attention: odd lengths and head dims, causal with L != S, a scale
+    "sdpa_plain": HEAD + (
+        "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "    def forward(self, q, k, v):\n        return F.scaled_dot_product_attention(q, k, v)\n"
+        "def get_inputs():\n    return [torch.randn(2, 3, 37, 20), torch.randn(2, 3, 45, 20), torch.randn(2, 3, 45, 24)]\n"
+        "def get_init_inputs():\n    return []\n"),
+    "sdpa_causal_scaled": HEAD + (
+        "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "    def forward(self, q, k, v):\n        return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=0.3)\n"
+        "def get_inputs():\n    return [torch.randn(2, 70, 16), torch.randn(2, 150, 16), torch.randn(2, 150, 16)]\n"
+        "def get_init_inputs():\n    return []\n"),
+    "sdpa_causal_square": HEAD + (
+        "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "    def forward(self, q, k, v):\n        return F.scaled_dot_product_attention(q, k, v, is_causal=True)\n"
+        "def get_inputs():\n    return [torch.randn(1, 2, 130, 32), torch.randn(1, 2, 130, 32), torch.randn(1, 2, 130, 32)]\n"
+        "def get_init_inputs():\n    return []\n"),
     "data_dependent": problem("", "        if x.sum() > 0:\n            return x\n        return -x\n",
                               "[torch.randn(4)]"),
 }

@@ -52,8 +52,9 @@ def test_library_only_conv_has_nothing_on_cpu_but_graph_on_cuda():
     from kernelpro.problem import parse_problem as parse
     from expert_problems import problem
 
-    # a transposed convolution has no kernel of ours: only a graph of the reference
-    source = problem("        self.conv = nn.ConvTranspose2d(3, 4, 3)\n", "        return self.conv(x)\n",
+    # a convolution with reflect padding has no kernel of ours: only a graph of the reference
+    source = problem("        self.conv = nn.Conv2d(3, 4, 3, padding=1, padding_mode='reflect')\n",
+                     "        return self.conv(x)\n",
                      "[torch.randn(1, 3, 8, 8)]")
     req = GenerationRequest(problem=parse(source, name="conv"), n=3, device="cpu", parent=None, tried=())
     assert ExpertGenerator().generate(req) == []

@@ -78,9 +78,12 @@ def test_gemm_and_conv_epilogues():
     assert rec.alternatives() == ([1], [0, 1])
 
 
-def test_only_dense_1d_2d_convolutions_become_regions():
-    for name in ("grouped_conv_multiplier2", "dwconv3d"):
-        assert not any(r.kind == "conv" for r in recognize(PROBLEMS[name]).regions), name
+def test_dense_1d_2d_convolutions_take_the_dense_kernel_and_others_the_general_one():
+    # a depthwise convolution is a windowed (pool-kind) region, not a GEMM
+    assert not any(r.kind == "conv" for r in recognize(PROBLEMS["dwconv3d"]).regions)
+    # a grouped one with a channel multiplier is a general conv region (a GEMM per group)
+    (region,) = recognize(PROBLEMS["grouped_conv_multiplier2"]).regions
+    assert (region.kind, region.attrs["general"], region.attrs["groups"]) == ("conv", True, 4)
     region = next(r for r in recognize(PROBLEMS["conv1d_dilated_strided"]).regions if r.kind == "conv")
     assert (region.attrs["rank"], region.attrs["stride"], region.attrs["dilation"], region.attrs["padding"]) == \
         (1, (3,), (4,), (2,))
@@ -309,5 +312,150 @@ def test_instance_norm_without_affine_is_a_layer_norm_over_the_spatial_dims():
     (region,) = recognize(PROBLEMS["instance_norm1d_relu"]).regions
     assert region.attrs["normalized_ndim"] == 1 and region.attrs["eps"] == 1e-3
     assert [e[0] for e in region.epilogue] == ["relu"]
-    # per-channel weights are not a layer norm's (per-element) weights: left to PyTorch
-    assert not recognize(PROBLEMS["instance_norm2d_affine"]).regions
+    # per-channel weights are not a layer norm's (per-element) weights: a group norm with
+    # one group per channel instead
+    (region,) = recognize(PROBLEMS["instance_norm2d_affine"]).regions
+    assert (region.kind, region.op, region.attrs["groups"]) == ("chnorm", "group_norm", 6)
+
+
+def test_batch_and_group_norms_are_channel_norm_regions():
+    (region,) = recognize(PROBLEMS["batch_norm2d"]).regions
+    # the batch norm's module is its second input: its mode is read when the kernel runs
+    assert (region.kind, region.op, region.inputs) == ("chnorm", "batch_norm", ("x", Param("bn")))
+    (region,) = recognize(PROBLEMS["group_norm3d"]).regions
+    assert region.inputs == ("x", Param("gn.weight"), Param("gn.bias")) and region.attrs == {"groups": 4, "eps": 1e-3}
+    (region,) = recognize(PROBLEMS["group_norm_func_no_affine"]).regions
+    assert region.inputs == ("x", None, None) and [e[0] for e in region.epilogue] == ["mul"]
+
+
+def test_argmax_argmin_are_index_reductions_over_one_dim():
+    rec = recognize(PROBLEMS["argmin_ties_keepdim"])
+    (region,) = rec.regions
+    assert (region.kind, region.op, region.attrs["dim"], region.attrs["keepdim"]) == ("reduce", "argmin", 1, True)
+    assert regions("argmax_mid") == [("reduce", "argmax")]
+    # the flat index (no dim) stays in PyTorch
+    from expert_problems import problem
+    assert recognize(problem("", "        return torch.argmax(x)\n", "[torch.randn(4, 5)]")).regions == ()
+
+
+@pytest.mark.parametrize("name, op, dim, reverse, exclusive, n_in", [
+    ("cumsum_rows", "cumsum", 1, False, False, 1), ("cumprod_dim0", "cumprod", 0, False, False, 1),
+    ("cumsum_reverse", "cumsum", 1, True, False, 1), ("cumprod_reverse_mid", "cumprod", 1, True, False, 1),
+    ("cumsum_exclusive", "cumsum", 1, False, True, 1), ("cumprod_exclusive_mid", "cumprod", 1, False, True, 1),
+    ("cumsum_masked", "cumsum", 1, False, False, 2)])
+def test_scans_reversed_exclusive_and_masked_are_one_region(name, op, dim, reverse, exclusive, n_in):
+    rec = recognize(PROBLEMS[name])
+    (region,) = rec.regions
+    assert (region.kind, region.op, region.attrs["dim"]) == ("scan", op, dim)
+    assert (region.attrs["reverse"], region.attrs["exclusive"], len(region.inputs)) == (reverse, exclusive, n_in)
+    # the region ends at the value the forward returns (the flip back, the cat)
+    assert rec.nodes[-1].op == "output" and region.output == rec.nodes[-2].name
+
+
+def test_a_model_that_does_not_trace_gets_the_regions_of_its_submodules():
+    rec = recognize(PROBLEMS["untraceable_loop"])
+    assert rec.ok and rec.scoped
+    assert [(r.scope, r.kind) for r in rec.regions] == [("cell", "pointwise"), ("cell", "gemm"),
+                                                         ("norm", "layernorm"), ("head", "gemm")]
+    # same node names in two submodules do not overlap: each GEMM replaces only its own epilogue
+    library, triton = rec.alternatives()
+    assert library == [0, 2] and triton == [1, 2, 3]
+    # a forward with data-dependent control flow and no submodules stays unrecognized
+    assert not recognize(PROBLEMS["data_dependent"]).ok
+
+
+def test_a_whole_tensor_mean_folds_the_pointwise_region_before_it():
+    rec = recognize(PROBLEMS["hinge_mean_int_targets"])
+    (region,) = rec.regions
+    assert (region.kind, region.op, region.attrs["reduction"]) == ("reduce_all", "mean", "mean")
+    assert region.inputs == ("x", "t") and [p[0] for p in region.program] == ["mul", "sub", "clamp_min"]
+    assert regions("mean_all") == [("reduce_all", "mean")]
+
+
+def test_python_number_arguments_are_inputs_of_a_standalone_pointwise_kernel():
+    rec = recognize(PROBLEMS["scalar_affine_int"])
+    (region,) = rec.regions
+    assert region.inputs == ("x", "a", "b") and region.attrs["scalars"] == 2
+    # such a region is not fused into a GEMM's epilogue (the GEMM kernel reads tensors only)
+    from expert_problems import HEAD
+    source = HEAD + ("class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                     "        self.fc = nn.Linear(8, 4)\n"
+                     "    def forward(self, x, s):\n        return self.fc(x) * s\n"
+                     "def get_inputs():\n    return [torch.randn(3, 8), 2.0]\n"
+                     "def get_init_inputs():\n    return []\n")
+    rec = recognize(source)
+    gemm = next(r for r in rec.regions if r.kind == "gemm")
+    assert gemm.nodes == ("fc",) and any(r.kind == "pointwise" and "s" in r.inputs for r in rec.regions)
+
+
+@pytest.mark.parametrize("name, op, groups, transposed", [
+    ("conv3d_strided_pad", "conv3d", 1, False), ("conv2d_grouped_dilated", "conv2d", 3, False),
+    ("conv_transpose1d_outpad", "conv_transpose1d", 1, True), ("conv_transpose2d_grouped", "conv_transpose2d", 2, True),
+    ("conv_transpose3d_bias", "conv_transpose3d", 1, True)])
+def test_3d_grouped_and_transposed_convolutions_are_general_conv_regions(name, op, groups, transposed):
+    (region,) = recognize(PROBLEMS[name]).regions
+    assert (region.kind, region.op, region.attrs["groups"], region.attrs["transposed"]) == ("conv", op, groups, transposed)
+    assert region.attrs["general"]
+
+
+def test_cross_entropy_against_class_indices_is_one_region():
+    (region,) = recognize(PROBLEMS["cross_entropy_ignore"]).regions
+    assert (region.kind, region.inputs, region.attrs["reduction"], region.attrs["ignore_index"]) == \
+        ("xent", ("x", "t"), "mean", 2)
+    (region,) = recognize(PROBLEMS["cross_entropy_module_sum"]).regions
+    assert region.attrs["reduction"] == "sum"
+    # label smoothing stays in PyTorch
+    from expert_problems import HEAD
+    source = HEAD + ("class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                     "    def forward(self, x, t):\n        return F.cross_entropy(x, t, label_smoothing=0.1)\n"
+                     "def get_inputs():\n    return [torch.randn(4, 5), torch.randint(0, 5, (4,))]\n"
+                     "def get_init_inputs():\n    return []\n")
+    assert not recognize(source).regions
+
+
+@pytest.mark.parametrize("name, trans_b, batch", [("einsum_4d_matrix", False, 1), ("einsum_transposed_b", True, 1),
+                                                  ("einsum_batched", False, 6)])
+def test_einsum_matrix_products_are_gemm_regions(name, trans_b, batch):
+    gemm = next(r for r in recognize(PROBLEMS[name]).regions if r.kind == "gemm")
+    assert (gemm.op, gemm.attrs["trans_b"], gemm.attrs["batch"]) == ("einsum", trans_b, batch)
+
+
+def test_other_einsum_contractions_stay_in_pytorch():
+    from expert_problems import HEAD
+    for eq in ("ij,jk,kl->il", "ii->i", "bij,bkj->bik", "ij,kl->ijkl"):
+        n = eq.count(",") + 1
+        shapes = {"ij,jk,kl->il": "[torch.randn(3, 4), torch.randn(4, 5), torch.randn(5, 2)]",
+                  "ii->i": "[torch.randn(4, 4)]", "bij,bkj->bik": "[torch.randn(2, 3, 4), torch.randn(2, 5, 4)]",
+                  "ij,kl->ijkl": "[torch.randn(2, 3), torch.randn(4, 5)]"}[eq]
+        args = ", ".join(f"a{i}" for i in range(n))
+        source = HEAD + ("class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                         f"    def forward(self, {args}):\n        return torch.einsum('{eq}', {args})\n"
+                         f"def get_inputs():\n    return {shapes}\n"
+                         "def get_init_inputs():\n    return []\n")
+        rec = recognize(source)
+        assert rec.ok and not rec.regions, eq
+
+
+def test_cosine_similarity_and_triplet_margin_are_row_pair_regions():
+    rec = recognize(PROBLEMS["cosine_similarity_loss"])
+    assert [(r.kind, r.op) for r in rec.regions] == [("rowpair", "cosine_similarity"), ("reduce_all", "mean")]
+    (region,) = recognize(PROBLEMS["triplet_margin_module"]).regions
+    assert (region.op, region.inputs, region.attrs["margin"], region.attrs["reduction"]) == \
+        ("triplet_margin", ("a", "p", "n"), 0.5, "mean")
+    (region,) = recognize(PROBLEMS["triplet_margin_func_sum"]).regions
+    assert (region.attrs["margin"], region.attrs["reduction"]) == (2.0, "sum")
+
+
+def test_scaled_dot_product_attention_is_one_region():
+    (region,) = recognize(PROBLEMS["sdpa_causal_scaled"]).regions
+    assert (region.kind, region.inputs, region.attrs["causal"], region.attrs["scale"], region.attrs["s"]) == \
+        ("attention", ("q", "k", "v"), True, 0.3, 150)
+    # a mask tensor stays in PyTorch
+    from expert_problems import HEAD
+    source = HEAD + ("class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                     "    def forward(self, q, k, v, m):\n"
+                     "        return F.scaled_dot_product_attention(q, k, v, attn_mask=m)\n"
+                     "def get_inputs():\n    return [torch.randn(2, 5, 8), torch.randn(2, 6, 8), torch.randn(2, 6, 8),"
+                     " torch.rand(5, 6) > 0.5]\n"
+                     "def get_init_inputs():\n    return []\n")
+    assert not any(r.kind == "attention" for r in recognize(source).regions)

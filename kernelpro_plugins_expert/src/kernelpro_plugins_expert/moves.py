@@ -232,6 +232,8 @@ def apply_tile_move(move: str, tile: dict[str, int]) -> dict[str, int] | None:
             t["BLOCK_I"] //= 2
         elif "CHUNK" in t:
             t["CHUNK"] //= 2
+        elif t.get("NOSPLIT"):
+            return None  # a scan or an arg-reduction: its rows cannot be chunked
         else:
             # a row kernel has one program per row: split each row into chunks instead
             t["CHUNK"] = 4 * t["BLOCK_R"]

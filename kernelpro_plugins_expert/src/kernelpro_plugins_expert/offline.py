@@ -25,7 +25,10 @@ def compile_launch(fn: Any, args: tuple[Any, ...], constexprs: dict[str, Any], n
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    pointer = {torch.float32: "*fp32", torch.float16: "*fp16", torch.bfloat16: "*bf16", torch.float64: "*fp64"}
+    pointer = {torch.float32: "*fp32", torch.float16: "*fp16", torch.bfloat16: "*bf16", torch.float64: "*fp64",
+               # argmax/argmin indices, integer and bool operands of pointwise kernels
+               torch.int64: "*i64", torch.int32: "*i32", torch.int16: "*i16", torch.int8: "*i8",
+               torch.uint8: "*u8", torch.bool: "*i1"}
     signature, values, attrs = {}, dict(constexprs), {}
     for i, (p, a) in enumerate(zip(fn.params, args)):
         if p.is_constexpr:

@@ -1,7 +1,9 @@
 """What each traced operator means to the expert generator.
 
 :func:`classify` maps one torch.fx node to an :class:`OpInfo`: its kind (``pointwise``,
-``reduce``, ``softmax``, ``layernorm``, ``rmsnorm``, ``gemm``, ``conv``, ``pool``,
+``reduce`` (sum/mean/max/min and argmax/argmin), ``scan`` (cumsum/cumprod), ``chnorm``
+(batch, group and affine instance norm), ``softmax``,
+``layernorm``, ``rmsnorm``, ``gemm``, ``conv``, ``pool``,
 ``view`` or ``other``), a canonical operator name, the graph inputs it reads (fx nodes,
 parameter paths or Python scalars) and its scalar attributes. Pointwise operators also
 carry a Triton expression (:data:`POINTWISE`) so a chain of them can be written as one
@@ -118,7 +120,7 @@ class Param:
 
 @attrs.frozen
 class OpInfo:
-    kind: str  # pointwise | reduce | softmax | layernorm | rmsnorm | gemm | conv | pool | view | other
+    kind: str  # pointwise | reduce | scan | chnorm | softmax | layernorm | rmsnorm | gemm | conv | pool | view | other
     op: str  # canonical name: "add", "gelu", "sum", "softmax", "linear", ...
     inputs: tuple[Any, ...] = ()  # fx.Node | Param | python scalar, in operator order
     attrs: dict[str, Any] = attrs.field(factory=dict)
@@ -197,6 +199,8 @@ def _classify_module(node: Any, mod: nn.Module) -> OpInfo:
         if depthwise is not None:
             return depthwise
         dense = _dense_conv(mod, x, t)
+        if dense is None:
+            dense = _general_conv(mod, x, t)
         return dense if dense is not None else OpInfo("conv", type(mod).__name__.lower(), (x,))
     if type(mod) in _POOL_TEMPLATE_MODULES:
         op, rank = _POOL_TEMPLATE_MODULES[type(mod)]
@@ -213,6 +217,19 @@ def _classify_module(node: Any, mod: nn.Module) -> OpInfo:
         # a layer norm over the last ``instance_rank`` dims, without weight or bias
         return OpInfo("layernorm", "layer_norm", (x, None, None),
                       {"normalized_ndim": instance_rank, "eps": float(mod.eps)})
+    if isinstance(mod, (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)):
+        # the module itself is the second input: its kernel reads ``training`` and the
+        # running statistics when it runs (eval: running statistics; training: batch ones)
+        return OpInfo("chnorm", "batch_norm", (x, Param(t)), {"eps": float(mod.eps)})
+    if isinstance(mod, nn.GroupNorm):
+        params = (Param(f"{t}.weight"), Param(f"{t}.bias")) if mod.affine else (None, None)
+        return OpInfo("chnorm", "group_norm", (x, *params), {"groups": int(mod.num_groups), "eps": float(mod.eps)})
+    if instance_rank is not None and isinstance(mod, nn.modules.instancenorm._InstanceNorm) \
+            and not mod.track_running_stats:
+        # with affine parameters: a group norm with one group per channel
+        params = (Param(f"{t}.weight"), Param(f"{t}.bias")) if mod.affine else (None, None)
+        return OpInfo("chnorm", "group_norm", (x, *params),
+                      {"groups": int(mod.num_features), "eps": float(mod.eps), "rank": instance_rank})
     if isinstance(mod, (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.GroupNorm, nn.InstanceNorm1d,
                         nn.InstanceNorm2d, nn.InstanceNorm3d)):
         return OpInfo("other", type(mod).__name__.lower(), (x,))
@@ -264,8 +281,16 @@ def _classify_call(node: Any, target: Any, args: tuple[Any, ...], method: bool) 
             ndim = len(shape) if isinstance(shape, (tuple, list)) else 1
             return OpInfo("rmsnorm", "rms_norm", (args[0], _arg(node, 2, "weight")),
                           {"dim": -1, "normalized_ndim": ndim, "eps": _arg(node, 3, "eps")})
+        if target is F.group_norm:
+            groups = _arg(node, 1, "num_groups")
+            if not isinstance(groups, int) or isinstance(groups, bool) or groups <= 0:
+                return OpInfo("other", name)
+            return OpInfo("chnorm", "group_norm", (args[0], _arg(node, 2, "weight"), _arg(node, 3, "bias")),
+                          {"groups": groups, "eps": float(_arg(node, 4, "eps", 1e-5))})
         if target in _GEMM_FUNCS:
             return _gemm(node, target, name, args)
+        if target is torch.einsum:
+            return _einsum(args)
         if target in _CONV_FUNCS:
             return OpInfo("conv", name, (args[0],))
         if target in _POOL_TEMPLATE_FUNCS:
@@ -308,10 +333,29 @@ def _classify_call(node: Any, target: Any, args: tuple[Any, ...], method: bool) 
         if dim is None:
             return OpInfo("other", name)
         return OpInfo("softmax", "logsumexp", (args[0],), {"dim": dim, "keepdim": keepdim})
+    if name in ("argmax", "argmin") and (method or target in (torch.argmax, torch.argmin)):
+        # the index of the first largest / smallest element along one dim (NaN counts as
+        # the extreme, as in PyTorch); without a dim (the flat index) it stays in PyTorch
+        dim = _arg(node, 1, "dim")
+        if not isinstance(dim, int) or isinstance(dim, bool):
+            return OpInfo("other", name)
+        return OpInfo("reduce", name, (args[0],), {"dim": dim, "keepdim": bool(_arg(node, 2, "keepdim", False)),
+                                                  "index": True})
+    if name in ("cumsum", "cumprod") and (method or target in (torch.cumsum, torch.cumprod)):
+        # an inclusive scan along one dim, in the input's dtype (no dtype= conversion)
+        dim = _arg(node, 1, "dim")
+        if not isinstance(dim, int) or isinstance(dim, bool) or _arg(node, 2, "dtype") is not None or \
+                kw.get("out") is not None:
+            return OpInfo("other", name)
+        return OpInfo("scan", name, (args[0],), {"dim": dim})
     if reduce is not None or (name in ("max", "min") and len(args) + len(kw) >= 2):
         op = reduce or name
         dim = _dim(_arg(node, 1, "dim"))
         keepdim = bool(_arg(node, 2, "keepdim", False))
+        if dim is None and op in ("sum", "mean") and _arg(node, 1, "dim") is None and len(args) == 1 and \
+                not kw:
+            # every element reduced to one value (``x.mean()``, ``torch.sum(x)``)
+            return OpInfo("reduce", op, (args[0],), {"all": True})
         if dim is None or _arg(node, 3, "dtype") is not None:
             return OpInfo("other", name)
         # torch.max(x, dim) returns (values, indices): usable when only values are read
@@ -334,6 +378,34 @@ def _gemm(node: Any, target: Any, name: str, args: tuple[Any, ...]) -> OpInfo:
         return OpInfo("gemm", name, tuple(args), {"opaque": True})
     return OpInfo("gemm", "matmul" if target is operator.matmul else name, (args[0], args[1], None),
                   {"trans_b": False})
+
+
+def _einsum(args: tuple[Any, ...]) -> OpInfo:
+    """``torch.einsum`` of two operands that is a matrix product: A ``...l`` times a 2-D B
+    ``lk`` (or ``kl``, read transposed) giving ``...k``, or batched ``P il, P lk -> P ik``
+    with the same batch letters P in the same order: a ``gemm`` (A, B) like ``matmul``;
+    any other contraction stays in PyTorch."""
+    operands = args[1:]
+    if len(operands) == 1 and isinstance(operands[0], (tuple, list)):
+        operands = tuple(operands[0])
+    eq = args[0] if args else None
+    if not isinstance(eq, str) or len(operands) != 2 or "..." in eq or eq.count("->") != 1:
+        return OpInfo("other", "einsum")
+    lhs, out = eq.replace(" ", "").split("->")
+    parts = lhs.split(",")
+    if len(parts) != 2 or any(len(set(p)) != len(p) or not p.isalpha() for p in parts + [out]):
+        return OpInfo("other", "einsum")
+    a, b = parts
+    if len(a) >= 2 and len(b) == 2:
+        l = a[-1]  # noqa: E741 - the contracted letter
+        if b[0] == l and out == a[:-1] + b[1] and b[1] not in a:
+            return OpInfo("gemm", "einsum", (operands[0], operands[1], None), {"trans_b": False})
+        if b[1] == l and out == a[:-1] + b[0] and b[0] not in a:
+            return OpInfo("gemm", "einsum", (operands[0], operands[1], None), {"trans_b": True})
+    if len(a) == len(b) >= 3 and a[:-2] == b[:-2] and a[-1] == b[-2] and out == a[:-1] + b[-1] and \
+            len(set(a) | set(b)) == len(a) + 1:
+        return OpInfo("gemm", "einsum", (operands[0], operands[1], None), {"trans_b": False})
+    return OpInfo("other", "einsum")
 
 
 def _ints(value: Any, rank: int) -> tuple[int, ...] | None:
@@ -382,6 +454,30 @@ def _dense_conv(mod: Any, x: Any, path: str) -> OpInfo | None:
     return OpInfo("conv", f"conv{rank}d", (x, Param(f"{path}.weight"),
                                            Param(f"{path}.bias") if mod.bias is not None else None),
                   {"dense": True, "rank": rank, "kernel": k, "stride": s, "padding": padding, "dilation": d,
+                   "has_bias": mod.bias is not None})
+
+
+_GENERAL_CONV_RANK = {nn.Conv1d: 1, nn.Conv2d: 2, nn.Conv3d: 3, nn.ConvTranspose1d: 1, nn.ConvTranspose2d: 2,
+                      nn.ConvTranspose3d: 3}
+
+
+def _general_conv(mod: Any, x: Any, path: str) -> OpInfo | None:
+    """A convolution the dense 1-D/2-D kernel does not take (3-D, grouped, or transposed
+    1-D/2-D/3-D), zero padding given as ints: ``conv`` kind with ``general`` set, inputs
+    (x, weight, bias or None), for the grouped implicit-GEMM kernel; None otherwise."""
+    rank = _GENERAL_CONV_RANK.get(type(mod))
+    if rank is None or mod.padding_mode != "zeros" or isinstance(mod.padding, str) and mod.padding != "valid":
+        return None
+    padding = (0,) * rank if mod.padding == "valid" else _ints(mod.padding, rank)
+    k, s, d = _ints(mod.kernel_size, rank), _ints(mod.stride, rank), _ints(mod.dilation, rank)
+    transposed = isinstance(mod, nn.modules.conv._ConvTransposeNd)
+    out_pad = _ints(mod.output_padding, rank) if transposed else (0,) * rank
+    if None in (k, s, d, padding, out_pad):
+        return None
+    name = f"conv_transpose{rank}d" if transposed else f"conv{rank}d"
+    return OpInfo("conv", name, (x, Param(f"{path}.weight"), Param(f"{path}.bias") if mod.bias is not None else None),
+                  {"dense": True, "general": True, "rank": rank, "kernel": k, "stride": s, "padding": padding,
+                   "dilation": d, "groups": int(mod.groups), "transposed": transposed, "output_padding": out_pad,
                    "has_bias": mod.bias is not None})
 
 

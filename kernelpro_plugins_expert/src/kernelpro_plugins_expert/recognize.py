@@ -9,7 +9,14 @@ formed:
 * ``pointwise``: a connected set of pointwise nodes with one escaping value, whose
   tensor inputs all broadcast to its output shape. When its main producer is a GEMM or a
   convolution, the region is reported as that node's epilogue (``epilogue_of``).
-* ``reduce`` (sum/mean/max/min over one dim), ``softmax`` (softmax, log_softmax,
+* ``chnorm``: batch norm (the module's mode decides at run time: batch statistics in
+  training mode, with the running-statistics update, running ones in eval mode), group
+  norm (module or ``F.group_norm``) and instance norm with affine parameters (one group
+  per channel).
+* ``reduce`` (sum/mean/max/min over one dim; argmax/argmin, int64 indices), ``scan``
+  (cumsum/cumprod along one dim: inclusive, reversed through ``flip``, exclusive as
+  ``cat((zeros, scan(narrow(x, d, 0, L - 1))), d)``, with a full-shape pointwise prologue
+  such as ``x * mask``), ``softmax`` (softmax, log_softmax,
   logsumexp over one dim), ``layernorm`` (over the last dims), ``rmsnorm`` (module,
   functional, or the pattern ``x / sqrt(mean(x*x, dim, keepdim) + eps)`` and its rsqrt
   form).
@@ -21,7 +28,14 @@ formed:
 * ``pool``: max/avg pooling 1d/2d/3d, and depthwise convolution 1d/2d/3d (op
   ``depthwise_conv``: one filter per channel), with a pointwise prologue (applied to each
   loaded element) and epilogue, each with any number of broadcast tensor inputs.
-* ``reduce_all``: a loss that reduces every element to one value (``F.kl_div`` with
+* ``rowpair``: cosine similarity over the last dim of two (N, D) inputs, and the triplet
+  margin loss (p = 2, mean or sum) of three.
+* ``attention``: ``F.scaled_dot_product_attention`` (causal or not; no mask tensor or
+  dropout), one kernel with an online softmax.
+* ``xent``: cross-entropy of logits (N, C) against class indices (mean or sum, an
+  ignore_index; no class weights or label smoothing).
+* ``reduce_all``: ``x.sum()`` / ``x.mean()`` over every element with the pointwise region
+  feeding it, or a loss that reduces every element to one value (``F.kl_div`` with
   reduction sum, mean or batchmean; ``F.mse_loss``, ``F.l1_loss``, ``F.smooth_l1_loss``
   and ``F.huber_loss`` with reduction mean or sum), with the pointwise region that only
   feeds it folded in.
@@ -82,15 +96,21 @@ class Region:
     # element (prologue) and to each value before it is stored (epilogue); one tensor input
     prologue: tuple[tuple[str, tuple[tuple[str, Any], ...], dict[str, Any]], ...] = ()
     epilogue: tuple[tuple[str, tuple[tuple[str, Any], ...], dict[str, Any]], ...] = ()
+    #: the submodule (dotted path) whose own traced graph holds ``nodes``; "" for the model's
+    scope: str = ""
 
     @property
     def id(self) -> str:
         return self.output
 
+    def keys(self) -> set[tuple[str, str]]:
+        """The region's nodes as (scope, name): names are unique within one traced graph."""
+        return {(self.scope, n) for n in self.nodes}
+
     def spec(self) -> dict[str, Any]:
         """JSON form written into candidates."""
         return {
-            "kind": self.kind, "op": self.op, "nodes": list(self.nodes), "output": self.output,
+            "kind": self.kind, "op": self.op, "nodes": list(self.nodes), "output": self.output, "scope": self.scope,
             "inputs": [{"param": i.path} if isinstance(i, Param) else ({"none": True} if i is None else
                                                                        {"node": i}) for i in self.inputs],
         }
@@ -106,6 +126,9 @@ class Recognition:
     #: bytes of the forward's tensor inputs and outputs (from the traced shapes): the
     #: least memory traffic of one call, which tells launch-bound forwards from large ones
     io_bytes: int = 0
+    #: the model did not trace as a whole: its regions lie in submodules that did (each
+    #: region's ``scope``); the rest of the forward stays as written
+    scoped: bool = False
 
     @property
     def kinds(self) -> tuple[str, ...]:
@@ -117,8 +140,8 @@ class Recognition:
         convolution region instead of the regions it overlaps)."""
         gemms = [i for i, r in enumerate(self.regions) if r.kind in ("gemm", "conv")]
         library = [i for i, r in enumerate(self.regions) if r.kind not in ("gemm", "gemm_reduce", "conv")]
-        taken = {n for i in gemms for n in self.regions[i].nodes}
-        triton = sorted(gemms + [i for i in library if not taken & set(self.regions[i].nodes)])
+        taken = {k for i in gemms for k in self.regions[i].keys()}
+        triton = sorted(gemms + [i for i in library if not taken & self.regions[i].keys()])
         return library, triton
 
     def rewrites(self) -> list[int]:
@@ -127,9 +150,9 @@ class Recognition:
         rewrites = [i for i, r in enumerate(self.regions) if r.kind == "gemm_reduce"]
         if not rewrites:
             return []
-        taken = {n for i in rewrites for n in self.regions[i].nodes}
+        taken = {k for i in rewrites for k in self.regions[i].keys()}
         library, _ = self.alternatives()
-        return sorted(rewrites + [i for i in library if not taken & set(self.regions[i].nodes)])
+        return sorted(rewrites + [i for i in library if not taken & self.regions[i].keys()])
 
     def summary(self) -> str:
         if not self.ok:
@@ -139,8 +162,8 @@ class Recognition:
             if n.op not in ("placeholder", "output", "get_attr"):  # operators only
                 counts[n.kind] = counts.get(n.kind, 0) + 1
         parts = [f"{k}={v}" for k, v in sorted(counts.items())]
-        regs = ", ".join(f"{r.kind}:{r.op}" + (f"(epilogue of {r.epilogue_of})" if r.epilogue_of else "")
-                         for r in self.regions)
+        regs = ", ".join((f"{r.scope}/" if r.scope else "") + f"{r.kind}:{r.op}" +
+                         (f"(epilogue of {r.epilogue_of})" if r.epilogue_of else "") for r in self.regions)
         return f"ops {' '.join(parts)}; regions [{regs}]"
 
 
@@ -158,21 +181,115 @@ def trace(source: str) -> tuple[Any, tuple[Any, ...]]:
         model = model_cls(*init)
         inputs = tuple(namespace["get_inputs"]())
     gm = torch.fx.symbolic_trace(model)
-    ShapeProp(gm).propagate(*inputs)
+    # shapes in eval mode (the graph is the one traced above): a batch norm with momentum
+    # None reads its batch counter in training mode, which meta tensors cannot
+    ShapeProp(gm.eval()).propagate(*inputs)
     return gm, inputs
 
 
 def recognize(source: str) -> Recognition:
-    """Trace ``source`` (a KernelBench problem) and find its fusible regions."""
+    """Trace ``source`` (a KernelBench problem) and find its fusible regions; a model that
+    does not trace as a whole gets the regions of its submodules that do
+    (:func:`recognize_submodules`)."""
     try:
         gm, inputs = trace(source)
     except Exception as exc:  # any failure means: not recognized, with the reason
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        return Recognition(ok=False, reason=f"cannot trace the reference ({type(exc).__name__}: {msg[:160]})")
+        reason = f"cannot trace the reference ({type(exc).__name__}: {msg[:160]})"
+        try:
+            scoped = recognize_submodules(source)
+        except Exception:  # the problem itself fails to build or run: the first reason stands
+            scoped = None
+        return scoped if scoped is not None else Recognition(ok=False, reason=reason)
     try:
-        return _recognize_graph(gm, len(inputs))
+        # forward arguments that are Python numbers (``A * s``): read by pointwise kernels
+        placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        scalars = {p.name for p, v in zip(placeholders, inputs)
+                   if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        return _recognize_graph(gm, len(inputs), scalars)
     except Exception as exc:
         return Recognition(ok=False, reason=f"cannot analyse the traced graph ({type(exc).__name__}: {exc})")
+
+
+def _signature(args: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """Shapes and dtypes of a call's positional tensor arguments; None when one is not a
+    tensor (a submodule is traced with tensors as its only inputs)."""
+    import torch
+
+    if not args or not all(isinstance(a, torch.Tensor) for a in args):
+        return None
+    return tuple((tuple(a.shape), a.dtype) for a in args)
+
+
+def recognize_submodules(source: str) -> Recognition | None:
+    """Regions of a model that does not trace as a whole (data-dependent slicing, Python
+    loops over a traced size, ``.item()``): the model runs once on meta tensors with a
+    pre-hook on every submodule recording its inputs; then, from the top, each submodule
+    called with tensors only, with the same shapes on every call, is traced on its own
+    and recognized. One that traces and has regions becomes their ``scope``; one that
+    does not trace is searched in its children. None when no submodule has a region."""
+    import torch
+    import torch.fx
+    from torch.fx.passes.shape_prop import ShapeProp
+
+    namespace: dict[str, Any] = {"__name__": "kernelpro_expert_problem"}
+    exec(compile(source, "<problem>", "exec"), namespace)  # noqa: S102 - the user's own problem
+    init = list(namespace["get_init_inputs"]())
+    try:
+        with torch.device("meta"):
+            model = namespace["Model"](*init)
+    except Exception:
+        # a constructor that reads values (``.item()``): built on the CPU, then moved to meta
+        with torch.no_grad():
+            model = namespace["Model"](*init)
+        model = model.to("meta")
+    with torch.device("meta"):
+        inputs = tuple(namespace["get_inputs"]())
+    calls: dict[str, list[Any]] = {}
+
+    def hook(path: str) -> Any:
+        def record(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+            calls.setdefault(path, []).append(None if kwargs else _signature(args))
+        return record
+
+    handles = [m.register_forward_pre_hook(hook(path), with_kwargs=True)
+               for path, m in model.named_modules() if path]
+    try:
+        with torch.no_grad():
+            model(*inputs)
+    except Exception:
+        pass  # the submodules called before the failure are still recorded
+    finally:
+        for h in handles:
+            h.remove()
+    regions: list[Region] = []
+    nodes: list[OpNode] = []
+
+    def visit(prefix: str, module: Any) -> None:
+        for name, child in module.named_children():
+            path = f"{prefix}.{name}" if prefix else name
+            seen = calls.get(path, [])
+            if seen and seen[0] is not None and all(sig == seen[0] for sig in seen):
+                try:
+                    gm = torch.fx.symbolic_trace(child)
+                    with torch.device("meta"):
+                        args = [torch.empty(shape, dtype=dtype) for shape, dtype in seen[0]]
+                    ShapeProp(gm.eval()).propagate(*args)
+                    rec = _recognize_graph(gm, len(args))
+                except Exception:
+                    rec = None
+                if rec is not None:  # traced: its regions (if any) are the child's
+                    regions.extend(attrs.evolve(r, scope=path) for r in rec.regions)
+                    nodes.extend(rec.nodes)
+                    continue
+            visit(path, child)
+
+    visit("", model)
+    if not regions:
+        return None
+    io = sum(math.prod(t.shape) * t.element_size() for t in inputs if isinstance(t, torch.Tensor))
+    return Recognition(ok=True, nodes=tuple(nodes), regions=tuple(regions), input_count=len(inputs),
+                       io_bytes=int(io), scoped=True)
 
 
 def _meta(node: Any) -> tuple[tuple[int, ...] | None, str | None]:
@@ -185,7 +302,7 @@ def _meta_of(tm: Any) -> tuple[tuple[int, ...] | None, str | None]:
     return tuple(int(s) for s in tm.shape), str(tm.dtype).replace("torch.", "")
 
 
-def _recognize_graph(gm: Any, input_count: int) -> Recognition:
+def _recognize_graph(gm: Any, input_count: int, scalars: set[str] | frozenset[str] = frozenset()) -> Recognition:
     modules = dict(gm.named_modules())
     info: dict[str, OpInfo] = {}
     nodes: list[OpNode] = []
@@ -199,7 +316,10 @@ def _recognize_graph(gm: Any, input_count: int) -> Recognition:
             shape, dtype = _meta_of(n.meta["tensor_meta"][0])  # (values, indices): the values
         if oi.kind != "other" and oi.kind != "view" and (shape is None or dtype is None):
             oi = OpInfo("other", oi.op)
-        if oi.kind in KERNEL_KINDS and dtype not in ("float32", "float16", "bfloat16", "float64"):
+        if oi.attrs.get("index") and hasattr(oi.inputs[0], "meta"):
+            # argmax/argmin: an int64 result of a float input; the input's dtype decides
+            dtype = _meta(oi.inputs[0])[1]
+        if oi.kind in KERNEL_KINDS + ("scan", "chnorm") and dtype not in ("float32", "float16", "bfloat16", "float64"):
             oi = OpInfo("other", oi.op)
         if oi.kind in ("gemm", "pool") and dtype not in ("float32", "float16", "bfloat16", "float64"):
             oi = OpInfo(oi.kind, oi.op, oi.inputs, {"opaque": True})
@@ -212,16 +332,26 @@ def _recognize_graph(gm: Any, input_count: int) -> Recognition:
         claimed.update(r.nodes)
     for n in order:
         oi = info[n.name]
-        if n.name in claimed or oi.kind not in ("reduce", "softmax", "layernorm", "rmsnorm"):
+        if n.name in claimed or oi.kind not in ("reduce", "softmax", "layernorm", "rmsnorm") or oi.attrs.get("all"):
             continue
         single = _single_region(n, oi, by_name)
         if single is not None:
             regions.append(single)
             claimed.add(n.name)
             claimed.update(single.nodes)
-    regions.extend(_pointwise_regions(order, info, claimed))
+    for n in order:
+        norm = _chnorm_region(n, info[n.name])
+        if norm is not None:
+            regions.append(norm)
+            claimed.add(n.name)
+    regions.extend(_pointwise_regions(order, info, claimed, scalars))
     regions = _fuse_into_reductions(regions, by_name)
+    regions = _scan_regions(order, info, regions, by_name)
     regions = _full_reduction_regions(order, regions, by_name)
+    regions = _whole_tensor_reductions(order, info, regions, by_name)
+    regions += _cross_entropy_regions(gm, order)
+    regions += _row_pair_regions(gm, order)
+    regions += _attention_regions(order)
     regions = _pool_regions(order, info, regions, by_name)
     regions += _gemm_regions(gm, order, info, regions, by_name)
     regions += _gemm_reduce_regions(gm, info, regions, by_name)
@@ -353,7 +483,8 @@ def _rmsnorm_patterns(order: list[Any], info: dict[str, OpInfo]) -> list[Region]
     return found
 
 
-def _pointwise_regions(order: list[Any], info: dict[str, OpInfo], claimed: set[str]) -> list[Region]:
+def _pointwise_regions(order: list[Any], info: dict[str, OpInfo], claimed: set[str],
+                       scalars: set[str] | frozenset[str] = frozenset()) -> list[Region]:
     pw = [n for n in order if info[n.name].kind == "pointwise" and n.name not in claimed]
     pw_names = {n.name for n in pw}
     # connected components over producer -> consumer edges between pointwise nodes
@@ -374,13 +505,17 @@ def _pointwise_regions(order: list[Any], info: dict[str, OpInfo], claimed: set[s
         comps.setdefault(find(n.name), []).append(n)
     regions = []
     for members in comps.values():
-        r = _pointwise_region(members, info)
+        r = _pointwise_region(members, info, scalars)
         if r is not None:
             regions.append(r)
     return regions
 
 
-def _pointwise_region(members: list[Any], info: dict[str, OpInfo]) -> Region | None:
+def _pointwise_region(members: list[Any], info: dict[str, OpInfo],
+                      scalars: set[str] | frozenset[str] = frozenset()) -> Region | None:
+    """A pointwise region over ``members``; a forward argument named in ``scalars`` (a
+    Python number) is an input too (the region's ``attrs["scalars"]`` counts them): only a
+    standalone pointwise kernel reads it, other kernels do not fuse such a region."""
     names = {m.name for m in members}
     escaping = [m for m in members if any(u.name not in names for u in m.users)]
     if len(escaping) != 1 or escaping[0] is not members[-1]:
@@ -400,9 +535,17 @@ def _pointwise_region(members: list[Any], info: dict[str, OpInfo]) -> Region | N
                 operands.append(("const", float(src)))
             elif getattr(src, "name", None) in index:
                 operands.append(("v", index[src.name]))
+            elif getattr(src, "op", None) == "placeholder" and src.name in scalars:
+                if src.name not in inputs:
+                    inputs.append(src.name)
+                operands.append(("in", inputs.index(src.name)))
             elif hasattr(src, "meta"):
                 shape, dtype = _meta(src)
-                if shape is None or dtype not in ("float32", "float16", "bfloat16", "float64"):
+                # a bool tensor (a mask) reads as 0.0 / 1.0, an integer one as its value, into a
+                # float result
+                if shape is None or dtype not in ("float32", "float16", "bfloat16", "float64") and \
+                        not (dtype in ("bool", "int8", "int16", "int32", "int64") and
+                             out_dtype in ("float32", "float16", "bfloat16", "float64")):
                     return None
                 if not _broadcasts_to(shape, out_shape):
                     return None
@@ -412,11 +555,12 @@ def _pointwise_region(members: list[Any], info: dict[str, OpInfo]) -> Region | N
             else:
                 return None
         program.append((oi.op, tuple(operands), dict(oi.attrs)))
-    if not inputs:
+    n_scalars = sum(1 for i in inputs if i in scalars)
+    if len(inputs) == n_scalars:
         return None
     return Region(kind="pointwise", op="+".join(p[0] for p in program), nodes=tuple(m.name for m in members),
                   output=out.name, inputs=tuple(inputs), shape=out_shape, program=tuple(program),
-                  epilogue_of=_epilogue_anchor(members, info))
+                  epilogue_of=_epilogue_anchor(members, info), attrs={"scalars": n_scalars} if n_scalars else {})
 
 
 def _epilogue_anchor(members: list[Any], info: dict[str, OpInfo]) -> str | None:
@@ -436,12 +580,126 @@ def _broadcasts_to(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
     return True
 
 
+def _chnorm_region(n: Any, oi: OpInfo) -> Region | None:
+    """Batch, group or (affine) instance norm of an input (N, C, *spatial): a ``chnorm``
+    region (inputs: x and the batch-norm module, or x, weight, bias for a group norm)."""
+    if oi.kind != "chnorm" or not hasattr(oi.inputs[0], "meta"):
+        return None
+    shape, _ = _meta(oi.inputs[0])
+    if shape is None or len(shape) < 2 or (oi.attrs.get("rank") is not None and len(shape) != oi.attrs["rank"] + 2):
+        return None  # unbatched inputs stay in PyTorch
+    if oi.op == "group_norm" and (shape[1] % oi.attrs["groups"] or
+                                  not all(i is None or isinstance(i, Param) or hasattr(i, "meta")
+                                          for i in oi.inputs[1:])):
+        return None
+    return Region(kind="chnorm", op=oi.op, nodes=(n.name,), output=n.name,
+                  inputs=tuple(_input_ref(i) for i in oi.inputs), shape=shape,
+                  attrs={k: v for k, v in oi.attrs.items() if k != "rank"})
+
+
+def _target_name(node: Any) -> str:
+    """The called function's or method's name of an fx node ("" for anything else)."""
+    if node is None or not hasattr(node, "op") or node.op not in ("call_function", "call_method"):
+        return ""
+    return node.target if node.op == "call_method" else getattr(node.target, "__name__", "")
+
+
+def _flip_dims(node: Any, rank: int) -> tuple[int, ...] | None:
+    """The dims a ``torch.flip`` / ``x.flip`` node reverses (normalised), or None."""
+    if _target_name(node) != "flip":
+        return None
+    dims = _call_arg(node, 1, "dims", None)
+    if node.op == "call_method" and len(node.args) > 2:
+        dims = node.args[1:]
+    if isinstance(dims, int):
+        dims = (dims,)
+    if not isinstance(dims, (tuple, list)) or not all(isinstance(d, int) for d in dims) or not rank:
+        return None
+    return tuple(sorted({d % rank for d in dims}))
+
+
+def _exclusive_form(n: Any, d: int, shape: tuple[int, ...], op: str) -> tuple[Any, tuple[str, ...], Any, str] | None:
+    """``cat((zeros, scan(narrow(x, d, 0, L - 1))), d)`` (ones for a product): the exclusive
+    scan of ``x`` (its value at i combines the elements before i). Returns (x, the extra
+    nodes before the scan, the cat node, the fill's node) or None."""
+    src: Any = n.args[0] if n.args else None
+    if _target_name(src) != "narrow" or len(src.users) != 1 or len(n.users) != 1:
+        return None
+    x = src.args[0]
+    x_shape = _meta(x)[0] if hasattr(x, "meta") else None
+    start = _call_arg(src, 2, "start", None)
+    ndim = _call_arg(src, 1, "dim", None)
+    if x_shape is None or len(x_shape) != len(shape) or start != 0 or not isinstance(ndim, int) or \
+            ndim % len(shape) != d or x_shape[d] != shape[d] + 1:
+        return None
+    cat = next(iter(n.users))
+    if _target_name(cat) not in ("cat", "concat", "concatenate"):
+        return None
+    parts, cdim = _call_arg(cat, 0, "tensors", None), _call_arg(cat, 1, "dim", 0)
+    if not isinstance(parts, (tuple, list)) or len(parts) != 2 or parts[1] is not n or \
+            not isinstance(cdim, int) or cdim % len(shape) != d:
+        return None
+    fill: Any = parts[0]
+    want = ("zeros_like", "zeros") if op == "cumsum" else ("ones_like", "ones")
+    f_shape = _meta(fill)[0] if hasattr(fill, "meta") else None
+    if _target_name(fill) not in want or f_shape is None or len(fill.users) != 1 or \
+            f_shape != x_shape[:d] + (1,) + x_shape[d + 1:]:
+        return None
+    return x, (src.name,), cat, fill.name
+
+
+def _scan_regions(order: list[Any], info: dict[str, OpInfo], regions: list[Region],
+                  by_name: dict[str, Any]) -> list[Region]:
+    """Cumulative sums and products along one dim: inclusive, reversed (the scan of
+    ``x.flip(d)`` flipped back along ``d``) or exclusive (see :func:`_exclusive_form`),
+    with the pointwise region that only feeds the scan and reads tensors of its full shape
+    (e.g. ``x * mask``) as a prologue."""
+    out = list(regions)
+    for n in order:
+        oi = info[n.name]
+        if oi.kind != "scan" or not hasattr(oi.inputs[0], "meta"):
+            continue
+        shape, dtype = _meta(n)
+        if not shape or dtype not in ("float32", "float16", "bfloat16", "float64"):
+            continue
+        d = oi.attrs["dim"] % len(shape)
+        src, before, after, output = oi.inputs[0], [n.name], [], n.name
+        reverse = exclusive = False
+        excl = _exclusive_form(n, d, shape, oi.op)
+        if excl is not None:
+            src, pre, cat, fill = excl
+            shape = _meta(src)[0] or shape
+            before = list(pre) + before
+            after = [fill, cat.name]
+            output, exclusive = cat.name, True
+        elif _flip_dims(src, len(shape)) == (d,) and len(src.users) == 1 and len(n.users) == 1 and \
+                _flip_dims(next(iter(n.users)), len(shape)) == (d,):
+            back = next(iter(n.users))
+            before = [src.name] + before
+            src = src.args[0]
+            after, output, reverse = [back.name], back.name, True
+        if not hasattr(src, "meta") or _meta(src) != (shape, dtype):
+            continue
+        inputs: tuple[Any, ...] = (src.name,)
+        program: tuple[Any, ...] = ()
+        pro = next((p for p in out if p.kind == "pointwise" and p.output == src.name and not p.epilogue_of and
+                    len(src.users) == 1 and all(_meta(by_name[i])[0] == shape for i in p.inputs)), None)
+        if pro is not None:
+            inputs, program = pro.inputs, pro.program
+            before = list(pro.nodes) + before
+            out.remove(pro)
+        out.append(Region(kind="scan", op=oi.op, nodes=tuple(before + after), output=output, inputs=inputs,
+                          shape=shape, attrs={"dim": d, "reverse": reverse, "exclusive": exclusive},
+                          program=program))
+    return out
+
+
 def _fuse_into_reductions(regions: list[Region], by_name: dict[str, Any]) -> list[Region]:
     """Merge a one-input pointwise region that feeds only a reduction/softmax/norm region
     into it as a prologue, and a one-input pointwise region that only reads its result
     as an epilogue: each saves a full pass over the tensor in memory."""
     fused = list(regions)
-    for r in [r for r in regions if r.kind in ("reduce", "softmax", "layernorm", "rmsnorm")]:
+    for r in [r for r in regions if r.kind in ("reduce", "softmax", "layernorm", "rmsnorm", "chnorm")]:
         current = r
         pro = next((p for p in fused if p.kind == "pointwise" and len(p.inputs) == 1 and
                     p.output == current.inputs[0] and len(by_name[p.output].users) == 1 and
@@ -510,6 +768,146 @@ def _call_arg(node: Any, index: int, name: str, default: Any) -> Any:
     if len(node.args) > index:
         return node.args[index]
     return node.kwargs.get(name, default)
+
+
+def _whole_tensor_reductions(order: list[Any], info: dict[str, OpInfo], regions: list[Region],
+                             by_name: dict[str, Any]) -> list[Region]:
+    """``x.sum()`` / ``x.mean()`` over every element as a ``reduce_all`` region, with the
+    pointwise region that only feeds it folded in (its tensors broadcast to its shape):
+    e.g. a hinge loss ``mean(clamp(1 - p * t, min=0))`` is one pass over p and t."""
+    out = list(regions)
+    for n in order:
+        oi = info[n.name]
+        if oi.kind != "reduce" or not oi.attrs.get("all") or not hasattr(oi.inputs[0], "meta"):
+            continue
+        x = oi.inputs[0]
+        (shape, dtype), (_, out_dtype) = _meta(x), _meta(n)
+        if not shape or dtype not in ("float32", "float16", "bfloat16") or out_dtype != dtype:
+            continue
+        inputs: tuple[Any, ...] = (x.name,)
+        program: tuple[Any, ...] = (("identity", (("in", 0),), {}),)
+        nodes: tuple[str, ...] = (n.name,)
+        pro = next((p for p in out if p.kind == "pointwise" and p.output == x.name and not p.epilogue_of and
+                    len(x.users) == 1 and all(_meta(by_name[i])[0] is not None and
+                                              _broadcasts_to(_meta(by_name[i])[0] or (), shape) for i in p.inputs)),
+                   None)
+        if pro is not None:
+            inputs, program, nodes = pro.inputs, pro.program, pro.nodes + nodes
+            out.remove(pro)
+        out.append(Region(kind="reduce_all", op=oi.op, nodes=nodes, output=n.name, inputs=inputs, shape=shape,
+                          attrs={"reduction": oi.op, "dtype": dtype}, program=program))
+    return out
+
+
+def _cross_entropy_regions(gm: Any, order: list[Any]) -> list[Region]:
+    """Cross-entropy (``F.cross_entropy`` or ``nn.CrossEntropyLoss``) of float logits
+    (N, C) against int64 class indices (N,), without class weights or label smoothing,
+    reduced by mean or sum: an ``xent`` region (inputs: logits, targets)."""
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    found = []
+    modules = dict(gm.named_modules())
+    for n in order:
+        if n.op == "call_function" and n.target is F.cross_entropy:
+            x, t = _call_arg(n, 0, "input", None), _call_arg(n, 1, "target", None)
+            weight, ignore = _call_arg(n, 2, "weight", None), _call_arg(n, 4, "ignore_index", -100)
+            legacy = _call_arg(n, 3, "size_average", None) is not None or _call_arg(n, 5, "reduce", None) is not None
+            reduction, smoothing = _call_arg(n, 6, "reduction", "mean"), _call_arg(n, 7, "label_smoothing", 0.0)
+        elif n.op == "call_module" and isinstance(modules.get(n.target), nn.CrossEntropyLoss):
+            mod = modules[n.target]
+            x, t = _call_arg(n, 0, "input", None), _call_arg(n, 1, "target", None)
+            weight, ignore, legacy = mod.weight, mod.ignore_index, False
+            reduction, smoothing = mod.reduction, mod.label_smoothing
+        else:
+            continue
+        if weight is not None or legacy or smoothing != 0.0 or reduction not in ("mean", "sum") or \
+                not isinstance(ignore, int) or not all(hasattr(v, "meta") for v in (x, t)):
+            continue
+        (shape, dtype), (tshape, tdtype) = _meta(x), _meta(t)
+        if shape is None or len(shape) != 2 or tshape != shape[:1] or tdtype != "int64" or \
+                dtype not in ("float32", "float16", "bfloat16"):
+            continue
+        found.append(Region(kind="xent", op="cross_entropy", nodes=(n.name,), output=n.name, inputs=(x.name, t.name),
+                            shape=shape, attrs={"reduction": reduction, "ignore_index": ignore, "dtype": dtype}))
+    return found
+
+
+def _row_pair_regions(gm: Any, order: list[Any]) -> list[Region]:
+    """``F.cosine_similarity`` over the last dim of two (N, D) inputs of one shape, and the
+    triplet margin loss (``nn.TripletMarginLoss`` / ``F.triplet_margin_loss``, p = 2, no
+    swap, reduction mean or sum) of three: ``rowpair`` regions."""
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    found = []
+    modules = dict(gm.named_modules())
+    for n in order:
+        if n.op == "call_function" and n.target is F.cosine_similarity:
+            xs: tuple[Any, ...] = (_call_arg(n, 0, "x1", None), _call_arg(n, 1, "x2", None))
+            dim, eps = _call_arg(n, 2, "dim", 1), _call_arg(n, 3, "eps", 1e-8)
+            op, attrs_ = "cosine_similarity", {"eps": eps, "margin": 0.0, "dim": dim}
+        elif (n.op == "call_function" and n.target is F.triplet_margin_loss) or \
+                (n.op == "call_module" and type(modules.get(n.target)) is nn.TripletMarginLoss):
+            xs = (_call_arg(n, 0, "anchor", None), _call_arg(n, 1, "positive", None), _call_arg(n, 2, "negative", None))
+            if n.op == "call_module":
+                mod = modules[n.target]
+                margin, p, eps, swap, reduction = mod.margin, mod.p, mod.eps, mod.swap, mod.reduction
+                legacy = False
+            else:
+                margin, p, eps = _call_arg(n, 3, "margin", 1.0), _call_arg(n, 4, "p", 2), _call_arg(n, 5, "eps", 1e-6)
+                swap, reduction = _call_arg(n, 6, "swap", False), _call_arg(n, 9, "reduction", "mean")
+                legacy = _call_arg(n, 7, "size_average", None) is not None or \
+                    _call_arg(n, 8, "reduce", None) is not None
+            if p != 2 or swap or legacy or reduction not in ("mean", "sum"):
+                continue
+            op, attrs_ = "triplet_margin", {"eps": eps, "margin": margin, "reduction": reduction, "dim": 1}
+        else:
+            continue
+        if not all(hasattr(v, "meta") for v in xs) or not all(isinstance(attrs_[k], (int, float))
+                                                             for k in ("eps", "margin")):
+            continue
+        metas = [_meta(v) for v in xs]
+        shape, dtype = metas[0]
+        if shape is None or len(shape) != 2 or any(m != metas[0] for m in metas) or \
+                dtype not in ("float32", "float16", "bfloat16") or not isinstance(attrs_["dim"], int) or \
+                attrs_["dim"] % 2 != 1:
+            continue
+        attrs_.update(eps=float(attrs_["eps"]), margin=float(attrs_["margin"]), dim=1)
+        found.append(Region(kind="rowpair", op=op, nodes=(n.name,), output=n.name, inputs=tuple(v.name for v in xs),
+                            shape=shape, attrs=attrs_))
+    return found
+
+
+def _attention_regions(order: list[Any]) -> list[Region]:
+    """``F.scaled_dot_product_attention`` without a mask tensor, dropout or grouped-query
+    heads (causal or not, any scale) over query (*B, L, E), key (*B, S, E), value
+    (*B, S, Ev) of one float dtype: an ``attention`` region."""
+    import torch.nn.functional as F
+
+    found = []
+    for n in order:
+        if n.op != "call_function" or n.target is not F.scaled_dot_product_attention:
+            continue
+        q, k, v = (_call_arg(n, i, name, None) for i, name in enumerate(("query", "key", "value")))
+        mask, dropout = _call_arg(n, 3, "attn_mask", None), _call_arg(n, 4, "dropout_p", 0.0)
+        causal, scale = _call_arg(n, 5, "is_causal", False), _call_arg(n, 6, "scale", None)
+        gqa = _call_arg(n, 7, "enable_gqa", False)
+        if mask is not None or dropout != 0.0 or gqa is not False or not isinstance(causal, bool) or \
+                not (scale is None or isinstance(scale, (int, float))) or \
+                not all(hasattr(t, "meta") for t in (q, k, v)):
+            continue
+        (qs, qd), (ks, kd), (vs, vd) = _meta(q), _meta(k), _meta(v)
+        if qs is None or ks is None or vs is None or not (len(qs) == len(ks) == len(vs) >= 3) or \
+                qs[:-2] != ks[:-2] or ks[:-2] != vs[:-2] or ks[-2] != vs[-2] or qs[-1] != ks[-1] or \
+                not (qd == kd == vd) or qd not in ("float32", "float16", "bfloat16") or \
+                math.prod(qs[:-2]) > 65535 or max(qs[-1], vs[-1]) > 256:
+            continue  # the batch x heads is the grid's second axis; head dims past 256 stay in the library
+        found.append(Region(kind="attention", op="sdpa", nodes=(n.name,), output=n.name,
+                            inputs=(q.name, k.name, v.name), shape=qs,
+                            attrs={"causal": causal, "scale": None if scale is None else float(scale), "dtype": qd,
+                                   "s": ks[-2]}))
+    return found
 
 
 def _full_reduction_regions(order: list[Any], regions: list[Region], by_name: dict[str, Any]) -> list[Region]:
@@ -615,7 +1013,7 @@ def _pool_regions(order: list[Any], info: dict[str, OpInfo], regions: list[Regio
             continue
         main, pro_extra, prologue, nodes = x.name, [], (), (n.name,)
         pro = next((p for p in out if p.kind == "pointwise" and p.output == x.name and len(x.users) == 1
-                    and p.shape == in_shape), None)
+                    and p.shape == in_shape and not p.attrs.get("scalars")), None)
         if pro is not None:
             full = [i for i in pro.inputs if _meta(by_name[i])[0] == in_shape]
             if full:
@@ -625,7 +1023,7 @@ def _pool_regions(order: list[Any], info: dict[str, OpInfo], regions: list[Regio
                 nodes = pro.nodes + nodes
                 out.remove(pro)
         epi = next((e for e in out if e.kind == "pointwise" and n.name in e.inputs and e.shape == out_shape
-                    and _only_user_region(n, e)), None)
+                    and _only_user_region(n, e) and not e.attrs.get("scalars")), None)
         epi_extra, epilogue, output = [], (), n.name
         if epi is not None:
             epi_extra = [i for i in epi.inputs if i != n.name]
@@ -759,7 +1157,7 @@ def _gemm_regions(gm: Any, order: list[Any], info: dict[str, OpInfo], regions: l
         extra_refs = [_input_ref(bias)] if bias is not None else []
         nodes, output = (n.name,), n.name
         epi = next((e for e in regions if e.kind == "pointwise" and n.name in e.inputs and e.shape == out_shape
-                    and _only_user_region(n, e) and e.output not in absorbed), None)
+                    and _only_user_region(n, e) and e.output not in absorbed and not e.attrs.get("scalars")), None)
         if epi is not None:
             absorbed.add(epi.output)  # relu(a @ w1 + a @ w2): the second product is an input of the first's epilogue
             others = [i for i in epi.inputs if i != n.name]
@@ -800,8 +1198,9 @@ def _conv_regions(gm: Any, order: list[Any], info: dict[str, OpInfo]) -> list[Re
         if bias is not None and _operand_meta(gm, bias)[1] != x_dtype:
             continue
         attrs = {k: v for k, v in oi.attrs.items() if k != "dense"}
-        attrs.update(dtype=x_dtype, m=out_shape[0] * math.prod(out_shape[2:]), n=out_shape[1],
-                     k=x_shape[1] * math.prod(oi.attrs["kernel"]))
+        groups = oi.attrs.get("groups", 1)  # the GEMM of one group: its channels
+        attrs.update(dtype=x_dtype, m=out_shape[0] * math.prod(out_shape[2:]), n=out_shape[1] // groups,
+                     k=x_shape[1] // groups * math.prod(oi.attrs["kernel"]))
         found.append(Region(kind="conv", op=oi.op, nodes=(n.name,), output=n.name,
                             inputs=(_input_ref(x), _input_ref(w), *([_input_ref(bias)] if bias is not None else [])),
                             shape=out_shape, attrs=attrs))

@@ -22,8 +22,9 @@ from typing import Any
 
 from kernelpro_plugins_expert.ops import POINTWISE, literal
 from kernelpro_plugins_expert.recognize import Recognition, Region
-from kernelpro_plugins_expert.templates import (CANDIDATE, CONV, GEMM, GEMM_REDUCE, POOL,
-                                                POINTWISE as POINTWISE_T, REDUCE_ALL, ROWCOL, SPLIT, render)
+from kernelpro_plugins_expert.templates import (ATTENTION, CANDIDATE, CHNORM, CONV, CONVG, GEMM, GEMM_REDUCE, POOL,
+                                                POINTWISE as POINTWISE_T, REDUCE_ALL, ROWCOL, ROWPAIR, SCAN, SPLIT, XENT,
+                                                render)
 
 # Bounds of each tile parameter: powers of two that Triton accepts for tl.arange, and warp
 # counts a CUDA block allows (32..1024 threads).
@@ -43,6 +44,8 @@ SPACE = {
     "num_stages": (1, 6),
     # 1: natural logs from the special-function unit (see ``uses_log``)
     "FASTLOG": (0, 1),
+    # 1: a row kernel with no split-row form (scans, argmax/argmin, channel norms): rows are not chunked
+    "NOSPLIT": (1, 1),
 }
 # Shared memory a GEMM's pipeline may take (H200: 227 KiB usable per block, less a margin
 # for the epilogue's layout conversion)
@@ -67,6 +70,8 @@ def layout(region: Region) -> str:
         return "gemm"
     if region.kind == "gemm_reduce":
         return "rewrite"
+    if region.kind in ("chnorm", "xent", "rowpair", "attention"):
+        return "row"
     if region.kind == "layernorm" or (region.kind == "rmsnorm" and region.attrs.get("normalized_ndim")):
         return "row"
     d = region.attrs["dim"] + region.attrs.get("ndims", 1)
@@ -74,6 +79,15 @@ def layout(region: Region) -> str:
 
 
 def reduced_extent(region: Region) -> int:
+    if region.kind in ("xent", "rowpair"):  # the classes / features of one row
+        return region.shape[1]
+    if region.kind == "attention":  # the keys of one query
+        return int(region.attrs["s"])
+    if region.kind == "chnorm":  # the elements of one normalized unit
+        spatial = math.prod(region.shape[2:])
+        if region.op == "batch_norm":
+            return region.shape[0] * spatial
+        return region.shape[1] // region.attrs["groups"] * spatial
     if region.kind in ("layernorm", "rmsnorm") and region.attrs.get("normalized_ndim"):
         return math.prod(region.shape[-region.attrs["normalized_ndim"]:])
     d = region.attrs["dim"]
@@ -117,16 +131,31 @@ def default_tile(region: Region) -> dict[str, int]:
         return gemm_tile(region)
     if kind == "rewrite":
         return {}  # library calls: nothing to tune
+    nosplit = {"NOSPLIT": 1} if no_split(region) else {}
     if kind == "row":
         extent = reduced_extent(region)
         rows = math.prod(region.shape) // max(1, extent)
-        if rows < SPLIT_MAX_ROWS and extent >= SPLIT_MIN_EXTENT:
+        if region.kind == "attention":
+            # BLOCK_R: keys per step (16..128: tensor-core tiles)
+            return {"BLOCK_R": 64, "num_warps": 4, **nosplit}
+        if region.kind in ("scan", "chnorm", "xent", "rowpair"):
+            # a scan's blocks run one after another (each needs the previous carry): long
+            # blocks, 8 warps past 2048 elements
+            block = min(4096, max(16, 1 << (extent - 1).bit_length()))
+            return {"BLOCK_R": block, "num_warps": 4 if block <= 2048 else 8, **nosplit}
+        if rows < SPLIT_MAX_ROWS and extent >= SPLIT_MIN_EXTENT and not nosplit:
             chunks = -(-SPLIT_TARGET_PROGRAMS // max(1, rows))
             chunk = max(2048, 1 << (-(-extent // chunks) - 1).bit_length())
             return {"BLOCK_R": 1024, "CHUNK": chunk, "num_warps": 4}
         block = min(4096, max(16, 1 << (extent - 1).bit_length()))
-        return {"BLOCK_R": block, "num_warps": 4 if block <= 2048 else 8}
-    return {"BLOCK_R": 16, "BLOCK_I": 64, "num_warps": 4}
+        return {"BLOCK_R": block, "num_warps": 4 if block <= 2048 else 8, **nosplit}
+    return {"BLOCK_R": 16, "BLOCK_I": 64, "num_warps": 4, **nosplit}
+
+
+def no_split(region: Region) -> bool:
+    """Scans, argmax/argmin, the channel norms, cross-entropy, the row-pair statistics and
+    attention have no split-row (two-stage) form."""
+    return region.kind in ("scan", "chnorm", "xent", "rowpair", "attention") or (region.kind == "reduce" and region.op in ("argmax", "argmin"))
 
 
 def _pow2_at_least(value: int, lo: int, hi: int) -> int:
@@ -238,6 +267,15 @@ def render_conv(rid: str, region: Region, tile: dict[str, Any]) -> str:
     precision = tile.get("precision", "ieee")
     if fp32 and precision not in GEMM_PRECISIONS:
         raise ValueError(f"GEMM precision {precision!r}: expected one of {GEMM_PRECISIONS}")
+    if a.get("general"):
+        def three(values: tuple[int, ...], fill: int) -> str:
+            return repr((fill,) * (3 - a["rank"]) + tuple(int(v) for v in values))
+
+        return render(CONVG, rid=rid, rank=a["rank"], has_bias=a["has_bias"], dtype=a["dtype"],
+                      dot_args=f', input_precision="{precision}"' if fp32 else "", groups=a["groups"],
+                      transposed=a["transposed"], stride3=three(a["stride"], 1), padding3=three(a["padding"], 0),
+                      dilation3=three(a["dilation"], 1), output_padding3=three(a["output_padding"], 0),
+                      **{k: tile[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages")})
     pad = 2 - a["rank"]
 
     def two(values: tuple[int, ...], fill: int) -> str:
@@ -317,8 +355,35 @@ def render_kernel(rid: str, region: Region, tile: dict[str, Any]) -> str:
     if region.kind == "reduce_all":
         body, result = pointwise_body(region, tile)
         return render(REDUCE_ALL, rid=rid, n_in=len(region.inputs), body=body, result=result,
+                      dtype=region.attrs["dtype"],
                       reduction=region.attrs["reduction"], BLOCK=tile["BLOCK"], num_warps=tile["num_warps"],
                       PER_SM=tile["PER_SM"])
+    if region.kind == "attention":
+        fp32 = region.attrs["dtype"] == "float32"
+        return render(ATTENTION, rid=rid, causal=bool(region.attrs["causal"]), scale=repr(region.attrs["scale"]),
+                      dot_args=', input_precision="ieee"' if fp32 else "", BLOCK_M=64,
+                      BLOCK_N=min(128, max(16, tile["BLOCK_R"])), num_warps=tile["num_warps"])
+    if region.kind == "rowpair":
+        return render(ROWPAIR, rid=rid, op=region.op, n_in=len(region.inputs), eps=repr(region.attrs["eps"]),
+                      margin=repr(region.attrs["margin"]), reduction=region.attrs.get("reduction", ""),
+                      BLOCK_R=tile["BLOCK_R"], num_warps=tile["num_warps"])
+    if region.kind == "xent":
+        return render(XENT, rid=rid, reduction=region.attrs["reduction"], ignore_index=int(region.attrs["ignore_index"]),
+                      BLOCK_R=tile["BLOCK_R"], num_warps=tile["num_warps"])
+    if region.kind == "chnorm":
+        has_w = len(region.inputs) > 1 and region.inputs[1] is not None
+        has_b = len(region.inputs) > 2 and region.inputs[2] is not None
+        return render(CHNORM, rid=rid, op=region.op, groups=region.attrs.get("groups", 1), has_w=has_w, has_b=has_b,
+                      eps=repr(float(region.attrs["eps"])), BLOCK_R=tile["BLOCK_R"], num_warps=tile["num_warps"],
+                      **fused_bodies(region))
+    if region.kind == "scan":
+        body, result = program_lines(region.program, [f"a{i}" for i in range(len(region.inputs))], "v") \
+            if region.program else ([], "a0")
+        return render(SCAN, rid=rid, op=region.op, layout=layout(region), n_in=len(region.inputs), body=body,
+                      result=result, neutral="0.0" if region.op == "cumsum" else "1.0",
+                      reverse=bool(region.attrs["reverse"]), exclusive=bool(region.attrs["exclusive"]),
+                      dim=region.attrs["dim"], BLOCK_R=tile["BLOCK_R"], BLOCK_I=tile.get("BLOCK_I", 0),
+                      num_warps=tile["num_warps"])
     if region.kind == "pointwise":
         body, result = pointwise_body(region, tile)
         return render(POINTWISE_T, rid=rid, n_in=len(region.inputs), rank=max(1, len(region.shape)),
@@ -397,4 +462,5 @@ def render_candidate(problem_source: str, recognition: Recognition, params: dict
                   params_json=json.dumps(params, sort_keys=True), problem_source=problem_source.rstrip(),
                   kernels=kernels,
                   regions_json=json.dumps(specs), region_ids=lowered, graph=bool(params.get("graph")),
+                  scoped=recognition.scoped,
                   fast_log=fast_log)

@@ -9,10 +9,16 @@ empty string). Every kernel computes in fp32 and stores in the output's dtype.
 * ``POINTWISE``: one fused kernel for a pointwise region.
 * ``ROWCOL``: reductions, the softmax family and the norms over ``(outer, R, inner)``.
 * ``SPLIT``: the same ops over few long rows, in two stages.
+* ``CHNORM``: batch, group and affine instance norm over (N, C, *spatial).
+* ``XENT``: cross-entropy of (N, C) logits against class indices.
+* ``ROWPAIR``: cosine similarity and the triplet margin loss, one program per row.
+* ``ATTENTION``: scaled dot-product attention with an online softmax.
+* ``SCAN``: cumulative sums and products along one dim (reversed, exclusive, with a prologue).
 * ``REDUCE_ALL``: a pointwise program reduced over every element to one value.
 * ``GEMM``: a tiled tensor-core GEMM with its epilogue applied in registers.
 * ``GEMM_REDUCE``: a sum or mean over N of a GEMM's output as a matrix-vector product.
 * ``CONV``: a dense 1-D/2-D convolution as an implicit GEMM on tensor cores.
+* ``CONVG``: 3-D, grouped and transposed convolutions as an implicit GEMM per group.
 * ``POOL``: max/avg pooling 1d/2d/3d with prologue and epilogue.
 * ``CANDIDATE``: the problem's source, the kernels, the fx rewrite that swaps each region
   for its kernel call, and optionally CUDA-graph capture of the whole forward.
@@ -47,7 +53,13 @@ REDUCE_ALL = "reduce_all.py.j2"
 GEMM = "gemm.py.j2"
 GEMM_REDUCE = "gemm_reduce.py.j2"
 CONV = "conv.py.j2"
+CONVG = "convg.py.j2"
 POOL = "pool.py.j2"
+SCAN = "scan.py.j2"
+CHNORM = "chnorm.py.j2"
+XENT = "xent.py.j2"
+ROWPAIR = "rowpair.py.j2"
+ATTENTION = "attention.py.j2"
 CANDIDATE = "candidate.py.j2"
 
 
