@@ -123,3 +123,38 @@ def test_build_env_keys_cover_what_a_profiler_needs(tmp_path):
 
     env = build.build_env(tmp_path, arch="9.0", include_paths=[], cuda_flags=[], base={})
     assert set(env) - {"PYTHONUNBUFFERED"} == set(BUILD_ENV_KEYS)
+
+
+def test_a_killed_build_s_lock_does_not_stall_later_builds(tmp_path, gelu_problem, fast_config):
+    """torch's build lock (a ``lock`` file in the extension's build directory) left by a
+    build that was killed made every later evaluation of the same source wait on it, idle,
+    until its time limit: a compile error became a compile timeout. With the entry's own
+    lock held, any such file is stale and is removed, in the compile stage and in the
+    harness's own build alike."""
+    cand = tmp_path / "bad_cpp_baton.py"
+    cand.write_text(
+        "import torch.nn as nn\nfrom torch.utils.cpp_extension import load_inline\n"
+        "ext = load_inline(name='kp_test_baton', cpp_sources='torch::Tensor f(torch::Tensor x) { return x + ; }',"
+        " functions=['f'])\n"
+        "class ModelNew(nn.Module):\n    def forward(self, x, *a):\n        return ext.f(x)\n")
+    cfg = attrs.evolve(fast_config, build_cache_dir=str(tmp_path / "cache"))
+    entry, _, _ = build.entry_for(cand.read_text(), include_paths=list(cfg.include_paths),
+                                  cuda_flags=list(cfg.cuda_flags), cuda_arch=cfg.cuda_arch,
+                                  build_cache_dir=cfg.build_cache_dir)
+    baton = entry / "torch_extensions" / "kp_test_baton" / "lock"
+    baton.parent.mkdir(parents=True)
+    baton.write_text("")
+    out = build.compile_candidate(cand, config=cfg, timeout_s=240)
+    assert out.status == "compile_error", (out.status, out.reason)
+    assert not baton.exists()
+    # the harness's own build (no compile stage: the build directory is the caller's): the same
+    from kernelpro.evaluate.runner import evaluate
+
+    bdir = tmp_path / "bdir"
+    baton = bdir / "torch_extensions" / "kp_test_baton" / "lock"
+    baton.parent.mkdir(parents=True)
+    baton.write_text("")
+    res = evaluate(gelu_problem, cand, device="cpu", config=attrs.evolve(cfg, compile_stage=False, timeout_s=240),
+                   workdir=tmp_path / "w", build_dir=bdir)
+    assert res.verdict is Verdict.COMPILE_ERROR, res.reason
+    assert not baton.exists()

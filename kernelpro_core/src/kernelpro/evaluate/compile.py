@@ -117,8 +117,31 @@ def build_env(entry: Path, *, arch: str | None, include_paths: list[str], cuda_f
     return env
 
 
+def clear_stale_batons(entry: Path) -> list[Path]:
+    """Remove torch's build lock files (``FileBaton``) under ``entry``'s extension builds.
+
+    Call only while holding ``entry``'s lock (every builder of an entry holds it, so any
+    baton found then belongs to a build that was killed): torch waits for such a file
+    forever, and every later evaluation of the source would sit idle until its time limit."""
+    removed = []
+    for baton in sorted((Path(entry) / "torch_extensions").glob("*/lock")):
+        try:
+            baton.unlink()
+            removed.append(baton)
+        except OSError:
+            continue
+    return removed
+
+
+#: set in the compile process's environment: its parent holds the entry's lock already
+HELD_ENV = "KERNELPRO_BUILD_LOCK_HELD"
+
+
 def install_build_hooks() -> None:
-    """Add the configured include paths and nvcc flags to every ``load_inline`` / ``load``.
+    """Add the configured include paths and nvcc flags to every ``load_inline`` / ``load``,
+    and hold the build entry's lock while one runs (a build in the candidate's harness, for a
+    source whose compile stage deferred to it, excludes the compile stage's and clears what a
+    killed build left).
 
     Runs in the compile process and in the candidate's harness before the candidate is imported, with
     the same settings (from the environment), so both produce the same build commands."""
@@ -127,7 +150,10 @@ def install_build_hooks() -> None:
         flags = json.loads(os.environ.get("KERNELPRO_CUDA_FLAGS", "[]"))
     except json.JSONDecodeError:
         inc, flags = [], []
-    if not inc and not flags:
+    ext_dir = os.environ.get("TORCH_EXTENSIONS_DIR")
+    entry = Path(ext_dir).parent if ext_dir and Path(ext_dir).name == "torch_extensions" else None
+    lock_here = entry is not None and not os.environ.get(HELD_ENV)
+    if not inc and not flags and not lock_here:
         return
     import torch.utils.cpp_extension as cpp
 
@@ -135,7 +161,17 @@ def install_build_hooks() -> None:
         def wrapper(*args, **kwargs):
             kwargs["extra_include_paths"] = list(kwargs.get("extra_include_paths") or []) + inc
             kwargs["extra_cuda_cflags"] = list(kwargs.get("extra_cuda_cflags") or []) + flags
-            return fn(*args, **kwargs)
+            if not lock_here:
+                return fn(*args, **kwargs)
+            assert entry is not None
+            try:
+                lock = open(entry / "lock", "a")
+            except OSError:  # an entry this process may not write: build as torch would
+                return fn(*args, **kwargs)
+            with lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                clear_stale_batons(entry)
+                return fn(*args, **kwargs)
 
         wrapper.__wrapped__ = fn
         wrapper.__doc__ = fn.__doc__
@@ -261,6 +297,7 @@ def compile_candidate(candidate_path: Path, *, config: Any, timeout_s: float | N
     timeout = float(timeout_s if timeout_s is not None else config.compile_timeout_s)
     with open(entry / "lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one build per entry; a second caller waits and hits
+        clear_stale_batons(entry)  # a killed build's: with the lock held, no build of this entry runs
         meta = _read_meta(entry)
         if meta is not None:
             return CompileOutcome(meta["status"], entry, key, time.monotonic() - t0, meta.get("seconds", 0.0),
@@ -270,6 +307,7 @@ def compile_candidate(candidate_path: Path, *, config: Any, timeout_s: float | N
         env["KERNELPRO_CONFINE"] = "0" if getattr(config, "write_guard", "auto") == "detect" else "1"
         env["TMPDIR"] = str(entry / "tmp")
         env["PYTHONDONTWRITEBYTECODE"] = "1"
+        env[HELD_ENV] = "1"  # this process holds the entry's lock for its child's build
         (entry / "tmp").mkdir(exist_ok=True)
         if max_jobs:
             env["MAX_JOBS"] = str(max_jobs)
