@@ -143,3 +143,18 @@ def test_the_table_lookup_matches_by_core_s_rule_not_by_substring():
 
     assert table_spec("NVIDIA H200").name == "H200 SXM"
     assert table_spec("NVIDIA GH200 480GB") is None  # "h200" is inside "gh200", not a token of it
+
+
+def test_the_bandwidth_kernels_run_and_do_what_they_are_timed_for():
+    """The calls `calibrate` times, run on the CPU: each must be a valid call of this torch
+    (a sum with out= and no dim raised TypeError on the H200 once, after the calibration
+    had been changed without a GPU run)."""
+    import torch
+
+    k = C.bandwidth_kernels(torch, torch.device("cpu"), 4 * 1000)
+    assert set(k) == {"copy", "read", "write"}
+    src = k["copy"]()
+    assert src.shape == (1000,) and bool((src >= 0.5).all())
+    total = k["read"]()
+    assert total.dim() == 0 and float(total) == pytest.approx(float(src.double().sum()), rel=1e-5)
+    assert bool((k["write"]() == 1.2345).all())

@@ -72,24 +72,21 @@ def _time_ms(torch, fn, reps: int, warmup: int) -> float:
     return statistics.median(times)
 
 
-def _copy_ms(torch, dev, nbytes: int, reps: int, warmup: int) -> float:
-    src = torch.rand(nbytes // 4, device=dev, dtype=torch.float32) + 0.5  # random, no zeros
+def bandwidth_kernels(torch, dev, nbytes: int) -> dict:
+    """The three calls whose times give the bandwidth, each moving ``nbytes`` of float32 per
+    direction: ``copy`` (reads and writes them), ``read`` (a sum into one element) and
+    ``write`` (a fill). Random data, no zeros. Built on any device, so that a CPU test runs
+    them (the GPU is only where they are timed)."""
+    src = torch.rand(nbytes // 4, device=dev, dtype=torch.float32) + 0.5
     dst = torch.empty_like(src)
-    return _time_ms(torch, lambda: dst.copy_(src), reps, warmup)
+    out = torch.empty((), device=dev, dtype=torch.float32)
+    return {"copy": lambda: dst.copy_(src),
+            # sum over the one dimension: torch.sum takes out= only with dim given
+            "read": lambda: torch.sum(src, dim=0, out=out),
+            "write": lambda: dst.fill_(1.2345)}
 
 
 _DTYPES = {"bf16": "bfloat16", "fp16": "float16", "tf32": "float32", "fp32": "float32", "fp64": "float64"}
-
-
-def _read_ms(torch, dev, nbytes: int, reps: int, warmup: int) -> float:
-    src = torch.rand(nbytes // 4, device=dev, dtype=torch.float32) + 0.5
-    out = torch.empty((), device=dev, dtype=torch.float32)
-    return _time_ms(torch, lambda: torch.sum(src, out=out), reps, warmup)
-
-
-def _write_ms(torch, dev, nbytes: int, reps: int, warmup: int) -> float:
-    dst = torch.empty(nbytes // 4, device=dev, dtype=torch.float32)
-    return _time_ms(torch, lambda: dst.fill_(1.2345), reps, warmup)
 
 
 def _matmul_ms(torch, dev, name: str, size: int, reps: int, warmup: int) -> float:
@@ -122,15 +119,11 @@ def measure(device: str = "cuda", copy_bytes: int = 1 << 30, matmul_n: int = 819
                   f"bandwidth the fastest of the three; matmul n={matmul_n}, 2n^3 FLOPs",
     }
     with torch.cuda.device(dev):
-        ms = _copy_ms(torch, dev, copy_bytes, reps, warmup)
-        result["copy_ms"] = ms
-        result["copy_bandwidth_gbs"] = 2 * copy_bytes / (ms * 1e-3) / 1e9
-        ms = _read_ms(torch, dev, copy_bytes, reps, warmup)
-        result["read_ms"] = ms
-        result["read_bandwidth_gbs"] = copy_bytes / (ms * 1e-3) / 1e9
-        ms = _write_ms(torch, dev, copy_bytes, reps, warmup)
-        result["write_ms"] = ms
-        result["write_bandwidth_gbs"] = copy_bytes / (ms * 1e-3) / 1e9
+        for kind, fn in bandwidth_kernels(torch, dev, copy_bytes).items():
+            ms = _time_ms(torch, fn, reps, warmup)
+            result[f"{kind}_ms"] = ms
+            moved = 2 * copy_bytes if kind == "copy" else copy_bytes  # a copy reads and writes
+            result[f"{kind}_bandwidth_gbs"] = moved / (ms * 1e-3) / 1e9
         result["dram_bandwidth_gbs"] = max(result[f"{k}_bandwidth_gbs"] for k in ("copy", "read", "write"))
         old_tf32 = torch.backends.cuda.matmul.allow_tf32
         try:
