@@ -141,3 +141,27 @@ def test_help_imports_neither_torch_nor_anthropic():
         res = subprocess.run([sys.executable, "-c", probe, *args], capture_output=True, text=True, timeout=120)
         assert res.returncode == 0, res.stderr
         assert "IMPORTED []" in res.stderr, (args, res.stderr[-500:])
+
+
+def test_an_unexpected_exception_in_a_command_is_one_error_line_and_exit_1(monkeypatch, capsys):
+    """A bug in a command (kernelpro's or a plugin's, as `calibrate` had on the H200: a
+    TypeError from torch) ends with exit 1 and one line naming the exception; with
+    KERNELPRO_DEBUG=1 the traceback is raised for whoever debugs it."""
+    from kernelpro import cli as cli_mod
+
+    @click.command("explode")
+    def explode() -> None:
+        raise TypeError("sum() received an invalid combination of arguments\n * (Tensor input)")
+
+    monkeypatch.setitem(cli_mod.cli.commands, "explode", explode)
+    monkeypatch.delenv("KERNELPRO_DEBUG", raising=False)
+    with pytest.raises(SystemExit) as exit_:
+        cli_mod.main(["explode"])
+    assert exit_.value.code == 1
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if ln.strip() and not ln.startswith("warning:")]
+    assert lines == ["error: internal error: TypeError: sum() received an invalid combination of arguments "
+                     "(a bug in kernelpro or a plugin; KERNELPRO_DEBUG=1 shows the traceback)"]
+    monkeypatch.setenv("KERNELPRO_DEBUG", "1")
+    with pytest.raises(TypeError):
+        cli_mod.main(["explode"])

@@ -712,6 +712,13 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(exc.exit_code)
     except (click.exceptions.Abort, KeyboardInterrupt):  # pragma: no cover
         sys.exit(EXIT_INTERRUPTED)
+    except Exception as exc:  # a bug in kernelpro or in a plugin's command: one line, no traceback
+        if os.environ.get("KERNELPRO_DEBUG"):
+            raise
+        what = _first_line(str(exc))
+        click.echo(f"error: internal error: {type(exc).__name__}{': ' + what if what else ''} (a bug in "
+                   "kernelpro or a plugin; KERNELPRO_DEBUG=1 shows the traceback)", err=True)
+        sys.exit(EXIT_FAIL)
     sys.exit(code if isinstance(code, int) else 0)
 
 
