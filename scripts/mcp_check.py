@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -44,7 +45,10 @@ async def _through_server(root: Path, options: list[str], source: str) -> tuple[
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
 
-    params = StdioServerParameters(command=sys.executable, args=[*CLI[1:], "mcp", "--root", str(root), *options])
+    # the server gets this process's environment: the MCP client's default passes only a few
+    # variables (no PYTHONPATH), and the server must import what the command line imported
+    params = StdioServerParameters(command=sys.executable, args=[*CLI[1:], "mcp", "--root", str(root), *options],
+                                   env=dict(os.environ))
     async with Client(params) as client:
         args = {"problem": "problem.py", "candidate_source": source}
         ev = await client.call_tool("evaluate", args)
@@ -74,7 +78,15 @@ def main() -> int:
         shutil.copy(a.candidate, root / "candidate.py")
         cli_eval = _cli("eval", "problem.py", "candidate.py", "--json", *options, cwd=root)
         cli_prof = _cli("profile", "problem.py", "candidate.py", "--json", *options, cwd=root)
-        mcp_eval, mcp_prof = anyio.run(_through_server, root, options, (root / "candidate.py").read_text())
+        try:
+            mcp_eval, mcp_prof = anyio.run(_through_server, root, options, (root / "candidate.py").read_text())
+        except Exception as exc:  # the server did not start or broke the connection: one line
+            while getattr(exc, "exceptions", None):  # an exception group: its first
+                exc = exc.exceptions[0]  # type: ignore[attr-defined]
+            inner = exc
+            print(f"error: the MCP server failed: {type(inner).__name__}: {inner}", file=sys.stderr)
+            print(json.dumps({"cli": {"eval": cli_eval, "profile_error": cli_prof.get("error")}}, indent=1))
+            return 1
     out = {
         "cli": {"verdict": cli_eval.get("verdict"), "correct": cli_eval.get("correct"),
                 "speedup": cli_eval.get("speedup"), "flags": cli_eval.get("flags"),
