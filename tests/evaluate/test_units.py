@@ -257,6 +257,23 @@ def test_a_long_one_stream_call_is_judged_against_a_control_of_its_length():
     assert abs(s.escaped_ms - 0.11) < 1e-9 and s.gap_matched_ms is None
 
 
+def test_side_stream_work_below_the_judge_s_minimum_is_not_charged():
+    """The judge charges side-stream work above the envelope's slack (0.05 ms by default):
+    the 0.02 ms an honest 50 us call's gap varied by on the H200 is not charged, a 2 ms
+    side-stream spin is, in full."""
+    from kernelpro.evaluate import timing
+
+    honest = [timing.Sample(0.05, 0.05 + 0.014 + 0.023, 0.8) for _ in range(30)]
+    s = timing.summarize(honest, cuda=True, gap0_ms=0.014, control=lambda ms: 0.014, min_escape_ms=0.05)
+    assert s.escaped_ms == 0.0 and s.stats.method == "cuda_event+l2_flush" and s.stats.median_ms == 0.05
+    # the default minimum (ESCAPE_ABS_MS) would have charged it
+    assert timing.summarize(honest, cuda=True, gap0_ms=0.014, control=lambda ms: 0.014).escaped_ms > 0.02
+    spin = [timing.Sample(0.05, 0.05 + 0.014 + 2.0, 2.9) for _ in range(30)]
+    s = timing.summarize(spin, cuda=True, gap0_ms=0.014, control=lambda ms: 0.014, min_escape_ms=0.05)
+    assert abs(s.escaped_ms - 2.0) < 1e-9 and s.stats.method == "cuda_event+device_sync+l2_flush"
+    assert abs(s.stats.median_ms - 2.05) < 1e-9
+
+
 def test_envelope_excess_is_what_the_reports_leave_out():
     """A candidate whose process reports a fifth of its time leaves 4/5 of it unaccounted for
     against the judge's clock; an honest one leaves the protocol's overhead, as the reference."""

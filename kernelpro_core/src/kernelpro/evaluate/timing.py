@@ -73,14 +73,15 @@ def stats(samples_ms: Sequence[float], method: str) -> TimingStats:
     )
 
 
-def escaped_work(event_ms: Sequence[float], sync_ms: Sequence[float], gap0_ms: float) -> float:
+def escaped_work(event_ms: Sequence[float], sync_ms: Sequence[float], gap0_ms: float,
+                 min_ms: float = ESCAPE_ABS_MS) -> float:
     """Milliseconds the device kept working after the call's stream was done, beyond the
-    synchronization latency ``gap0_ms``: the median gap's excess when it is above the
-    thresholds, else 0."""
+    synchronization latency ``gap0_ms``: the median gap's excess when it is above
+    ``max(min_ms, ESCAPE_REL x the median stream time)``, else 0."""
     if not event_ms:
         return 0.0
     excess = statistics.median(s - e for e, s in zip(event_ms, sync_ms)) - gap0_ms
-    if excess > max(ESCAPE_ABS_MS, ESCAPE_REL * statistics.median(event_ms)):
+    if excess > max(min_ms, ESCAPE_REL * statistics.median(event_ms)):
         return excess
     return 0.0
 
@@ -188,21 +189,23 @@ class Summary:
 
 
 def summarize(samples: list[Sample], *, cuda: bool, gap0_ms: float,
-              control: Callable[[float], float | None] | None = None) -> Summary:
+              control: Callable[[float], float | None] | None = None,
+              min_escape_ms: float = ESCAPE_ABS_MS) -> Summary:
     """The statistics of one callable's samples and the method they were taken with:
     ``cuda_event+l2_flush``, or ``cuda_event+device_sync+l2_flush`` when it left work on
-    other streams. ``control(stream_ms)``: the gap of a one-stream spin of that length."""
+    other streams (more than ``min_escape_ms`` per call, see :func:`escaped_work`).
+    ``control(stream_ms)``: the gap of a one-stream spin of that length."""
     ev = [s.event_ms for s in samples]
     if not cuda:
         return Summary(stats(ev, "perf_counter"))
     sy = [s.sync_ms for s in samples]
     gap, matched = gap0_ms, None
-    escaped = escaped_work(ev, sy, gap)
+    escaped = escaped_work(ev, sy, gap, min_escape_ms)
     if escaped > 0 and control is not None:
         matched = control(statistics.median(ev))
         if matched is not None:
             gap = max(gap0_ms, matched)
-            escaped = escaped_work(ev, sy, gap)
+            escaped = escaped_work(ev, sy, gap, min_escape_ms)
     if escaped > 0:
         return Summary(stats([max(s - gap, e) for e, s in zip(ev, sy)], "cuda_event+device_sync+l2_flush"),
                        escaped, matched)
