@@ -25,6 +25,10 @@ def test_real_counter_measures_a_matmul():
     assert 20.0 < out["power_w"] < 2000.0
     # energy per call is average power times the time of one call in the loop
     assert out["energy_j_per_call"] == pytest.approx(out["power_w"] * out["time_per_call_ms"] / 1000, rel=0.05)
-    assert out["time_per_call_ms"] == pytest.approx(per_call_ms, rel=0.15)
+    # the loop's time per call is the sustained one: a bf16 matmul this size holds the H200 at
+    # its power limit and its clocks come down (2026-12-02: 0.210 ms in the 1 s windows against
+    # 0.175 ms in a burst of 100 calls; docs/validation/energy.md). Never faster than the
+    # burst beyond noise, and not so much slower that calls were miscounted.
+    assert 0.9 * per_call_ms <= out["time_per_call_ms"] <= 1.5 * per_call_ms, (out["time_per_call_ms"], per_call_ms)
     if "power_w_sampled" in out:
         assert out["power_sampled_ratio"] == pytest.approx(1.0, rel=0.15)
