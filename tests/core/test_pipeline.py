@@ -112,3 +112,67 @@ def test_blocked_micro_profiler_does_not_run(tmp_path):
     profiler = Profiler(_plugins(), classifier="fake", block_micro_profilers=["always"])
     analysis, _ = profiler.profile(_target(tmp_path), ProfileContext(gpu=None, device="cuda"))
     assert [f.tool for f in analysis.findings] == ["mem_only"]
+
+
+class CombiningKernelCollector(FakeKernelCollector):
+    """A kernel collector that collects stage 1 and stage-2 metrics in one pass; its DRAM
+    share is what the test sets (memory-bound above 60 %)."""
+
+    name = "fake_kernel"
+    combines_stages = True
+    dram = 90.0
+
+    def collect(self, target, stage, metrics=()):
+        CALLS.append(("kernel", stage, tuple(metrics)))
+        values = {"dram_pct": self.dram, f"stage{stage}": 1.0, **{m: 1.0 for m in metrics}}
+        return ProfileData(level="kernel", collector=self.name, kernels=(KernelProfile(name="k", metrics=values),))
+
+
+def _combining_plugins(collector):
+    plugin = types.SimpleNamespace(
+        kernelpro_register_collectors=hookimpl(lambda register: register(collector)),
+        kernelpro_register_classifiers=hookimpl(lambda register: register(FakeClassifier)),
+        kernelpro_register_micro_profilers=hookimpl(
+            lambda register: [register(MemOnly), register(ComputeOnly), register(Always)]),
+    )
+    return Plugins(entry_points=False, extra=[("fake", plugin)])
+
+
+MEMORY = Bottleneck(kind="memory", summary="the parent's", classifier="fake")
+
+
+def test_the_parent_s_bottleneck_puts_its_metrics_into_stage_1_and_saves_stage_2(tmp_path):
+    CALLS.clear()
+    profiler = Profiler(_combining_plugins(CombiningKernelCollector), classifier="fake")
+    analysis, profiles = profiler.profile(_target(tmp_path), ProfileContext(gpu=None, device="cuda"),
+                                          predicted=MEMORY)
+    assert CALLS == [("kernel", 1, ("a1", "m1", "m2"))]  # one pass
+    assert analysis.bottleneck.kind == "memory"
+    assert sorted(f.tool for f in analysis.findings) == ["always", "mem_only"]
+    assert {"m1", "m2", "a1"} <= set(profiles["kernel"].kernels[0].metrics)
+    assert any("fake_kernel: one pass" in n for n in analysis.notes)
+
+
+def test_a_wrong_prediction_costs_the_usual_second_pass(tmp_path):
+    class ComputeBound(CombiningKernelCollector):
+        dram = 20.0
+
+    CALLS.clear()
+    profiler = Profiler(_combining_plugins(ComputeBound), classifier="fake")
+    analysis, _ = profiler.profile(_target(tmp_path), ProfileContext(gpu=None, device="cuda"), predicted=MEMORY)
+    assert analysis.bottleneck.kind == "compute"
+    assert CALLS == [("kernel", 1, ("a1", "m1", "m2")), ("kernel", 2, ("a1", "c1", "m2"))]
+    assert sorted(f.tool for f in analysis.findings) == ["always", "compute_only"]
+    assert not any("one pass" in n for n in analysis.notes)
+
+
+def test_a_collector_that_does_not_combine_is_never_asked_to(tmp_path):
+    CALLS.clear()
+    profiler = Profiler(_combining_plugins(FakeKernelCollector), classifier="fake")
+    profiler.profile(_target(tmp_path), ProfileContext(gpu=None, device="cuda"), predicted=MEMORY)
+    assert CALLS == [("kernel", 1, ()), ("kernel", 2, ("a1", "m1", "m2"))]
+    # nor when the micro-profilers are named (the LLM tool): the prediction is not used
+    CALLS.clear()
+    Profiler(_combining_plugins(CombiningKernelCollector), classifier="fake").profile(
+        _target(tmp_path), ProfileContext(gpu=None, device="cuda"), only=["always"], predicted=MEMORY)
+    assert CALLS[0] == ("kernel", 1, ())

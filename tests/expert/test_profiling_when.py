@@ -136,3 +136,49 @@ def test_compiled_reference_timed_once_in_the_baseline_job_is_used_for_every_can
 
     row = problem_row(SuiteProblem(level=1, problem_id=1, name="layernorm", source=""), run)
     assert row["speedup_compiled"] == pytest.approx(1.5)
+
+
+PASSES: list[tuple[str, int, bool]] = []
+
+
+class CombiningCollector(CountingCollector):
+    """Stage 1 and stage-2 metrics in one pass (combines_stages); records every pass."""
+
+    name = "counting"
+    combines_stages = True
+
+    def collect(self, target, stage, metrics=()):
+        PASSES.append((Path(target.candidate_path).stem, stage, bool(metrics)))
+        return ProfileData(level="kernel", collector=self.name,
+                           kernels=(KernelProfile(name="k", metrics={"dram_pct": 50.0, **{m: 1.0 for m in metrics}}),))
+
+
+def test_a_child_of_a_profiled_parent_is_profiled_in_one_pass(tmp_path, monkeypatch):
+    """The loop hands a child's profile its parent's bottleneck: a collector that combines
+    stages collects the metrics that bottleneck gates in with stage 1, and no stage 2 runs
+    when the child's bottleneck is the same (here always: the classifier labels every
+    candidate memory-bound)."""
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    PASSES.clear()
+    plugin = types.SimpleNamespace(
+        kernelpro_register_collectors=hookimpl(lambda register: register(CombiningCollector)),
+        kernelpro_register_classifiers=hookimpl(lambda register: register(LabelClassifier)),
+    )
+    config = cfg.load_config(str(FAST), {
+        "device": "cpu", "budget": 4, "generator": {"name": "expert", "params": {}},
+        "profiling": {"enabled": True, "classifier": "label", "collectors": ["counting"], "when": "each"}})
+    run = tmp_path / "run"
+    optimize(parse_problem(PROBLEMS["layernorm"], name="layernorm"), config,
+             Plugins(extra=[("counting", plugin)]), run, "cpu")
+    records = [json.loads(line) for line in (run / "candidates.jsonl").read_text().splitlines()]
+    parent = {r["id"]: r["parent"] for r in records}
+    children = [r["id"] for r in records if r["correct"] and r["parent"] != "root"]
+    assert children, "greedy refined no candidate: the test shows nothing"
+    for cid in parent:
+        passes = [(stage, with_metrics) for stem, stage, with_metrics in PASSES if stem == cid]
+        if cid in children:
+            assert passes == [(1, True)], (cid, passes)  # one pass with the parent's metrics
+        elif passes:
+            assert passes == [(1, False), (2, True)], (cid, passes)  # first generation: two passes
+    notes = json.loads((run / "analyses" / f"{children[0]}.json").read_text())["notes"]
+    assert any("counting: one pass" in n for n in notes), notes

@@ -82,6 +82,27 @@ def test_stage2_asks_only_given_metrics_and_merges_stage1(tmp_path, fake):
     assert data.kernels[0].metrics[M.DRAM_READ_BYTES] == 2.15e9  # merged from stage 1
 
 
+def test_stage1_with_metrics_is_one_ncu_run_with_both(tmp_path, fake):
+    """combines_stages: stage 1 asked with stage-2 metrics runs ncu once, with the stage-1
+    sections and metrics, the stage-2 base metrics, the asked ones and the source counters."""
+    assert NcuCollector.combines_stages
+    data = collector(source_lines=True).collect(target(tmp_path), 1, [M.SHARED_LD_CONFLICTS])
+    runs = profiled_calls(fake)
+    assert len(runs) == 1
+    argv = runs[0]
+    joined = " ".join(argv)
+    for section in M.STAGE1_SECTIONS:
+        assert f"--section {section}" in joined
+    assert "--section SourceCounters" in joined and "--import-source yes" in joined
+    asked = argv[argv.index("--metrics") + 1].split(",")
+    assert M.SHARED_LD_CONFLICTS in asked and M.DRAM_READ_BYTES in asked
+    assert all(m in asked for m in M.STAGE2_BASE_METRICS if m not in M.SECTION_ONLY)
+    assert len(asked) == len(set(asked))
+    assert data.kernels[0].metrics[M.DRAM_READ_BYTES] == 2.15e9
+    sidecar = json.loads((tmp_path / "work" / "ncu_stage1.json").read_text())
+    assert sidecar["stage"] == 1 and sidecar["with_stage2_metrics"] is True
+
+
 def test_unknown_metric_is_dropped_and_retried(tmp_path, fake, monkeypatch):
     monkeypatch.setenv("FAKE_NCU_BAD", M.PIPE_TENSOR_PCT)
     data = collector().collect(target(tmp_path), 1)

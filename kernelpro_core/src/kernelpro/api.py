@@ -41,7 +41,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from kernelpro.problem import Problem
 
 #: the API's version, "MAJOR.MINOR" (see the module's docstring)
-API_VERSION = "1.2"
+API_VERSION = "1.3"
 
 
 @attrs.frozen
@@ -229,6 +229,12 @@ class Collector(Plugin):
     """Collects profile data at one level: "kernel", "instruction" or "system"."""
 
     level: ClassVar[str] = "kernel"
+    #: (API 1.3) True when ``collect(target, stage=1, metrics=...)`` collects the stage-1
+    #: data and those metrics in one pass. Core then asks for the metrics the parent's
+    #: bottleneck gated in along with a child's stage 1, and skips stage 2 when the child's
+    #: own bottleneck gates in no other metric. False: stage 1 is always called without
+    #: metrics.
+    combines_stages: ClassVar[bool] = False
 
     def unavailable_reason(self, target: ProfileTarget) -> str | None:
         """None when this collector can run here; else one line saying what is missing
@@ -239,7 +245,8 @@ class Collector(Plugin):
     def collect(
         self, target: ProfileTarget, stage: int, metrics: Sequence[str] = ()
     ) -> ProfileData:
-        """Stage 1: the cheap pass. Stage 2: only ``metrics`` (the names the gated
+        """Stage 1: the cheap pass (with ``metrics`` too, for a collector that
+        ``combines_stages``). Stage 2: only ``metrics`` (the names the gated
         micro-profilers declared). Raise :class:`CollectorError` on failure."""
 
 

@@ -418,17 +418,22 @@ class Optimizer:
         cid = pending["id"]
         path = self.run.source_path(cid)
         compiled = self._compile_pool().submit(path) if use_pool else None
-        profile = self._profile_call(cid) if self.config.profiling.when == "each" and self.profiler else None
+        profile = self._profile_call(cid, parent=pending.get("parent")) \
+            if self.config.profiling.when == "each" and self.profiler else None
         return EvaluateCall(self._eval_problem_path(), path, self.config.evaluator, self.run.eval_dir(cid),
                             self.config.seed, list(self.measurements), build_dir=self.run.build_dir(cid),
                             language=self._language(cid, pending.get("language")),
                             reference_flops=self._reference_flops(), compiled=compiled, profile=profile,
                             ceilings=self.gpu)
 
-    def _profile_call(self, cid: str, result: EvalResult | None = None) -> ProfileCall:
+    def _profile_call(self, cid: str, result: EvalResult | None = None, parent: str | None = None) -> ProfileCall:
+        if parent is None and cid in self.tree:
+            parent = self.tree[cid].parent
+        parent_analysis = self.analyses.get(parent) if parent is not None else None
         return ProfileCall(config=self.config, problem_path=self._problem_path(),
                            candidate_path=self.run.source_path(cid), workdir=self.run.profile_dir(cid),
                            build_dir=self.run.build_dir(cid), gpu=self.gpu, result=result,
+                           predicted=parent_analysis.bottleneck if parent_analysis is not None else None,
                            factory=lambda: make_profiler(self.config, self.plugins, self._resolved),
                            profilers=self._profilers)
 

@@ -107,10 +107,13 @@ class NcuSettings:
 
 
 class NcuCollector(Collector):
-    """Nsight Compute, kernel level: stage 1 (roofline inputs) and stage 2 (asked metrics)."""
+    """Nsight Compute, kernel level: stage 1 (roofline inputs) and stage 2 (asked metrics);
+    stage 1 with metrics is both in one ncu run (``combines_stages``): one process start,
+    CUDA context and model load instead of two."""
 
     name = "ncu"
     level = "kernel"
+    combines_stages = True
     Settings = NcuSettings
     description = "Nsight Compute counters of the candidate's own kernels (clocks unlocked)"
 
@@ -178,7 +181,9 @@ class NcuCollector(Collector):
         return forward_command(target.problem_path, target.candidate_path, device=target.device,
                                warmup=self.settings.warmup, iters=1, python=target.python, io_json=io_json)
 
-    def ncu_argv(self, ncu: str, stage: int, metric_names: Sequence[str], report: Path) -> list[str]:
+    def ncu_argv(self, ncu: str, stage: int, metric_names: Sequence[str], report: Path,
+                 combined: bool = False) -> list[str]:
+        """The ncu command line of a pass; ``combined``: stage 1 with stage-2 metrics."""
         argv = [ncu, "--clock-control", "none", "--profile-from-start", "off",
                 "--target-processes", "all", "--cache-control", self.settings.cache_control,
                 "--launch-count", str(self.settings.max_kernels), "--print-units", "base",
@@ -186,7 +191,7 @@ class NcuCollector(Collector):
         if self.settings.kernel_filter:
             argv += ["--kernel-name", f"regex:{self.settings.kernel_filter}"]
         sections = list(M.STAGE1_SECTIONS) if stage == 1 else []
-        if stage != 1 and self.settings.source_lines:
+        if (stage != 1 or combined) and self.settings.source_lines:
             sections.append("SourceCounters")
         # section-computed metrics come through their section, never through --metrics
         sections += [M.SECTION_ONLY[m] for m in metric_names if m in M.SECTION_ONLY]
@@ -235,7 +240,12 @@ class NcuCollector(Collector):
         workdir.mkdir(parents=True, exist_ok=True)
         report = workdir / f"ncu_stage{stage}.ncu-rep"
         io_json = workdir / "forward_io.json" if self.settings.record_io_bytes else None
-        wanted = list(M.STAGE1_METRICS) if stage == 1 else [*M.STAGE2_BASE_METRICS, *metrics]
+        combined = stage == 1 and bool(metrics)
+        if stage == 1:
+            wanted = M.unique([*M.STAGE1_METRICS, *M.STAGE2_BASE_METRICS, *metrics]) if combined \
+                else list(M.STAGE1_METRICS)
+        else:
+            wanted = [*M.STAGE2_BASE_METRICS, *metrics]
         kept, dropped = self.select_metrics(ncu, wanted)
         env = self._env(target)
         notes = [f"ncu does not know these metrics here, skipped: {', '.join(dropped)}"] if dropped else []
@@ -245,7 +255,7 @@ class NcuCollector(Collector):
                 stale.unlink()
         started = time.perf_counter()
         for _attempt in range(6):
-            argv = self.ncu_argv(ncu, stage, kept, report) + self.forward_argv(target, io_json)
+            argv = self.ncu_argv(ncu, stage, kept, report, combined) + self.forward_argv(target, io_json)
             proc = self._run(argv, env, workdir)
             output = proc.stdout or ""
             unknown = rejected_metrics(output, kept) if proc.returncode != 0 else []
@@ -275,7 +285,7 @@ class NcuCollector(Collector):
                 io = json.loads(io_json.read_text())
             except ValueError:
                 io = {}
-        sidecar = {"stage": stage, "wall_s": wall_s, "command": argv, "io": io,
+        sidecar = {"stage": stage, "with_stage2_metrics": combined, "wall_s": wall_s, "command": argv, "io": io,
                    "metrics_requested": kept, "metrics_dropped": dropped}
         report.with_suffix(".json").write_text(json.dumps(sidecar, indent=1))
         if self.settings.export_csv:

@@ -17,7 +17,7 @@ from typing import Any
 import attrs
 
 from kernelpro.api import ProfileContext, ProfileTarget, Slot
-from kernelpro.records import EvalResult, GpuSpec
+from kernelpro.records import Bottleneck, EvalResult, GpuSpec
 
 
 def _line(exc: BaseException) -> str:
@@ -51,6 +51,9 @@ class ProfileCall:
     build_dir: Path
     gpu: GpuSpec | None
     result: EvalResult | None = None
+    #: the bottleneck expected (its parent's): a collector that combines stages takes the
+    #: metrics it gates in with stage 1 (Profiler.profile)
+    predicted: Bottleneck | None = None
     factory: Any = None  # () -> Profiler, in this process only (not pickled)
     profilers: Any = None  # slot name -> Profiler, shared by the calls of one run (not pickled)
 
@@ -89,7 +92,7 @@ class ProfileCall:
                                    device=slot.device, workdir=self.workdir, build_dir=self.build_dir,
                                    python=sys.executable, env=env)
             analysis, profiles = profiler.profile(target, ProfileContext(gpu=self.gpu, device=slot.device,
-                                                                         result=result))
+                                                                         result=result), predicted=self.predicted)
         except PluginFailed as exc:
             return ("plugin_failed", str(exc))
         except Exception as exc:

@@ -1,6 +1,9 @@
 """Profile → classify → advise: the two-stage gate.
 
-1. Stage 1: every available collector of level "kernel" runs its cheap pass.
+1. Stage 1: every available collector of level "kernel" runs its cheap pass. For a
+   candidate whose parent was profiled, a collector that ``combines_stages`` (ncu) also
+   collects, in the same pass, the metrics the parent's bottleneck gated in; when the
+   candidate's own bottleneck gates in no other, step 4 costs no second pass.
 2. The configured bottleneck classifier names the bottleneck from those profiles.
 3. Gate: only micro-profilers whose ``applies_to`` matches the bottleneck run (when no
    bottleneck could be classified, for example without a kernel-level collector, there
@@ -99,10 +102,17 @@ class Profiler:
                 if (level is None or m.level == level) and m.applies(bottleneck)]
 
     def profile(self, target: ProfileTarget, context: ProfileContext,
-                only: Iterable[str] | None = None) -> tuple[Analysis, dict[str, ProfileData]]:
+                only: Iterable[str] | None = None,
+                predicted: Any = None) -> tuple[Analysis, dict[str, ProfileData]]:
         """Profile a candidate. ``only`` restricts the micro-profilers to those names
-        (still gated), as the LLM tool "run a named micro-profiler" asks."""
+        (still gated), as the LLM tool "run a named micro-profiler" asks. ``predicted``: a
+        bottleneck expected for this candidate (its parent's): a kernel-level collector
+        that ``combines_stages`` collects the metrics it gates in with stage 1, and its
+        stage 2 runs only when the candidate's own bottleneck gates in another metric."""
         notes = list(self.notes)
+        ahead: list[str] = []  # kernel metrics asked for with stage 1
+        if predicted is not None and only is None:
+            ahead = sorted({x for m in self.gated(predicted) if m.level == "kernel" for x in m.metrics})
         self.last_seconds = {}
         available: list[Collector] = []
         for c in self.collectors:
@@ -112,13 +122,18 @@ class Profiler:
             else:
                 available.append(c)
         stage1: dict[str, ProfileData] = {}
+        collected_ahead: dict[str, set[str]] = {}  # collector name -> metrics its stage 1 took
         for c in available:
             if c.level != "kernel":
                 continue
             t0 = time.monotonic()
-            progress.stage(f"{_what(target)}: profile, {c.name} pass 1 ({c.level})")
+            combined = bool(ahead) and getattr(c, "combines_stages", False)
+            progress.stage(f"{_what(target)}: profile, {c.name} pass 1 ({c.level}"
+                           f"{', with the metrics its parent needed' if combined else ''})")
             try:
-                stage1[c.level] = c.collect(target, stage=1)
+                stage1[c.level] = c.collect(target, stage=1, metrics=ahead) if combined else c.collect(target, stage=1)
+                if combined:
+                    collected_ahead[c.name] = set(ahead)
             except CollectorError as exc:
                 notes.append(f"{c.name}: {exc}")
             except Exception as exc:  # a broken collector costs its own data, not the run
@@ -141,7 +156,10 @@ class Profiler:
             try:
                 if c.level == "kernel":
                     metrics = sorted({x for m in gated if m.level == "kernel" for x in m.metrics})
-                    if metrics:
+                    if metrics and c.name in collected_ahead and set(metrics) <= collected_ahead[c.name]:
+                        notes.append(f"{c.name}: one pass: the metrics this bottleneck's micro-profilers "
+                                     "read were collected with stage 1 (its parent's bottleneck gated them in)")
+                    elif metrics:
                         collected = True
                         progress.stage(f"{_what(target)}: profile, {c.name} pass 2 ({c.level})")
                         profiles["kernel"] = c.collect(target, stage=2, metrics=metrics)
