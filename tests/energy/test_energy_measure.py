@@ -32,7 +32,8 @@ def test_energy_per_call_matches_the_simulated_truth(call_s, phase_s):
     # counter period (a naive before/after read would be off by up to 2 x 0.1 s / 1.5 s)
     assert out["energy_j_per_call"] == pytest.approx(device.true_energy_j_per_call, rel=0.005)
     assert out["power_w"] == pytest.approx(device.busy_power_w, rel=0.005)
-    assert out["trials"] == 5
+    assert out["trials"] == 3  # stable windows: stopped at min_trials
+    assert out["trials_max"] == 5 and out["trials_spread"] <= 0.01
     assert out["window_s"] >= 1.5
     assert out["counter_update_hz"] == pytest.approx(10.0, rel=0.05)
     assert out["counter_updates"] >= 15
@@ -181,3 +182,28 @@ def test_a_deep_device_queue_does_not_stretch_the_window():
     assert out["counter_updates"] >= 15
     assert out["counter_update_hz"] == pytest.approx(10.0, rel=0.05)
     assert out["batch_calls"] == 20
+
+
+class DriftingDevice(SimDevice):
+    """Each call takes 3 % longer per simulated second: energy per call drifts between
+    windows, as on a GPU that heats up and clocks down."""
+
+    def call(self) -> None:
+        base = self.call_s
+        self.call_s = base * (1 + 0.03 * self.now)
+        try:
+            super().call()
+        finally:
+            self.call_s = base
+
+
+def test_windows_that_disagree_are_all_taken_and_agreeing_ones_stop_early():
+    steady = SimDevice(call_s=1e-3)
+    out = _meter(steady).measure(steady.call, steady.sync)
+    assert out["trials"] == 3 and out["trials_spread"] <= 0.01
+    drifting = DriftingDevice(call_s=1e-3)
+    out = _meter(drifting).measure(drifting.call, drifting.sync)
+    assert out["trials"] == 5 and out["trials_spread"] > 0.01
+    # stop_spread 0: every window, as before
+    steady = SimDevice(call_s=1e-3)
+    assert _meter(steady, stop_spread=0.0).measure(steady.call, steady.sync)["trials"] == 5

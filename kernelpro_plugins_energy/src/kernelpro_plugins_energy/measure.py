@@ -27,7 +27,10 @@ the start edge except for the part of the last chunk after the closing update, p
 part of the chunk before the window that ran after the opening update; the two fractions
 are uniform and cancel on average, so ``(e1 - e0) / calls`` is unbiased and off by at
 most one chunk in ``calls`` (reported as ``energy_count_resolution``). Trials are chained:
-the end edge of one trial opens the next, so the device never idles between them.
+the end edge of one trial opens the next, so the device never idles between them. At
+most ``trials`` windows are taken; after ``min_trials`` the measurement stops as soon as
+the windows' energies per call lie within ``stop_spread`` of their median (reported:
+``trials``, ``trials_max``, ``trials_spread``).
 
 Reported per measurement (median over trials unless named otherwise): joules per call,
 its interquartile range and coefficient of variation, average power over the window,
@@ -68,7 +71,12 @@ class EnergySettings:
 
     # 1.5 s holds ~15 updates of a 10 Hz counter (the rate seen on the H200)
     window_s: float = attrs.field(default=1.5, validator=_positive)
-    trials: int = attrs.field(default=5, validator=_at_least_one)
+    trials: int = attrs.field(default=5, validator=_at_least_one)  # at most this many windows
+    # stop after min_trials windows once their energies per call lie within stop_spread of
+    # their median ((max - min) / median); 0 never stops early. The H200's windows agreed
+    # within 0.2 % (docs/validation/energy.md), so a stable kernel costs 3 windows, not 5
+    min_trials: int = attrs.field(default=3, validator=_at_least_one)
+    stop_spread: float = attrs.field(default=0.01, validator=attrs.validators.ge(0.0))
     subtract_idle: bool = False
     idle_window_s: float = attrs.field(default=1.0, validator=_positive)
     sample_power: bool = True
@@ -86,6 +94,13 @@ class EnergySettings:
     # the host runs at most ~20 ms ahead of the device: the counter is read once per
     # 20 ms batch, so no 100 ms update period goes unseen; a drain costs ~0.1 % idle time
     lead_s: float = attrs.field(default=0.02, validator=_positive)
+
+def _spread(trials: list["Trial"]) -> float:
+    """(max - min) / median of the trials' energies per call."""
+    per_call = [t.energy_j_per_call for t in trials]
+    mid = stats.median(per_call)
+    return (max(per_call) - min(per_call)) / mid if mid > 0 else float("inf")
+
 
 #: a batch never lasts longer than a quarter of the H200's ~100 ms counter update period
 MAX_LEAD_S = 0.025
@@ -200,6 +215,8 @@ class EnergyMeasurement(Measurement):
                 for _ in range(s.trials):
                     trial, e0, t0 = self._trial(call, sync, chunk, counter, e0, t0)
                     trials.append(trial)
+                    if len(trials) >= s.min_trials and s.stop_spread > 0 and _spread(trials) <= s.stop_spread:
+                        break
                 end_t = t0
             finally:
                 if sampler is not None:
@@ -387,6 +404,8 @@ class EnergyMeasurement(Measurement):
             "time_per_call_ms": stats.median([t.seconds_per_call * 1000.0 for t in trials]),
             "window_s": total_s / len(trials),
             "trials": float(len(trials)),
+            "trials_max": float(self.settings.trials),
+            "trials_spread": _spread(trials),
             "counter_updates": float(min(t.updates for t in trials)),
             "counter_update_hz": sum(t.updates for t in trials) / total_s,
             "energy_count_resolution": chunk / min(t.calls for t in trials),
