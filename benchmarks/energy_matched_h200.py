@@ -38,7 +38,6 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 SPLIT = REPO / "benchmarks" / "kernelbench" / "split.json"
-SHARED = REPO.parent / "shared" / "kernelbench"
 SAMPLE = REPO / "build" / "energy_sample" / "sample.jsonl"
 SEED = 20261204  # fixed before any result: the 8 problems cannot be chosen after the fact
 PER_LEVEL = {1: 4, 2: 4}
@@ -58,23 +57,10 @@ def draw(validation: list[dict], seed: int = SEED, per_level: dict[int, int] = P
 def prepare(args: argparse.Namespace) -> int:
     validation = json.loads(SPLIT.read_text())["validation"]["problems"]
     picked = draw(validation)
-    rows = []
-    for p in picked:
-        path = SHARED / f"level{p['level']}_dev.jsonl"
-        if not path.exists():
-            print(f"error: {path} is absent", file=sys.stderr)
-            return 2
-        by_id = {int(r["problem_id"]): r for r in map(json.loads, path.read_text().splitlines()) if r}
-        row = by_id.get(int(p["problem_id"]))
-        if row is None:
-            print(f"error: level {p['level']} problem {p['problem_id']} is not in {path}", file=sys.stderr)
-            return 2
-        rows.append(row)
-    SAMPLE.parent.mkdir(parents=True, exist_ok=True)
-    SAMPLE.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    for r in rows:
-        print(f"level {r['level']} #{r['problem_id']} {r['name']}")
-    print(f"{len(rows)} problems -> {SAMPLE}")
+    sys.path.insert(0, str(REPO / "benchmarks" / "kernelbench"))
+    from split import with_code, write_suite  # the problems' code from the shared data
+
+    write_suite(with_code(picked), SAMPLE)
     return 0
 
 

@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import sys
 import tarfile
 import time
@@ -41,29 +40,20 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "build" / "kernelbench_sample" / "sample.jsonl"
-SHARED = REPO.parent / "shared" / "kernelbench"
 SEED = 20261130  # fixed before any result: the sample cannot be chosen after the fact
 PER_LEVEL = 10
 LEVELS = (1, 2)
 
 
 def prepare(args: argparse.Namespace) -> int:
-    rows = []
-    rng = random.Random(SEED)
-    for level in LEVELS:
-        path = SHARED / f"level{level}_dev.jsonl"
-        if not path.exists():
-            print(f"error: {path} is absent", file=sys.stderr)
-            return 2
-        lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-        lines.sort(key=lambda r: int(r["problem_id"]))
-        picked = sorted(rng.sample(range(len(lines)), min(PER_LEVEL, len(lines))))
-        rows += [lines[i] for i in picked]
-    SAMPLE.parent.mkdir(parents=True, exist_ok=True)
-    SAMPLE.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    for r in rows:
-        print(f"level {r['level']} #{r['problem_id']} {r['name']}")
-    print(f"{len(rows)} problems -> {SAMPLE}")
+    """The tuning sample of ``benchmarks/kernelbench/split.json`` (drawn with ``SEED``,
+    ``PER_LEVEL`` per level of ``LEVELS``), with its code from the shared data."""
+    sys.path.insert(0, str(REPO / "benchmarks" / "kernelbench"))
+    from split import with_code, write_suite
+
+    split = json.loads((REPO / "benchmarks" / "kernelbench" / "split.json").read_text())["tuning"]
+    assert split["seed"] == SEED
+    write_suite(with_code([p for p in split["problems"] if p["level"] in LEVELS]), SAMPLE)
     return 0
 
 

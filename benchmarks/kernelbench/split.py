@@ -12,6 +12,10 @@ problem id and name only: the problems are read from the shared data, never copi
 
     python benchmarks/kernelbench/split.py            # check split.json against the data
     python benchmarks/kernelbench/split.py --draw     # write split.json (only to draw anew)
+    python benchmarks/kernelbench/split.py --write validation --levels 1 -o build/validation_sample/level1.jsonl
+
+``--write SAMPLE`` writes that sample's problems, with their code from the shared data, as a
+JSONL suite for ``kernelpro bench`` into an ignored folder (the device tool carries it).
 """
 
 from __future__ import annotations
@@ -36,6 +40,29 @@ def load(level: int) -> list[dict]:
         raise SystemExit(f"error: {path} is absent")
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     return sorted(rows, key=lambda r: int(r["problem_id"]))
+
+
+def with_code(picks: list[dict]) -> list[dict]:
+    """The shared data's rows (code included) of ``picks`` (level, problem_id), in their order."""
+    by_level: dict[int, dict[int, dict]] = {}
+    rows = []
+    for p in picks:
+        level = int(p["level"])
+        if level not in by_level:
+            by_level[level] = {int(r["problem_id"]): r for r in load(level)}
+        row = by_level[level].get(int(p["problem_id"]))
+        if row is None:
+            raise SystemExit(f"error: level {level} problem {p['problem_id']} is not in {SHARED}")
+        rows.append(row)
+    return rows
+
+
+def write_suite(rows: list[dict], out: Path) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    for r in rows:
+        print(f"level {r['level']} #{r['problem_id']} {r['name']}")
+    print(f"{len(rows)} problems -> {out}")
 
 
 def draw() -> dict:
@@ -63,7 +90,18 @@ def draw() -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--draw", action="store_true", help="write split.json from the seeds")
+    ap.add_argument("--write", choices=["tuning", "validation"], help="write this sample as a JSONL suite")
+    ap.add_argument("--levels", help="with --write: comma-separated levels (default: all)")
+    ap.add_argument("-o", "--out", type=Path, help="with --write: the suite file")
     args = ap.parse_args()
+    if args.write:
+        if args.out is None:
+            ap.error("--write needs -o FILE")
+        levels = {int(v) for v in args.levels.split(",")} if args.levels else None
+        picks = [p for p in json.loads(SPLIT.read_text())[args.write]["problems"]
+                 if levels is None or p["level"] in levels]
+        write_suite(with_code(picks), args.out)
+        return 0
     fresh = draw()
     if args.draw:
         SPLIT.write_text(json.dumps(fresh, indent=1) + "\n")

@@ -117,6 +117,20 @@ def test_bench_command_on_cpu(tmp_path):
     assert res2.exit_code == 0 and "already run" in res2.output
 
 
+def test_a_deadline_starts_no_problem_after_it_and_a_later_call_continues(tmp_path):
+    suite = write_suite(tmp_path / "suite")
+    out = tmp_path / "out"
+    args = ["bench", str(suite), "-c", str(FAST), "--device", "cpu", "--budget", "1", "--generator",
+            "torch_compile", "-o", str(out)]
+    res = run_cli([*args, "--deadline-s", "0", "--json"])
+    data = json.loads(res.stdout.strip().splitlines()[-1])
+    assert [r["error"] for r in data["problems"]] == ["not run", "not run"], data["problems"]
+    assert not (out / "runs" / "L1_1_relu" / "summary.json").exists()
+    res = run_cli([*args, "--limit", "1"])  # continues: runs what the first call did not
+    assert (out / "runs" / "L1_1_relu" / "summary.json").exists()
+    assert run_cli([*args, "--deadline-s", "-1"]).exit_code == 2
+
+
 def test_bench_rejects_bad_levels(tmp_path):
     res = run_cli(["bench", str(write_suite(tmp_path / "s")), "--levels", "one"])
     assert res.exit_code == 2 and "--levels" in res.output

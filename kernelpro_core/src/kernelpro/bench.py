@@ -559,10 +559,13 @@ def kernelpro_register_commands(cli):
     @click.option("--device", type=click.Choice(["cuda", "cpu"]), help="Where candidates run (default: auto).")
     @click.option("--generator", help="Code generator (see `kernelpro plugins`).")
     @click.option("--reward", help="Reward (see `kernelpro plugins`), e.g. energy_at_matched_speed.")
+    @click.option("--deadline-s", "deadline_s", type=float,
+                  help="Start no problem after this many seconds; the rest are listed as not run, and a "
+                       "later call with the same -o continues (problems already run are read back).")
     @click.option("--json", "as_json", is_flag=True, help="Print the results as one JSON object.")
     def bench(suite: str, config_path: str | None, out: str | None, levels: str | None, limit: int | None,
               sample: int | None, seed: int, budget: int | None, device: str | None, generator: str | None,
-              reward: str | None, as_json: bool) -> None:
+              reward: str | None, deadline_s: float | None, as_json: bool) -> None:
         """Optimize every problem of SUITE (a directory of KernelBench .py files or a JSONL
         file) and report, per level, correct rate, geomean speedups, fast_1 and the
         winners' roofline fraction. Writes report.md and results.json."""
@@ -578,6 +581,9 @@ def kernelpro_register_commands(cli):
             raise Abort(f"--levels: expected comma-separated integers, got {levels!r}") from None
         if sample is not None and sample < 1 or limit is not None and limit < 1:
             raise Abort("--sample and --limit take positive integers")
+        if deadline_s is not None and deadline_s < 0:
+            raise Abort("--deadline-s takes a number of seconds, 0 or more")
+        deadline = time.time() + deadline_s if deadline_s is not None else None
         try:
             problems = select(read_suite(Path(suite)), wanted, sample, seed, limit)
         except SuiteError as exc:
@@ -619,7 +625,7 @@ def kernelpro_register_commands(cli):
                     display.print(line)
 
             try:
-                rows = run_bench(problems, config, plugins, out_dir, dev, say=say)
+                rows = run_bench(problems, config, plugins, out_dir, dev, say=say, deadline=deadline)
             except RunError as exc:  # the executor cannot start (no Ray, no cluster)
                 raise Abort(str(exc)) from None
         summary = summarise(rows)
