@@ -296,3 +296,34 @@ def test_a_slower_probe_within_its_spread_is_not_a_violation():
     judge.check_gpu_after_answer()
     assert judge.notes["gpu_busy_after_answer_ms"] > 0.05
     assert judge.notes["gpu_busy_after_answer_se_ms"] > 0.02
+
+
+def test_idle_cpu_counts_beyond_the_harness_s_own_return_path(monkeypatch):
+    """Short idle intervals with a few tens of microseconds of CPU (a loaded machine
+    deferring the harness's return from its answer) are not work between calls; a thread
+    that keeps a core busy through the intervals is, in full."""
+    from kernelpro.evaluate import judge as J
+
+    clock = {"t": 0.0, "cpu": 0}
+
+    class Proc:
+        pid = 1
+
+        def cpu_ns(self, pids):
+            return clock["cpu"]
+
+    monkeypatch.setattr(J.time, "monotonic", lambda: clock["t"])
+
+    def meter(intervals):
+        m = J.IdleMeter(Proc())
+        for wall_s, cpu_ns in intervals:
+            m.answered()
+            clock["t"] += wall_s
+            clock["cpu"] += cpu_ns
+            m.calling()
+        return m
+
+    deferred = meter([(0.1e-3, 40_000)] * 40)  # 0.1 ms intervals, 40 us of CPU each: 40 % of a core
+    assert deferred.upper_share == 0.0 and deferred.share == pytest.approx(0.4)
+    busy = meter([(2e-3, 2_000_000)] * 40)  # a thread busy through 2 ms intervals
+    assert busy.upper_share == pytest.approx(0.95)

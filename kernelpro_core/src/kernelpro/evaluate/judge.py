@@ -101,6 +101,14 @@ def _number(answer: dict[str, Any], key: str) -> float:
     return float(v)
 
 
+#: CPU a harness may use in each interval between its calls without it counting: its own
+#: return from the answer to waiting for the next call. On the CPU machine, honest harnesses
+#: used 3-6 us per interval when it was idle, but intervals last only 0.06-0.3 ms there, so
+#: the few tens of microseconds a loaded machine defers into them read as 40 % of a core
+#: (an honest candidate was rejected so in CI); a thread left working uses the whole interval
+IDLE_ALLOWANCE_NS = 100_000
+
+
 class IdleMeter:
     """CPU time a harness's processes used between its calls (when only the judge works)."""
 
@@ -109,7 +117,8 @@ class IdleMeter:
         self.pids = [remote.pid] if remote.pid else []
         self.cpu_ns = 0
         self.wall_s = 0.0
-        self.intervals: list[float] = []  # each interval's share of a core
+        #: each interval's share of a core, beyond IDLE_ALLOWANCE_NS of CPU
+        self.intervals: list[float] = []
         self._open: tuple[float, int] | None = None
 
     def answered(self) -> None:
@@ -124,7 +133,7 @@ class IdleMeter:
             self.cpu_ns += cpu
             self.wall_s += wall
             if wall > 0:
-                self.intervals.append(cpu / 1e9 / wall)
+                self.intervals.append(max(0, cpu - IDLE_ALLOWANCE_NS) / 1e9 / wall)
             self._open = None
 
     @property
