@@ -383,24 +383,33 @@ def test_profile_gives_what_the_command_line_gives(tmp_path):
     root = _workspace(tmp_path)
     config = _config(tmp_path, 300)
     (root / "good.py").write_text(_source("good.py"))
-    cli = subprocess.run([sys.executable, "-c", "from kernelpro.cli import main; main()", "profile",
-                          str(root / "tiny_problem.py"), str(root / "good.py"), "--json", "--device", "cpu",
-                          "-c", str(config)], capture_output=True, text=True, timeout=600, cwd=root)
-    # on a CPU the command prints its JSON and exits 3 when nothing could be classified
-    # (README: the machine lacks what the command needs); the tool hands the agent the same JSON
-    assert cli.returncode in (0, 3), cli.stderr
-    expected = json.loads(cli.stdout)
 
-    async def main() -> None:
+    def cli_profile() -> dict:
+        cli = subprocess.run([sys.executable, "-c", "from kernelpro.cli import main; main()", "profile",
+                              str(root / "tiny_problem.py"), str(root / "good.py"), "--json", "--device", "cpu",
+                              "-c", str(config)], capture_output=True, text=True, timeout=600, cwd=root)
+        # on a CPU the command prints its JSON and exits 3 when nothing could be classified
+        # (README: the machine lacks what the command needs); the tool hands the agent the same JSON
+        assert cli.returncode in (0, 3), cli.stderr
+        return json.loads(cli.stdout)
+
+    async def tool_profile() -> dict:
         async with Client(_params(root, config)) as client:
             res = await client.call_tool("profile", {"problem": "tiny_problem.py",
                                                      "candidate_source": _source("good.py")})
             assert not res.is_error, _text(res)
-            got = res.structured_content
-            assert got["bottleneck"] == expected["bottleneck"]
-            assert got["findings"] == expected["findings"]
-            # notes may name the work directory, which differs between the two runs
-            assert len(got["notes"]) == len(expected["notes"]) and got["notes"], (got, expected)
-            assert [n.split(":")[0] for n in got["notes"]] == [n.split(":")[0] for n in expected["notes"]]
+            return res.structured_content
 
-    anyio.run(main)
+    # the CPU's findings are thresholds on host times measured in each run: a loaded machine
+    # once moved cpu_overhead across its threshold between the two (CI, 2026-12-02), so a
+    # pair that differs is profiled again once; a tool that drops or changes findings differs
+    # both times
+    for attempt in (1, 2):
+        expected, got = cli_profile(), anyio.run(tool_profile)
+        assert got["bottleneck"] == expected["bottleneck"]
+        # notes may name the work directory, which differs between the two runs
+        assert len(got["notes"]) == len(expected["notes"]) and got["notes"], (got, expected)
+        assert [n.split(":")[0] for n in got["notes"]] == [n.split(":")[0] for n in expected["notes"]]
+        if got["findings"] == expected["findings"] or attempt == 2:
+            assert got["findings"] == expected["findings"]
+            break
