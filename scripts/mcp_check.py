@@ -83,8 +83,7 @@ def main() -> int:
         except Exception as exc:  # the server did not start or broke the connection: one line
             while getattr(exc, "exceptions", None):  # an exception group: its first
                 exc = exc.exceptions[0]  # type: ignore[attr-defined]
-            inner = exc
-            print(f"error: the MCP server failed: {type(inner).__name__}: {inner}", file=sys.stderr)
+            print(f"error: the MCP server failed: {type(exc).__name__}: {exc}", file=sys.stderr)
             print(json.dumps({"cli": {"eval": cli_eval, "profile_error": cli_prof.get("error")}}, indent=1))
             return 1
     out = {

@@ -95,6 +95,7 @@ class EnergySettings:
     # 20 ms batch, so no 100 ms update period goes unseen; a drain costs ~0.1 % idle time
     lead_s: float = attrs.field(default=0.02, validator=_positive)
 
+
 def _spread(trials: list["Trial"]) -> float:
     """(max - min) / median of the trials' energies per call."""
     per_call = [t.energy_j_per_call for t in trials]

@@ -39,7 +39,7 @@ from kernelpro.api import (
 )
 from kernelpro import progress
 from kernelpro.plugins import PluginFailed, Plugins, UnknownName, _first_line
-from kernelpro.records import Analysis, Finding, ProfileData, to_json
+from kernelpro.records import Analysis, Bottleneck, Finding, ProfileData, to_json
 
 SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2, "info": 3}
 
@@ -103,7 +103,7 @@ class Profiler:
 
     def profile(self, target: ProfileTarget, context: ProfileContext,
                 only: Iterable[str] | None = None,
-                predicted: Any = None) -> tuple[Analysis, dict[str, ProfileData]]:
+                predicted: Bottleneck | None = None) -> tuple[Analysis, dict[str, ProfileData]]:
         """Profile a candidate. ``only`` restricts the micro-profilers to those names
         (still gated), as the LLM tool "run a named micro-profiler" asks. ``predicted``: a
         bottleneck expected for this candidate (its parent's): a kernel-level collector
