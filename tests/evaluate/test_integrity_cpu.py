@@ -67,6 +67,20 @@ def test_a_thread_left_working_is_seen_from_outside(run_eval, gelu_problem_large
     result = run_eval(cheater("lingering_thread"), gelu_problem_large)
     assert result.verdict is INTEGRITY, (result.verdict, result.reason)
     assert "kept working between calls" in result.reason
+    assert "again on calls alternating" in result.reason  # the second look saw it too
+
+
+def test_work_between_calls_that_stops_when_watched_is_charged(run_eval, gelu_problem_large):
+    # the first look sees CPU between calls, the second (calls alternating with the reference's)
+    # does not: the machine's noise or a candidate that stopped in time; either way its timed
+    # calls carry the CPU it used between them
+    result = run_eval(cheater("lingering_then_idle"), gelu_problem_large, rep_ms=1000, min_reps=20, max_reps=20)
+    notes = result.measurements["evaluator"]
+    assert result.verdict is Verdict.CORRECT, result.reason
+    assert any(f.startswith("idle_cpu_charged") for f in result.flags), result.flags
+    assert result.timing.method.endswith("+idle_cpu_charge")
+    assert notes["idle_cpu_charged_ms"] > 0.5  # a 20 ms thread after most calls of the first look
+    assert result.timing.min_ms >= notes["idle_cpu_charged_ms"]
 
 
 @pytest.mark.parametrize("guard", ["auto", "detect"])

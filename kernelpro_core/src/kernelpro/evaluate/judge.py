@@ -136,6 +136,10 @@ class IdleMeter:
                 self.intervals.append(max(0, cpu - IDLE_ALLOWANCE_NS) / 1e9 / wall)
             self._open = None
 
+    def restart(self) -> None:
+        """Forget what was measured: a second look, on calls made afresh."""
+        self.cpu_ns, self.wall_s, self.intervals, self._open = 0, 0.0, [], None
+
     @property
     def share(self) -> float:
         return self.cpu_ns / 1e9 / self.wall_s if self.wall_s > 0 else 0.0
@@ -918,24 +922,68 @@ class Judge:
     def cross_check(self) -> None:
         """What the candidate's process said, against what the judge saw from outside: its CPU
         between calls, the GPU after its answers, and the time its calls took."""
-        self.check_idle_cpu()
+        idle_charge_ms = self.check_idle_cpu()
         self.check_gpu_after_answer()
         self.check_envelope()
+        if idle_charge_ms > 0:
+            cand = self.summaries["candidate"]
+            self.summaries["candidate"] = attrs.evolve(cand, stats=timing.charged(cand.stats, idle_charge_ms,
+                                                                                   "idle_cpu_charge"))
 
-    def check_idle_cpu(self) -> None:
-        for who, meter in (("candidate", self.cand_idle), ("reference", self.ref_idle)):
-            if meter is not None:
-                self.notes[f"{who}_idle_cpu_share"] = meter.share
-                self.notes[f"{who}_idle_cpu_upper_share"] = meter.upper_share
+    def check_idle_cpu(self) -> float:
+        """The candidate's CPU between calls, against the reference's; the milliseconds to charge
+        each of its calls. An excess is confirmed on calls alternating one by one with the
+        reference's before it counts: on a shared CI machine an honest harness once showed a
+        quarter of its intervals at 26 % of a core where the reference's showed none. Not
+        confirmed (the machine's noise, or a candidate that stopped once it saw the second look
+        begin), its calls are charged the CPU per interval it used beyond the reference's, so
+        work done between calls gains nothing."""
+        if not self._idle_excess():
+            return 0.0
+        assert self.cand_idle is not None and self.ref_idle is not None
+        first = (self.cand_idle.cpu_ns, self.cand_idle.wall_s, self.cand_idle.upper_share, self.ref_idle.upper_share)
+        n_first = len(self.cand_idle.intervals)
+        per_call_ms = max(0.0, self.cand_idle.cpu_ns / max(n_first, 1)
+                          - self.ref_idle.cpu_ns / max(len(self.ref_idle.intervals), 1)) / 1e6
+        self.cand_idle.restart()
+        self.ref_idle.restart()
+        base = 1 + max(len(xs) for xs in self.samples.values()) + 4096
+        self._confirming = True
+        try:
+            for k in range(max(24, min(n_first, 200))):
+                self._calls["reference"](base + k)
+                self._calls["candidate"](base + k)
+        finally:
+            self._confirming = False
+        self.notes["candidate_idle_cpu_confirm_upper_share"] = self.cand_idle.upper_share
+        self.notes["reference_idle_cpu_confirm_upper_share"] = self.ref_idle.upper_share
+        seen = (f"{first[0] / 1e6:.1f} ms of CPU in {first[1] * 1e3:.0f} ms when it should have been idle (a "
+                f"quarter of its idle intervals at {first[2]:.0%} of a core or more; the reference's {first[3]:.0%})")
+        # the floor of CPU that counts, in proportion to the calls of the second look
+        if self._idle_excess(min_cpu_ns=5e6 * len(self.cand_idle.intervals) / max(n_first, 1)):
+            raise self.fail(Verdict.INTEGRITY, f"the candidate's process kept working between calls: {seen}, and "
+                            f"again on calls alternating with the reference's ({self.cand_idle.upper_share:.0%}; the "
+                            f"reference's {self.ref_idle.upper_share:.0%}): threads or processes working outside "
+                            "its calls")
+        self.notes["idle_cpu_charged_ms"] = per_call_ms
+        self.flags.append(f"idle_cpu_charged: the candidate's process used {seen}; not confirmed on calls "
+                          f"alternating with the reference's ({self.cand_idle.upper_share:.0%}), so each of its "
+                          f"timed calls carries the {per_call_ms:.3g} ms of CPU per interval it used beyond the "
+                          "reference's")
+        return per_call_ms
+
+    def _idle_excess(self, min_cpu_ns: float | None = None) -> bool:
+        """Whether the candidate's intervals exceed the reference's by ``idle_cpu_share`` of a
+        core, with more than 5 ms of CPU in all (``min_cpu_ns``); the first look records its notes."""
+        if min_cpu_ns is None:
+            for who, meter in (("candidate", self.cand_idle), ("reference", self.ref_idle)):
+                if meter is not None:
+                    self.notes[f"{who}_idle_cpu_share"] = meter.share
+                    self.notes[f"{who}_idle_cpu_upper_share"] = meter.upper_share
         if self.ref_idle is None or self.cand_idle is None or self.cand_idle.wall_s <= 0:
-            return
+            return False
         extra = self.cand_idle.upper_share - self.ref_idle.upper_share
-        if extra > float(self.ev["idle_cpu_share"]) and self.cand_idle.cpu_ns > 5e6:
-            raise self.fail(Verdict.INTEGRITY, f"the candidate's process kept working between calls: "
-                            f"{self.cand_idle.cpu_ns / 1e6:.1f} ms of CPU in {self.cand_idle.wall_s * 1e3:.0f} ms "
-                            f"when it should have been idle (a quarter of its idle intervals at "
-                            f"{self.cand_idle.upper_share:.0%} of a core or more; the reference's "
-                            f"{self.ref_idle.upper_share:.0%}): threads or processes working outside its calls")
+        return extra > float(self.ev["idle_cpu_share"]) and self.cand_idle.cpu_ns > (min_cpu_ns or 5e6)
 
     def check_gpu_after_answer(self) -> None:
         if not (self.cuda and "candidate" in self.probe_after and "reference" in self.probe_after):

@@ -73,6 +73,14 @@ def stats(samples_ms: Sequence[float], method: str) -> TimingStats:
     )
 
 
+def charged(st: TimingStats, extra_ms: float, tag: str) -> TimingStats:
+    """``st`` with ``extra_ms`` added to every call: a charge for work the judge saw outside them."""
+    mean = st.mean_ms + extra_ms
+    return attrs.evolve(st, median_ms=st.median_ms + extra_ms, mean_ms=mean, min_ms=st.min_ms + extra_ms,
+                        max_ms=st.max_ms + extra_ms, cv=st.cv * st.mean_ms / mean if mean > 0 else 0.0,
+                        method=f"{st.method}+{tag}")
+
+
 def escaped_work(event_ms: Sequence[float], sync_ms: Sequence[float], gap0_ms: float,
                  min_ms: float = ESCAPE_ABS_MS) -> float:
     """Milliseconds the device kept working after the call's stream was done, beyond the
