@@ -34,7 +34,8 @@ class CountingCollector(Collector):
         if stage == 1:  # stage 2 collects the gated micro-profilers' metrics of the same candidate
             PROFILED.append(Path(target.candidate_path).stem)
         return ProfileData(level="kernel", collector=self.name,
-                           kernels=(KernelProfile(name="k", metrics={"dram_pct": 50.0}),))
+                           kernels=(KernelProfile(name="k", metrics={"dram_pct": 50.0}),),
+                           seconds={"replay": 0.25 * stage})
 
 
 class LabelClassifier(BottleneckClassifier):
@@ -84,8 +85,11 @@ def test_expand_profiles_the_expanded_parents_and_the_winner_only(tmp_path, monk
     late = [json.loads(line) for line in (run / "profiles.jsonl").read_text().splitlines()]
     assert [p["id"] for p in late] == PROFILED and late[-1]["why"] in ("winner", "expanded")
     # where each profile's time went: the collector's two passes (stage 2: the gated
-    # micro-profilers' metrics)
-    assert all(set(p["collect_s"]) == {"counting:1", "counting:2"} for p in late), [p["collect_s"] for p in late]
+    # micro-profilers' metrics), and the parts each pass accounted for itself
+    assert all(set(p["collect_s"]) == {"counting:1", "counting:2", "counting:1:replay", "counting:2:replay"}
+               for p in late), [p["collect_s"] for p in late]
+    assert all(p["collect_s"]["counting:1:replay"] == 0.25 and p["collect_s"]["counting:2:replay"] == 0.5
+               for p in late)
     assert all(r["seconds"]["profile"] is None for r in records)  # none was profiled when evaluated
     # a parent's profile was taken before its children were generated
     first_child = min(i for i, r in enumerate(records) if r["parent"] != "root")

@@ -11,7 +11,7 @@ from kernelpro.api import CollectorError, ProfileTarget
 
 from kernelpro_plugins_nsys import kineto, nsys_tool
 from kernelpro_plugins_nsys.analysis import analyze
-from kernelpro_plugins_nsys.collector import TimelineCollector, TimelineSettings
+from kernelpro_plugins_nsys.collector import TimelineCollector, TimelineSettings, cost_seconds
 from kernelpro_plugins_nsys.trace import TRACE_META_KEY, command
 
 PROBLEM = textwrap.dedent('''
@@ -77,6 +77,19 @@ def test_collector_on_cpu(tiny, tmp_path):
     assert data.payload.source == "kineto" and len(data.payload.forwards) == 2
     assert collector.collect(target, stage=2) is data  # stage 2 reuses the recording
     assert (tmp_path / "work" / "timeline" / "trace.json.gz").exists()
+    # where the recording's seconds went, the driver's stages from its own clock
+    parts = data.seconds
+    assert set(parts) == {"driver_startup", "driver_torch_import", "driver_prepare", "driver_warmup",
+                          "driver_record", "driver_export", "driver_write", "read_trace"}, parts
+    assert all(v >= 0 for v in parts.values()) and parts["driver_record"] > 0
+    assert not any("cost" in n for n in data.notes)  # none of it reaches the LLM's prompt
+
+
+def test_cost_seconds_without_the_driver_s_stages():
+    # an older driver (or a lost sidecar) leaves only the collector's two clocks
+    assert cost_seconds(4.0, {}, 0.5) == {"driver": 4.0, "read_trace": 0.5}
+    assert cost_seconds(10.0, {"torch_import": 3.0, "prepare": 2.0}, 1.0) == {
+        "driver_startup": 5.0, "driver_torch_import": 3.0, "driver_prepare": 2.0, "read_trace": 1.0}
 
 
 def test_collector_errors_are_one_line(tiny, tmp_path):

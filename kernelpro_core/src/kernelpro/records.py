@@ -164,6 +164,9 @@ class ProfileData:
     # the driver's name of the GPU it was taken on, when the source says (e.g. "NVIDIA H200"):
     # core resolves the GPU spec and architecture heuristics from it
     device_name: str | None = None
+    # where the collection's seconds went, by part ("driver_startup", "replay", ...): the
+    # run keeps them beside each pass's total (profiles.jsonl), none reach the LLM
+    seconds: dict[str, float] = attrs.field(factory=dict)
 
 
 @attrs.frozen

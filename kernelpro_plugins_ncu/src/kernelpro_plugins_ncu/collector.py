@@ -278,7 +278,9 @@ class NcuCollector(Collector):
         if proc.returncode != 0 or not report.exists():
             raise CollectorError(_failure_line(output, proc.returncode))
 
+        t_read = time.perf_counter()
         kernels, payload = R.read_report(report, ncu)
+        seconds = {"ncu_run": wall_s, "read_report": time.perf_counter() - t_read}
         io = {}
         if io_json is not None and io_json.exists():
             try:
@@ -289,18 +291,20 @@ class NcuCollector(Collector):
                    "metrics_requested": kept, "metrics_dropped": dropped}
         report.with_suffix(".json").write_text(json.dumps(sidecar, indent=1))
         if self.settings.export_csv:
+            t_csv = time.perf_counter()
             try:
                 csv_text = R.ncu_import_csv(report, ncu, "raw")
                 report.with_suffix(".raw.csv").write_text(csv_text)
             except CollectorError as exc:
                 notes.append(str(exc))
+            seconds["export_csv"] = time.perf_counter() - t_csv
         key = str(target.candidate_path)
         if stage == 1:
             self._stage1[key] = kernels
         elif key in self._stage1:
             kernels = R.merge_kernels(self._stage1[key], kernels)
         payload.update({"stage": stage, "wall_s": wall_s, "report": str(report), "io": io})
-        return R.profile_data(kernels, payload, notes)
+        return attrs.evolve(R.profile_data(kernels, payload, notes), seconds=seconds)
 
 
 def _failure_line(output: str, returncode: int) -> str:

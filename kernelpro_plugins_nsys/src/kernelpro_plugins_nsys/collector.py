@@ -12,9 +12,11 @@ Stage 2 returns the stage-1 timeline: no system micro-profiler asks for extra me
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 from typing import ClassVar, Sequence
 
@@ -37,6 +39,24 @@ class TimelineSettings:
     # nsys gets less: on the H200 image it hung (no file in 45 s); a hung nsys is marked
     # unusable (for later runs too) and the PyTorch profiler records instead
     nsys_timeout_s: float = 90.0
+
+
+def _stages(trace_path: Path) -> dict[str, float]:
+    """The driver's own account of its seconds (written beside its trace)."""
+    try:
+        raw = json.loads(trace_path.with_name(trace_path.name + ".stages.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return {str(k): float(v) for k, v in raw.items() if isinstance(v, (int, float))} if isinstance(raw, dict) else {}
+
+
+def cost_seconds(driver_s: float, stages: dict[str, float], read_s: float) -> dict[str, float]:
+    """Where a recording's seconds went: the driver's own stages, its start-up (what they do
+    not cover of its wall clock) and the reading of its trace."""
+    out = {"driver_startup": max(0.0, driver_s - sum(stages.values()))} if stages else {"driver": driver_s}
+    out.update({f"driver_{k}": v for k, v in stages.items()})
+    out["read_trace"] = read_s
+    return out
 
 
 class TimelineCollector(Collector):
@@ -84,6 +104,8 @@ class TimelineCollector(Collector):
         notes: list[str] = []
 
         timeline = None
+        seconds: dict[str, float] = {}
+        t_start = time.perf_counter()
         if self.settings.prefer_nsys and target.device.startswith("cuda"):
             nsys = nsys_tool.find_nsys(self.settings.nsys_path)
             known = nsys_tool.known_unusable(nsys) if nsys is not None else None
@@ -98,11 +120,15 @@ class TimelineCollector(Collector):
                 except nsys_tool.NsysUnusable as exc:
                     nsys_tool.mark_unusable(nsys, str(exc))
                     notes.append(f"timeline: nsys unusable ({exc}); used the PyTorch profiler")
+                    seconds["nsys_attempt"] = time.perf_counter() - t_start
         if timeline is None:
             trace_path = outdir / "trace.json.gz"
+            t_driver = time.perf_counter()
             self._run_driver(target, trace_path, env)
+            t_read = time.perf_counter()
             timeline = kineto.read(trace_path)
-        data = to_profile_data(timeline, self.name, tuple(notes))
+            seconds.update(cost_seconds(t_read - t_driver, _stages(trace_path), time.perf_counter() - t_read))
+        data = attrs.evolve(to_profile_data(timeline, self.name, tuple(notes)), seconds=seconds)
         self._cache = {key: data}  # stage 2 of the same candidate follows stage 1
         return data
 

@@ -83,11 +83,13 @@ def _experimental_config(torch):
 
 
 def record_kineto(model, inputs, device: str, warmup: int, iters: int, out: Path) -> dict:
-    """Run warm-up calls, then record ``iters`` calls with torch.profiler; write ``out``."""
+    """Run warm-up calls, then record ``iters`` calls with torch.profiler; write ``out``.
+    ``stage_s``: seconds of the warm-up, the recording and the export."""
     import torch
     from torch.profiler import profile, record_function
 
     cuda = device.startswith("cuda")
+    t0 = time.perf_counter()
 
     def sync() -> None:
         if cuda:
@@ -97,6 +99,7 @@ def record_kineto(model, inputs, device: str, warmup: int, iters: int, out: Path
         for _ in range(warmup):
             model(*inputs)
         sync()
+        t_warm = time.perf_counter()
         kwargs: dict[str, Any] = dict(
             activities=_profiler_activities(torch, cuda),
             record_shapes=True,
@@ -115,18 +118,20 @@ def record_kineto(model, inputs, device: str, warmup: int, iters: int, out: Path
                 model(*inputs)
             sync()
             for _ in range(iters):
-                t0 = time.perf_counter()
+                t1 = time.perf_counter()
                 with record_function(FORWARD_RANGE):
                     model(*inputs)
                 sync()
-                forward_s.append(time.perf_counter() - t0)
+                forward_s.append(time.perf_counter() - t1)
+    t_rec = time.perf_counter()  # leaving the profiler's context collects its events
     raw = out.with_name(out.name + ".raw.json")
     prof.export_chrome_trace(str(raw))
     try:
         data = json.loads(raw.read_text())
     finally:
         raw.unlink(missing_ok=True)
-    return {"data": data, "forward_wall_ms": [s * 1e3 for s in forward_s]}
+    stage_s = {"warmup": t_warm - t0, "record": t_rec - t_warm, "export": time.perf_counter() - t_rec}
+    return {"data": data, "forward_wall_ms": [s * 1e3 for s in forward_s], "stage_s": stage_s}
 
 
 def run_nvtx(model, inputs, device: str, warmup: int, iters: int) -> dict:
@@ -198,6 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--iters", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--mode", choices=("kineto", "nvtx"), default="kineto")
+    t_main = time.perf_counter()
     args = ap.parse_args(argv)
     if args.mode == "kineto" and args.out is None:
         print("trace failed: --out is required with --mode kineto", file=sys.stderr)
@@ -213,12 +219,21 @@ def main(argv: list[str] | None = None) -> int:
 
         if args.device.startswith("cuda") and not torch.cuda.is_available():
             raise RuntimeError(f"device {args.device} requested but torch sees no CUDA device")
+        t_imported = time.perf_counter()
         model, inputs = prepare(args.problem, args.candidate, args.device, args.seed)
+        t_prepared = time.perf_counter()
         if args.mode == "kineto":
             recorded = record_kineto(model, inputs, args.device, args.warmup, args.iters, args.out)
             data = recorded["data"]
+            # where the driver's time went (its interpreter's start-up and imports are what
+            # the collector's wall clock shows beyond these)
+            stage_s = {"torch_import": t_imported - t_main, "prepare": t_prepared - t_imported,
+                       **recorded["stage_s"]}
             data[TRACE_META_KEY] = dict(_meta(args, torch), forward_wall_ms=recorded["forward_wall_ms"])
+            t_write = time.perf_counter()
             write_trace(data, args.out)
+            stage_s["write"] = time.perf_counter() - t_write
+            args.out.with_name(args.out.name + ".stages.json").write_text(json.dumps(stage_s))
         else:
             run_nvtx(model, inputs, args.device, args.warmup, args.iters)
     except Exception as exc:  # one line for the collector, never a traceback

@@ -97,6 +97,12 @@ class Profiler:
         except Exception as exc:
             raise PluginFailed(self.plugins.provider("classifier", classifier.name), "classify()", exc) from None
 
+    def _parts(self, key: str, data: ProfileData | None) -> None:
+        """A pass's own account of where its seconds went, beside its total."""
+        for part, v in (getattr(data, "seconds", None) or {}).items():
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                self.last_seconds[f"{key}:{part}"] = float(v)
+
     def gated(self, bottleneck, level: str | None = None) -> list[MicroProfiler]:
         return [m for m in self.micro_profilers
                 if (level is None or m.level == level) and m.applies(bottleneck)]
@@ -139,6 +145,7 @@ class Profiler:
             except Exception as exc:  # a broken collector costs its own data, not the run
                 notes.append(_broken(c.name, "collect()", exc))
             self.last_seconds[f"{c.name}:1"] = time.monotonic() - t0
+            self._parts(f"{c.name}:1", stage1.get(c.level))
         bottleneck = None
         if self.classifier is not None and stage1:
             bottleneck = self._classify(stage1, context)
@@ -177,6 +184,7 @@ class Profiler:
                 notes.append(_broken(c.name, "collect()", exc))
             if collected:
                 self.last_seconds[f"{c.name}:2"] = time.monotonic() - t0
+                self._parts(f"{c.name}:2", profiles.get(c.level))
         for p in profiles.values():
             notes.extend(p.notes)
         findings = run_micro_profilers(gated, profiles, bottleneck, context, notes)
