@@ -46,6 +46,39 @@ def main() -> None:
                 new.eval()
                 x = torch.randn(3, 4, 6, 7)
                 errs["eval_out"] = max(errs["eval_out"], float((ref(x) - new(x)).abs().max()))
+        # eval mode alone, the evaluator's: a per-channel affine map over every element, by
+        # planes of one (n, c) (S >= 256, the last block partial) or over the flattened input
+        # (S < 256, here S = 1), with a pointwise prologue and epilogue fused; the running
+        # statistics and affine parameters made non-trivial first
+        cases = {"planes": ("nn.BatchNorm2d(3)", "[torch.randn(2, 3, 20, 33)]", (2, 3, 20, 33)),
+                 "flat": ("nn.BatchNorm1d(5, affine=False)", "[torch.randn(9, 5)]", (9, 5)),
+                 "flat_3d": ("nn.BatchNorm1d(4)", "[torch.randn(3, 4, 50)]", (3, 4, 50))}
+        errs["eval_paths"] = {}
+        for name, (module, inputs, shape) in cases.items():
+            source = problem(f"        self.bn = {module}\n",
+                             "        return torch.relu(self.bn(x * 1.5 - 0.25)) + 0.5\n", inputs)
+            rec = recognize(source)
+            path = Path(tmp) / f"bn_eval_{name}.py"
+            path.write_text(render_candidate(source, rec, default_params(rec)))
+            mod = load_module(path, f"cand_bn_eval_{name}")
+            torch.manual_seed(1)
+            ref = mod.Model()
+            torch.manual_seed(1)
+            new = mod.ModelNew()
+            errs["lowered"] += sum(1 for n in new.lowered.graph.nodes if "_kp_r" in n.name)
+            with torch.no_grad():
+                for bn in (ref.bn, new.ref.bn):
+                    g = torch.Generator().manual_seed(2)
+                    c = bn.num_features
+                    bn.running_mean.copy_(torch.randn(c, generator=g))
+                    bn.running_var.copy_(torch.rand(c, generator=g) * 3.0 + 0.1)
+                    if bn.weight is not None:
+                        bn.weight.copy_(torch.randn(c, generator=g))
+                        bn.bias.copy_(torch.randn(c, generator=g))
+                ref.eval()
+                new.eval()
+                x = torch.randn(*shape) * 2.0
+                errs["eval_paths"][name] = float((ref(x) - new(x)).abs().max())
     print(json.dumps(errs))
 
 

@@ -297,6 +297,9 @@ PROBLEMS = {
     # instance norm with affine parameters, with a fused activation
     "batch_norm2d": problem("        self.bn = nn.BatchNorm2d(5)\n", "        return self.bn(x)\n",
                             "[torch.randn(3, 5, 9, 11) * 2.0 + 1.0]"),
+    # planes of S >= 256 elements: in eval mode, the affine kernel by (n, c) planes
+    "batch_norm2d_planes": problem("        self.bn = nn.BatchNorm2d(3)\n", "        return self.bn(x)\n",
+                                   "[torch.randn(2, 3, 20, 33)]"),
     "batch_norm1d_relu": problem("        self.bn = nn.BatchNorm1d(7, affine=False, momentum=0.3)\n",
                                  "        return torch.relu(self.bn(x))\n", "[torch.randn(16, 7) + 0.5]"),
     "group_norm3d": problem("        self.gn = nn.GroupNorm(4, 12, eps=1e-3)\n", "        return self.gn(x)\n",

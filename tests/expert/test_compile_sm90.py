@@ -21,7 +21,9 @@ pytestmark = pytest.mark.slow  # long on a 2-core CPU: evaluations, optimize run
 
 # bf16 GEMMs compile only: Triton's interpreter computes tl.dot of bf16 tiles wrongly
 # (3.5.1: a NumPy product of the raw 16-bit values), so they cannot be checked there
-CASES = INTERPRETED + ["gemm_bf16_relu"]
+# (and a batch norm whose eval-mode form works by planes: its eval mode is checked in the
+# interpreter by test_batch_norm_candidate_follows_the_module_mode)
+CASES = INTERPRETED + ["gemm_bf16_relu", "batch_norm2d_planes"]
 TENSOR_CORE_GEMMS = ("gemm_fp16_tanh", "gemm_bf16_relu")
 
 
@@ -39,6 +41,13 @@ def test_kernels_compile_for_sm90(compiled, name):
     rows = [r for r in compiled if r["name"] == name]
     assert len(rows) >= 2, f"{name}: expected kernels of at least two tile variants, got {rows}"
     assert all(r["cubin_bytes"] > 0 for r in rows)
+
+
+@pytest.mark.parametrize("name", ["batch_norm2d", "batch_norm1d_relu", "batch_norm2d_planes"])
+def test_batch_norm_compiles_in_both_modes(compiled, name):
+    """Training mode: the per-channel statistics kernel; eval mode: the affine kernel."""
+    kernels = {r["kernel"].rsplit("/", 1)[1] for r in compiled if r["name"] == name}
+    assert {"_kp_r0_kernel", "_kp_r0_affine_kernel"} <= kernels, kernels
 
 
 @pytest.mark.parametrize("name", TENSOR_CORE_GEMMS)

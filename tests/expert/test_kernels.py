@@ -114,11 +114,15 @@ def test_candidate_matches_reference(results, name):
 
 def test_batch_norm_candidate_follows_the_module_mode():
     """Training calls (batch statistics, the running-statistics update with a momentum and
-    cumulative), then eval mode (running statistics), against PyTorch's module."""
+    cumulative), then eval mode (running statistics), against PyTorch's module; eval mode
+    alone on both forms of its affine kernel (by planes, flattened), prologue and epilogue
+    fused."""
     env = dict(os.environ, TRITON_INTERPRET="1")
     proc = subprocess.run([sys.executable, str(Path(__file__).parent / "check_batch_norm_modes.py")],
                           capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     errs = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert errs["lowered"] == 2, errs
+    assert errs["lowered"] == 5, errs  # one region each: the prologue and epilogue fused into it
     assert errs["train_out"] <= 1e-5 and errs["running"] <= 1e-5 and errs["eval_out"] <= 1e-5, errs
+    assert set(errs["eval_paths"]) == {"planes", "flat", "flat_3d"}, errs
+    assert all(e <= 1e-5 for e in errs["eval_paths"].values()), errs

@@ -375,7 +375,8 @@ def render_kernel(rid: str, region: Region, tile: dict[str, Any]) -> str:
         has_b = len(region.inputs) > 2 and region.inputs[2] is not None
         return render(CHNORM, rid=rid, op=region.op, groups=region.attrs.get("groups", 1), has_w=has_w, has_b=has_b,
                       eps=repr(float(region.attrs["eps"])), BLOCK_R=tile["BLOCK_R"], num_warps=tile["num_warps"],
-                      **fused_bodies(region))
+                      # eval-mode batch norm: the pointwise kernels' starting block (8 fp32 a thread)
+                      BLOCK_E=1024, affine_warps=4, **fused_bodies(region))
     if region.kind == "scan":
         body, result = program_lines(region.program, [f"a{i}" for i in range(len(region.inputs))], "v") \
             if region.program else ([], "a0")
