@@ -1,22 +1,24 @@
 #!/usr/bin/env bash
 # Run steps on the GPU machine, from the repository root:
 #   bash scripts/device_run.sh STEPFILE
-# STEPFILE has one step a line: "NAME TIMEOUT_S COMMAND...". Each step's output goes to
-# /tmp/kp-logs/NAME.log; the last lines are printed; all logs end up in $OUT/logs.tar.gz.
+# STEPFILE has one step a line: "NAME TIMEOUT_S COMMAND...". Each step's output is written as
+# it comes to $OUT/kp-logs/NAME.log (so a call stopped at the device's limit still returns
+# what ran); the last lines are printed. Keep the steps' limits together under the call's.
 # Installs carried wheels (.whl/) into /tmp/site and every distribution of the repo
 # (editable, no dependencies) first.
 set -u
 export PYTHONUNBUFFERED=1
-mkdir -p /tmp/kp-logs
+LOGS="${OUT:-/tmp}/kp-logs"
+mkdir -p "$LOGS"
 if ls .whl/*.whl >/dev/null 2>&1; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-        > /tmp/kp-logs/wheels.log 2>&1 || { echo "wheel install failed"; tail -5 /tmp/kp-logs/wheels.log; }
+        > $LOGS/wheels.log 2>&1 || { echo "wheel install failed"; tail -5 $LOGS/wheels.log; }
     export PYTHONPATH=/tmp/site
 fi
 for d in kernelpro_core kernelpro_plugins_ncu kernelpro_plugins_sass kernelpro_plugins_nsys \
          kernelpro_plugins_energy kernelpro_plugins_expert kernelpro_cute tests/plugin_dist; do
     if [ -f "$d/pyproject.toml" ]; then
-        python3 -m pip install -q --no-deps --no-build-isolation --no-index -e "$d" >> /tmp/kp-logs/install.log 2>&1 \
+        python3 -m pip install -q --no-deps --no-build-isolation --no-index -e "$d" >> $LOGS/install.log 2>&1 \
             || echo "install failed: $d"
     fi
 done
@@ -27,10 +29,8 @@ while read -r name limit cmd; do
     case "$name" in \#*) continue;; esac
     echo "=== $name (limit ${limit}s): $cmd"
     start=$(date +%s)
-    timeout --kill-after=10 "$limit" bash -c "$cmd" > "/tmp/kp-logs/$name.log" 2>&1
+    timeout --kill-after=10 "$limit" bash -c "$cmd" > "$LOGS/$name.log" 2>&1
     rc=$?
     echo "--- $name rc=$rc after $(( $(date +%s) - start ))s"
-    tail -n "${TAIL:-12}" "/tmp/kp-logs/$name.log"
-    # after every step, so that a command stopped at its limit still returns the logs
-    tar czf "$OUT/logs.tar.gz" -C /tmp kp-logs
+    tail -n "${TAIL:-12}" "$LOGS/$name.log"
 done < "$1"
