@@ -20,21 +20,27 @@ from kernelpro_plugins_expert.recognize import recognize  # noqa: E402
 from kernelpro_plugins_expert.render import default_params, render_candidate  # noqa: E402
 
 
+def _pair(source: str, path: Path, seed: int) -> tuple[torch.nn.Module, torch.nn.Module, int]:
+    """The problem's Model and the expert's ModelNew for it, built from the same seed, and
+    how many of ModelNew's graph nodes are lowered kernels."""
+    rec = recognize(source)
+    path.write_text(render_candidate(source, rec, default_params(rec)))
+    mod = load_module(path, f"cand_{path.stem}")
+    torch.manual_seed(seed)
+    ref = mod.Model()
+    torch.manual_seed(seed)
+    new = mod.ModelNew()
+    return ref, new, sum(1 for n in new.lowered.graph.nodes if "_kp_r" in n.name)
+
+
 def main() -> None:
     errs = {"train_out": 0.0, "running": 0.0, "eval_out": 0.0, "lowered": 0}
     with tempfile.TemporaryDirectory() as tmp:
         for k, momentum in enumerate(("0.2", "None")):
             source = problem(f"        self.bn = nn.BatchNorm2d(4, momentum={momentum})\n",
                              "        return self.bn(x) * 0.5\n", "[torch.randn(3, 4, 6, 7) * 2.0 + 1.0]")
-            rec = recognize(source)
-            path = Path(tmp) / f"bn_{k}.py"
-            path.write_text(render_candidate(source, rec, default_params(rec)))
-            mod = load_module(path, f"cand_bn_{k}")
-            torch.manual_seed(0)
-            ref = mod.Model()
-            torch.manual_seed(0)
-            new = mod.ModelNew()
-            errs["lowered"] += sum(1 for n in new.lowered.graph.nodes if "_kp_r" in n.name)
+            ref, new, lowered = _pair(source, Path(tmp) / f"bn_{k}.py", 0)
+            errs["lowered"] += lowered
             with torch.no_grad():
                 for step in range(3):
                     x = torch.randn(3, 4, 6, 7) * (step + 1.0) + step
@@ -57,15 +63,8 @@ def main() -> None:
         for name, (module, inputs, shape) in cases.items():
             source = problem(f"        self.bn = {module}\n",
                              "        return torch.relu(self.bn(x * 1.5 - 0.25)) + 0.5\n", inputs)
-            rec = recognize(source)
-            path = Path(tmp) / f"bn_eval_{name}.py"
-            path.write_text(render_candidate(source, rec, default_params(rec)))
-            mod = load_module(path, f"cand_bn_eval_{name}")
-            torch.manual_seed(1)
-            ref = mod.Model()
-            torch.manual_seed(1)
-            new = mod.ModelNew()
-            errs["lowered"] += sum(1 for n in new.lowered.graph.nodes if "_kp_r" in n.name)
+            ref, new, lowered = _pair(source, Path(tmp) / f"bn_eval_{name}.py", 1)
+            errs["lowered"] += lowered
             with torch.no_grad():
                 for bn in (ref.bn, new.ref.bn):
                     g = torch.Generator().manual_seed(2)
