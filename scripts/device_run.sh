@@ -12,13 +12,13 @@ LOGS="${OUT:-/tmp}/kp-logs"
 mkdir -p "$LOGS"
 if ls .whl/*.whl >/dev/null 2>&1; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-        > $LOGS/wheels.log 2>&1 || { echo "wheel install failed"; tail -5 $LOGS/wheels.log; }
+        > "$LOGS/wheels.log" 2>&1 || { echo "wheel install failed"; tail -5 "$LOGS/wheels.log"; }
     export PYTHONPATH=/tmp/site
 fi
 for d in kernelpro_core kernelpro_plugins_ncu kernelpro_plugins_sass kernelpro_plugins_nsys \
          kernelpro_plugins_energy kernelpro_plugins_expert kernelpro_cute tests/plugin_dist; do
     if [ -f "$d/pyproject.toml" ]; then
-        python3 -m pip install -q --no-deps --no-build-isolation --no-index -e "$d" >> $LOGS/install.log 2>&1 \
+        python3 -m pip install -q --no-deps --no-build-isolation --no-index -e "$d" >> "$LOGS/install.log" 2>&1 \
             || echo "install failed: $d"
     fi
 done
