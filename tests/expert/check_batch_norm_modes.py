@@ -54,8 +54,8 @@ def main() -> None:
                 errs["eval_out"] = max(errs["eval_out"], float((ref(x) - new(x)).abs().max()))
         # eval mode alone, the evaluator's: a per-channel affine map over every element, by
         # planes of one (n, c) (S >= 256, the last block partial) or over the flattened input
-        # (S < 256, here S = 1), with a pointwise prologue and epilogue fused; the running
-        # statistics and affine parameters made non-trivial first
+        # (S < 256: S = 1 and S = 50 here), with a pointwise prologue and epilogue fused;
+        # the running statistics and affine parameters made non-trivial first
         cases = {"planes": ("nn.BatchNorm2d(3)", "[torch.randn(2, 3, 20, 33)]", (2, 3, 20, 33)),
                  "flat": ("nn.BatchNorm1d(5, affine=False)", "[torch.randn(9, 5)]", (9, 5)),
                  "flat_3d": ("nn.BatchNorm1d(4)", "[torch.randn(3, 4, 50)]", (3, 4, 50))}
