@@ -149,6 +149,12 @@ def test_honest_candidates_pass(run_eval, gelu_problem, name):
         stages
     assert all(v >= 0 for v in stages.values()) and sum(stages.values()) <= result.wall_s + 1e-6
     assert stages["timing"] > 0
+    # the reference-outputs stage split into its parts, which together fit inside it
+    parts = {k: v for k, v in notes.items() if k.startswith("ref_outputs_")}
+    assert {f"ref_outputs_{p}_s" for p in ("draw", "lend", "fill", "call", "export", "read_back", "keep")} \
+        == set(parts), parts
+    assert all(v >= 0 for v in parts.values()) and parts["ref_outputs_call_s"] > 0
+    assert sum(parts.values()) <= stages["reference_outputs"] + 1e-6
     # (no "suspicious" check: on this CPU build F.gelu costs ~20 ms for 512 values, so an erf
     # formulation is honestly hundreds of times faster)
     assert not any(f.startswith(("degenerate", "physically")) for f in result.flags)

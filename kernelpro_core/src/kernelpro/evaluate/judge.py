@@ -340,8 +340,21 @@ class Judge:
         ref = self.ref
         assert ref is not None
         trials = int(self.ev["trials"])
+        # where this stage's seconds go (notes ref_outputs_<part>_s): on problems with inputs of
+        # gigabytes it is the longest stage of a candidate's evaluation
+        split = {"draw": 0.0, "lend": 0.0, "fill": 0.0, "call": 0.0, "export": 0.0, "read_back": 0.0, "keep": 0.0}
+        clock = [time.monotonic()]
+
+        def lap(part: str) -> None:
+            now = time.monotonic()
+            split[part] += now - clock[0]
+            clock[0] = now
+
         self.input_sets: list[list[Any]] = [self.draw_inputs(self.seed + 1 + t) for t in range(trials)]
+        self.sync()
+        lap("draw")
         self.ref_in = self.lend_inputs(ref, self.input_sets[0], "lending the reference's inputs")
+        lap("lend")
         self.ref_outs: list[Any] = []
         self.ref_views: list[torch.Tensor] | None = None
         budget: list[float] = []
@@ -362,25 +375,35 @@ class Judge:
         def one(values: list[Any]) -> Any:
             inp.fill(self.ref_in, values)
             self.sync()
+            lap("fill")
             t0 = time.monotonic()
             answer = self.ask(ref, {"op": "call", "export": self.ref_views is not None},
                               first if not call_s else max(first, self.call_limit()), "the reference's forward")
             call_s.append(time.monotonic() - t0)
+            lap("call")
             if self.ref_views is None:  # the first call tells the output's structure
                 self.ref_example = _example(answer.get("out"), self.device)
                 self.ref_views = self.lend_outputs(ref, self.ref_example, "main")
                 exported = self.ask(ref, {"op": "export"}, 60.0, "handing back the reference's output")
                 answer = {**answer, "exported": exported.get("exported")}
+                lap("export")
             self.ref_call_s = statistics.median(call_s)
             err, out = self.read_back(answer, self.ref_example, self.ref_views, reference=True)
             if err is not None:
                 raise Fail(Verdict.PROBLEM_ERROR, f"the reference's output cannot be read back: {err.message}")
-            return keep(out)
+            self.sync()
+            lap("read_back")
+            kept = keep(out)
+            self.sync()
+            lap("keep")
+            return kept
 
         for values in self.input_sets:
             self.ref_outs.append(one(values))
         if self.ev.get("other_distribution", True):
             values = inp.other_distribution(self.draw_inputs(self.seed + 1000), self.seed + 1000)
+            self.sync()
+            lap("draw")
             out = one(values)
             if all(torch.isfinite(x).all() for x in cmp.tensors(out) if x.is_floating_point()):
                 self.input_sets.append(values)
@@ -389,6 +412,7 @@ class Judge:
                 self.flags.append("other_distribution_skipped: reference not finite on N(0,1) inputs")
         self.notes["reference_outputs_on_device"] = float(sum(on_device[: len(self.ref_outs)]))
         self.notes["reference_call_s"] = self.ref_call_s
+        self.notes.update({f"ref_outputs_{part}_s": v for part, v in split.items()})
 
     def degenerate_check(self) -> None:
         self.status("degenerate_check")
