@@ -171,9 +171,9 @@ def test_sampled_rechecks_on_the_gpu(run_eval, gpu_problem):
         assert "timed call" in result.reason
 
 
-def test_copies_split_between_gpu_and_host(run_eval, gpu_problem):
+def test_copies_split_between_gpu_and_recomputed(run_eval, gpu_problem):
     # a share of about 10 MB: two of the reference's 4-MB outputs stay on the GPU, the
-    # others go to the host, and the re-checked calls are sampled
+    # others are computed again at correctness, and the re-checked calls are sampled
     import torch
 
     free, _ = torch.cuda.mem_get_info()
@@ -181,6 +181,7 @@ def test_copies_split_between_gpu_and_host(run_eval, gpu_problem):
     assert result.verdict is Verdict.CORRECT, result.reason
     notes = result.measurements["evaluator"]
     assert 1 <= notes["reference_outputs_on_device"] < 3, notes  # 2 trials + the N(0, 1) one
+    assert notes["reference_outputs_on_device"] + notes["reference_outputs_recomputed"] == 3, notes
     assert notes["recheck_copies_on_device"] == 0 and notes["recheck_sampled_elements"] > 0
 
 

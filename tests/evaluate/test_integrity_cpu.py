@@ -135,6 +135,33 @@ def test_degenerate_problem_is_flagged_for_honest_candidate(run_eval):
     assert any("all-zeros output passes" in f for f in result.flags)
 
 
+# reference outputs the judge does not keep (here: none fits a share of 1e-12) are computed
+# again at correctness; the verdicts stay what they are when all are kept
+@pytest.mark.parametrize("candidate,prob,verdict,words", [
+    (honest("same_ops"), None, Verdict.CORRECT, ""),
+    (cheater("relu_shortcut"), None, Verdict.INCORRECT, "N(0,1) trial"),
+    (cheater("constant_zeros"), problem("tiny_output"), INTEGRITY, "constant"),
+    (cheater("stale_memory"), None, None, ""),
+])
+def test_outputs_not_kept_are_computed_again(run_eval, gelu_problem, candidate, prob, verdict, words):
+    result = run_eval(candidate, prob or gelu_problem, device_copy_share=1e-12)
+    if verdict is None:
+        assert result.verdict is not Verdict.CORRECT, result.reason
+    else:
+        assert result.verdict is verdict and words in result.reason, (result.verdict, result.reason)
+    notes = result.measurements["evaluator"] if result.measurements else {}
+    if verdict is Verdict.CORRECT:
+        assert notes["reference_outputs_kept"] == 0 and notes["reference_outputs_recomputed"] == 3, notes
+        assert notes["ref_recompute_s"] > 0
+    if prob is not None:
+        assert any(f.startswith("degenerate_reference") for f in result.flags)
+
+
+def test_outputs_kept_by_default(run_eval, gelu_problem):
+    notes = run_eval(honest("same_ops"), gelu_problem).measurements["evaluator"]
+    assert notes["reference_outputs_kept"] == 3 and "reference_outputs_recomputed" not in notes, notes
+
+
 @pytest.mark.parametrize("name", ["same_ops", "manual_erf_gelu", "reused_output_buffer"])
 def test_honest_candidates_pass(run_eval, gelu_problem, name):
     result = run_eval(honest(name), gelu_problem)
@@ -151,7 +178,7 @@ def test_honest_candidates_pass(run_eval, gelu_problem, name):
     assert stages["timing"] > 0
     # the reference-outputs stage split into its parts, which together fit inside it
     parts = {k: v for k, v in notes.items() if k.startswith("ref_outputs_")}
-    assert {f"ref_outputs_{p}_s" for p in ("draw", "lend", "fill", "call", "export", "read_back", "keep")} \
+    assert {f"ref_outputs_{p}_s" for p in ("draw", "lend", "fill", "call", "export", "read_back", "keep", "watch")} \
         == set(parts), parts
     assert all(v >= 0 for v in parts.values()) and parts["ref_outputs_call_s"] > 0
     assert sum(parts.values()) <= stages["reference_outputs"] + 1e-6

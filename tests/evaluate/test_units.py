@@ -526,3 +526,57 @@ def test_interleave_in_rounds_times_blocks():
     timing.interleave(calls, warmup_ms=3, rep_ms=20, min_reps=5, max_reps=1000, rounds=2)
     names = [n for n, i in log if i >= 0]
     assert names == ["reference"] * 10 + ["candidate"] * 10 + ["reference"] * 10 + ["candidate"] * 10
+
+
+def test_fingerprints_tell_outputs_apart_as_exact_equality_does():
+    from kernelpro.evaluate.judge import fingerprint
+
+    x = torch.randn(1000, 37)
+    assert fingerprint(x) == fingerprint(x.clone())
+    assert fingerprint([x, 3, "a"]) == fingerprint([x.clone(), 3, "a"])
+    assert fingerprint([x, 3]) != fingerprint([x, 4])
+    swapped = x.clone().reshape(-1)
+    swapped[[10, 11]] = swapped[[11, 10]]  # same words, other positions
+    assert fingerprint(x) != fingerprint(swapped.reshape(x.shape))
+    bit = x.clone()
+    bit.view(torch.int32)[5, 5] ^= 1  # one bit
+    assert fingerprint(x) != fingerprint(bit)
+    assert fingerprint(x) != fingerprint(x.reshape(37, 1000)) and fingerprint(x) != fingerprint(x.double())
+    # layouts and sizes that are not whole 32-bit words, and a view into a larger storage
+    odd = torch.arange(7, dtype=torch.uint8)
+    assert fingerprint(odd) == fingerprint(odd.clone()) and fingerprint(odd) != fingerprint(odd.flip(0))
+    half = torch.randn(9, dtype=torch.float16)
+    assert fingerprint(half[1:]) == fingerprint(half[1:].clone())
+    assert fingerprint(x.t()) == fingerprint(x.t().contiguous())
+    assert fingerprint(torch.tensor([True, False, True])) != fingerprint(torch.tensor([True, True, False]))
+    # more than one piece of 2**24 words
+    big = torch.randn((1 << 24) + 5)
+    moved = big.clone()
+    moved[-1] += 1.0
+    assert fingerprint(big) == fingerprint(big.clone()) and fingerprint(big) != fingerprint(moved)
+
+
+def _watched(outs, kept=True, trials=2):
+    from kernelpro.evaluate.judge import ReferenceWatch
+
+    watch = ReferenceWatch({"float32": (1e-4, 1e-4)}, None, trials)
+    for out in outs:
+        watch.add(out, out.clone() if kept else None)
+    return watch
+
+
+@pytest.mark.parametrize("kept", [True, False])
+def test_degenerate_flags_from_outputs_seen_one_at_a_time(kept):
+    varied = _watched([torch.randn(64) + t for t in range(3)], kept)
+    assert varied.flags() == [] and not varied.equal
+    same = _watched([torch.ones(64) for _ in range(3)], kept)
+    assert same.equal and any("does not depend on the inputs" in f for f in same.flags())
+    assert any("constant output" in f for f in same.flags())
+    tiny = _watched([torch.randn(64) * 1e-7 for _ in range(3)], kept)
+    assert any("all-zeros output passes" in f for f in tiny.flags())
+    ints = _watched([torch.arange(8) + t for t in range(3)], kept)
+    assert ints.flags() == [] and ints.zeros is None
+    # equal over the trials, different on the N(0, 1) one: flagged, but not constant over all
+    late = _watched([torch.full((64,), 2.0), torch.full((64,), 2.0), torch.randn(64)], kept)
+    assert late.equal_trials and not late.equal
+    assert any("does not depend" in f for f in late.flags())

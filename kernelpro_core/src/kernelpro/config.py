@@ -90,9 +90,9 @@ class EvaluatorConfig:
     # (always sampled)
     recheck_copies: str = "auto"
     recheck_sample_elements: int = 1 << 20  # positions per output tensor in a sample
-    # share of the GPU's available memory the evaluator's own copies may take (the
-    # reference's outputs, whole re-check copies); what does not fit goes to the host or is
-    # sampled
+    # share of the device's available memory the evaluator's own copies may take (the
+    # reference's outputs, whole re-check copies); a reference output that does not fit is
+    # computed again when correctness needs it, a re-check copy that does not fit is sampled
     device_copy_share: float = 0.25
     # an fp32 output that fails the check is judged again against the reference run in
     # fp64: it passes when its error there is within the tolerance plus
@@ -170,11 +170,21 @@ class ProfilingConfig:
     # each: every correct candidate is profiled right after its evaluation; expand: only when
     # the search expands it (its findings are needed then) and the winner at the end
     when: str = attrs.field(default="each")
+    # the metrics a kernel-level collector that combines stages (ncu) takes with stage 1, so
+    # that stage 2 (a second profiled process) is not needed: parent (those the profiled
+    # parent's bottleneck gated in), all (those of every kernel-level micro-profiler: one
+    # pass always, more replay passes per kernel), none (two passes always)
+    stage1_ahead: str = attrs.field(default="parent")
 
     @when.validator
     def _check_when(self, _attr: Any, value: str) -> None:
         if value not in ("each", "expand"):
             raise ValueError(f"when: expected 'each' or 'expand', got {value!r}")
+
+    @stage1_ahead.validator
+    def _check_ahead(self, _attr: Any, value: str) -> None:
+        if value not in ("parent", "all", "none"):
+            raise ValueError(f"stage1_ahead: expected 'parent', 'all' or 'none', got {value!r}")
 
 
 @attrs.frozen

@@ -13,8 +13,8 @@ Stages (each named in the job's status file and timed in
 
 1. ``reference`` / ``reference_outputs``: the reference harness builds the model after the
    seed (fp32, no TF32); the judge draws each trial's inputs and keeps the reference's
-   outputs (on the GPU while they fit in ``device_copy_share`` of its memory, else on the
-   host). ``degenerate_check``, ``bounds`` (bytes/FLOPs lower bound) and
+   outputs while they fit in ``device_copy_share`` of the device's memory (the others are
+   computed again at correctness). ``degenerate_check``, ``bounds`` (bytes/FLOPs lower bound) and
    ``compile_reference`` (``torch.compile`` of the reference) follow.
 2. ``compile`` / ``build``: the source scan, then the candidate harness imports the
    candidate and builds ``ModelNew``.
@@ -335,14 +335,19 @@ class Judge:
             raise Fail(Verdict.PROBLEM_ERROR, "the problem's get_inputs() failed: " + one_line(exc)) from None
 
     def reference_outputs(self) -> None:
-        """Every trial's inputs (kept) and the reference's outputs on them (kept)."""
+        """Every trial's inputs (kept) and the reference's outputs on them: kept where they fit
+        in ``device_copy_share`` of the device's available memory, else called again on the
+        same inputs when the correctness stage needs them (:meth:`trial_reference`). What the
+        degenerate check and the constant-output check need of each output is taken here."""
         self.status("reference_outputs")
         ref = self.ref
         assert ref is not None
         trials = int(self.ev["trials"])
+        on = self.device if self.cuda else None
         # where this stage's seconds go (notes ref_outputs_<part>_s): on problems with inputs of
         # gigabytes it is the longest stage of a candidate's evaluation
-        split = {"draw": 0.0, "lend": 0.0, "fill": 0.0, "call": 0.0, "export": 0.0, "read_back": 0.0, "keep": 0.0}
+        split = {"draw": 0.0, "lend": 0.0, "fill": 0.0, "call": 0.0, "export": 0.0, "read_back": 0.0,
+                 "keep": 0.0, "watch": 0.0}
         clock = [time.monotonic()]
 
         def lap(part: str) -> None:
@@ -355,24 +360,22 @@ class Judge:
         lap("draw")
         self.ref_in = self.lend_inputs(ref, self.input_sets[0], "lending the reference's inputs")
         lap("lend")
+        # None where an output is not kept (called again at correctness)
         self.ref_outs: list[Any] = []
+        self.ref_watch = ReferenceWatch(self.tols, on, trials)
         self.ref_views: list[torch.Tensor] | None = None
-        budget: list[float] = []
-        on_device: list[bool] = []
+        budget = [self.share * _available_bytes(self.cuda)]
         first = float(self.ev["first_call_timeout_s"])
         call_s: list[float] = []
 
         def keep(out: Any) -> Any:
-            if self.cuda and not budget:
-                budget.append(self.share * _available_device_bytes())
             nbytes = _output_bytes(out)
-            here = self.cuda and nbytes <= budget[0]
-            if here:
-                budget[0] -= nbytes
-            on_device.append(here)
-            return cmp.snapshot(out) if here else cmp.to_cpu(out)
+            if nbytes > budget[0]:
+                return None
+            budget[0] -= nbytes
+            return cmp.snapshot(out)
 
-        def one(values: list[Any]) -> Any:
+        def one(values: list[Any], other: bool = False) -> None:
             inp.fill(self.ref_in, values)
             self.sync()
             lap("fill")
@@ -393,30 +396,58 @@ class Judge:
                 raise Fail(Verdict.PROBLEM_ERROR, f"the reference's output cannot be read back: {err.message}")
             self.sync()
             lap("read_back")
+            if other and not all(torch.isfinite(x).all() for x in cmp.tensors(out) if x.is_floating_point()):
+                self.flags.append("other_distribution_skipped: reference not finite on N(0,1) inputs")
+                return
             kept = keep(out)
             self.sync()
             lap("keep")
-            return kept
+            self.ref_watch.add(out, kept)
+            self.sync()
+            lap("watch")
+            if other:
+                self.input_sets.append(values)
+            self.ref_outs.append(kept)
 
         for values in self.input_sets:
-            self.ref_outs.append(one(values))
+            one(values)
         if self.ev.get("other_distribution", True):
             values = inp.other_distribution(self.draw_inputs(self.seed + 1000), self.seed + 1000)
             self.sync()
             lap("draw")
-            out = one(values)
-            if all(torch.isfinite(x).all() for x in cmp.tensors(out) if x.is_floating_point()):
-                self.input_sets.append(values)
-                self.ref_outs.append(out)
-            else:
-                self.flags.append("other_distribution_skipped: reference not finite on N(0,1) inputs")
-        self.notes["reference_outputs_on_device"] = float(sum(on_device[: len(self.ref_outs)]))
+            one(values, other=True)
+        self.ref_out_bytes = _output_bytes(self.ref_example)
+        self.recomputed = 0
+        self.notes["reference_outputs_on_device" if self.cuda else "reference_outputs_kept"] = \
+            float(sum(o is not None for o in self.ref_outs))
         self.notes["reference_call_s"] = self.ref_call_s
         self.notes.update({f"ref_outputs_{part}_s": v for part, v in split.items()})
 
+    def trial_reference(self, t: int) -> Any:
+        """The reference's output for trial ``t``: the kept copy, or the reference called again
+        on the trial's inputs (in the judge's output buffers, valid until its next call
+        there), as the verify stage does for the re-checked timed calls."""
+        kept = self.ref_outs[t]
+        if kept is not None:
+            return kept
+        assert self.ref is not None and self.ref_views is not None
+        t0 = time.monotonic()
+        inp.fill(self.ref_in, self.input_sets[t])
+        self.sync()
+        answer = self.ask(self.ref, {"op": "call", "export": True}, max(60.0, self.call_limit()),
+                          "the reference's forward, again")
+        err, out = self.read_back(answer, self.ref_example, self.ref_views, reference=True)
+        if err is not None:
+            raise Fail(Verdict.PROBLEM_ERROR, f"the reference's output cannot be read back: {err.message}")
+        self.sync()
+        self.recomputed += 1
+        self.notes["reference_outputs_recomputed"] = float(self.recomputed)
+        self.notes["ref_recompute_s"] = self.notes.get("ref_recompute_s", 0.0) + time.monotonic() - t0
+        return out
+
     def degenerate_check(self) -> None:
         self.status("degenerate_check")
-        self.flags += degenerate(self.ref_outs, self.tols, int(self.ev["trials"]), on=self.device if self.cuda else None)
+        self.flags += self.ref_watch.flags()
 
     def estimate_bound(self) -> None:
         """The problem's minimum bytes and FLOPs; the datasheet bound (what a time below it
@@ -533,7 +564,8 @@ class Judge:
         self.exact_passed: list[str] = []
         self.exact_unavailable: str | None = None
         first = float(self.ev["first_call_timeout_s"])
-        for t, (values, ref_out) in enumerate(zip(self.input_sets, self.ref_outs)):
+        for t, values in enumerate(self.input_sets):
+            ref_out = self.trial_reference(t)
             label = f"trial {t}" if t < trials else "N(0,1) trial"
             inp.fill(self.cand_in, values)
             self.sync()
@@ -568,7 +600,7 @@ class Judge:
             elif all_equal:
                 all_equal = cmp.same_values(out, first_out)
         n = len(self.input_sets)
-        if n > 1 and all_equal and not all(cmp.same_values(self.ref_outs[0], r) for r in self.ref_outs[1:]):
+        if n > 1 and all_equal and not self.ref_watch.equal:
             raise self.fail(Verdict.INTEGRITY, "the candidate's output is constant across trials while the "
                             "reference's is not")
         del first_out
@@ -748,8 +780,8 @@ class Judge:
         self.kept: list[tuple[int, int, float, Any]] = []
         recheck_n = max(1, int(ev.get("recheck_calls", 8)))
         mode = ev.get("recheck_copies", "auto")
-        fits = self.cuda and mode != "sampled" and _output_bytes(self.ref_outs[0]) * (recheck_n + 1) <= \
-            self.share * _available_device_bytes()
+        fits = self.cuda and mode != "sampled" and self.ref_out_bytes * (recheck_n + 1) <= \
+            self.share * _available_bytes(True)
         self.sampler: Any = None
         if mode == "sampled" or (mode == "auto" and self.cuda and not fits):
             gen = torch.Generator(device=self.device)
@@ -891,7 +923,7 @@ class Judge:
                 l2_found.append(str(f)[:200])
         if i < 0:
             return
-        err, out = self.read_back(answer, self.ref_outs[0], self.cand_views)
+        err, out = self.read_back(answer, self.ref_example, self.cand_views)
         if err is not None:
             raise self.fail(Verdict.INTEGRITY, f"timed call {i} returned a wrong output: {err.message}")
         if self._confirming:  # calls made after the re-checks were drawn: not re-checked
@@ -1235,8 +1267,11 @@ def _values_at(sampled: Any, gold: Any) -> Any:
     return cmp.values_at(gold, sampled, same_dtype=False)[0]
 
 
-def _available_device_bytes() -> int:
-    """The driver's free memory plus the allocator cache's free blocks."""
+def _available_bytes(cuda: bool) -> int:
+    """Memory the judge's copies may take a share of: on a GPU the driver's free memory plus
+    the allocator cache's free blocks; on a CPU the host's available memory."""
+    if not cuda:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     free, _total = torch.cuda.mem_get_info()
     return free + torch.cuda.memory_reserved() - torch.cuda.memory_allocated()
 
@@ -1282,29 +1317,84 @@ def tolerances(ev: dict[str, Any], problem: Any) -> tuple[dict[str, tuple[float,
     return tol, notes
 
 
-def degenerate(ref_outs: list[Any], tols: dict[str, tuple[float, float]], trials: int,
-               on: str | None = None) -> list[str]:
-    """Flags for a reference whose outputs a trivial candidate would match (``on``: where
-    the comparisons compute)."""
-    flags = []
-    if trials > 1 and all(cmp.same_values(ref_outs[0], r) for r in ref_outs[1:trials]):
-        flags.append("degenerate_reference: the reference output does not depend on the inputs")
-    floats = [r for r in ref_outs if any(x.is_floating_point() for x in cmp.tensors(r))]
-    if floats:
-        zeros = all(cmp.compare(cmp.map_tensors(r, torch.zeros_like), r, tols, stop_early=True,
-                                compute_device=on).ok for r in floats)
-        if zeros:
-            flags.append("degenerate_reference: an all-zeros output passes the tolerance")
-        else:
-            def const(x: torch.Tensor) -> torch.Tensor:
-                if not x.is_floating_point() or x.numel() == 0:
-                    return x
-                return torch.full_like(x, float(x.mean(dtype=torch.float64)))
+class ReferenceWatch:
+    """What the degenerate-reference flags and the constant-output check need of the
+    reference's outputs, taken as each one comes (the judge may not keep them): whether all
+    equal the first (compared with the first's kept copy, or by :func:`fingerprint` when it
+    was not kept), and whether an all-zeros or a constant output (its mean) would pass
+    against every floating-point one. Each question stops costing anything once answered
+    "no"."""
 
-            if all(cmp.compare(cmp.map_tensors(r, const), r, tols, stop_early=True, compute_device=on).ok
-                   for r in floats):
-                flags.append("degenerate_reference: a constant output (the mean) passes the tolerance")
-    return flags
+    def __init__(self, tols: dict[str, tuple[float, float]], on: str | None, trials: int) -> None:
+        self.tols, self.on, self.trials = tols, on, trials
+        self.seen = 0
+        self.anchor: Any = None
+        self.anchor_print = False
+        self.equal = True  # every output seen equals the first
+        self.equal_trials = True  # ... among the first ``trials``
+        self.zeros: bool | None = None  # None: no floating-point output seen
+        self.const: bool | None = None
+
+    def add(self, out: Any, kept: Any) -> None:
+        """``out``: the output (valid during the call); ``kept``: the judge's copy, or None."""
+        if self.seen == 0:
+            self.anchor_print = kept is None
+            self.anchor = fingerprint(out) if kept is None else kept
+        elif self.equal:
+            self.equal = fingerprint(out) == self.anchor if self.anchor_print else cmp.same_values(self.anchor, out)
+        self.seen += 1
+        if self.seen <= self.trials:
+            self.equal_trials = self.equal
+        if any(x.is_floating_point() for x in cmp.tensors(out)):
+            if self.zeros is not False:
+                self.zeros = cmp.compare(cmp.map_tensors(out, torch.zeros_like), out, self.tols, stop_early=True,
+                                         compute_device=self.on).ok
+            if self.const is not False:
+                self.const = cmp.compare(cmp.map_tensors(out, _mean_of), out, self.tols, stop_early=True,
+                                         compute_device=self.on).ok
+
+    def flags(self) -> list[str]:
+        flags = []
+        if self.trials > 1 and self.equal_trials:
+            flags.append("degenerate_reference: the reference output does not depend on the inputs")
+        if self.zeros:
+            flags.append("degenerate_reference: an all-zeros output passes the tolerance")
+        elif self.const:
+            flags.append("degenerate_reference: a constant output (the mean) passes the tolerance")
+        return flags
+
+
+def _mean_of(x: torch.Tensor) -> torch.Tensor:
+    if not x.is_floating_point() or x.numel() == 0:
+        return x
+    return torch.full_like(x, float(x.mean(dtype=torch.float64)))
+
+
+def fingerprint(out: Any) -> tuple[Any, ...]:
+    """Per tensor: dtype, shape and two wrapping 64-bit sums over its bytes read as 32-bit
+    words (plain and position-weighted); other values as they are. Computed where the
+    tensor lies, in pieces of 2**24 words, with one synchronisation per tensor."""
+    parts: list[Any] = []
+    piece = 1 << 24
+    for x in cmp.flatten(out):
+        if not isinstance(x, torch.Tensor):
+            parts.append(("value", repr(x)))
+            continue
+        raw = x.detach().contiguous().reshape(-1).view(torch.uint8)
+        pad = (-raw.numel()) % 4
+        if pad or raw.storage_offset() % 4:
+            raw = torch.cat([raw, raw.new_zeros(pad)])
+        words = raw.view(torch.int32)
+        plain = torch.zeros((), dtype=torch.int64, device=words.device)
+        weighted = torch.zeros((), dtype=torch.int64, device=words.device)
+        pos = torch.arange(1, min(piece, words.numel()) + 1, device=words.device, dtype=torch.int64)
+        for start in range(0, words.numel(), piece):
+            w = words[start:start + piece].to(torch.int64)
+            s = w.sum()
+            plain += s
+            weighted += (w * pos[:w.numel()]).sum() + start * s
+        parts.append((str(x.dtype), tuple(x.shape), int(plain), int(weighted)))
+    return tuple(parts)
 
 
 def _load_measurement(spec: dict[str, Any]) -> Any:
