@@ -5,6 +5,8 @@ from __future__ import annotations
 import types
 from pathlib import Path
 
+import pytest
+
 from kernelpro.api import (
     ANY,
     BottleneckClassifier,
@@ -176,3 +178,32 @@ def test_a_collector_that_does_not_combine_is_never_asked_to(tmp_path):
     Profiler(_combining_plugins(CombiningKernelCollector), classifier="fake").profile(
         _target(tmp_path), ProfileContext(gpu=None, device="cuda"), only=["always"], predicted=MEMORY)
     assert CALLS[0] == ("kernel", 1, ())
+
+
+@pytest.mark.parametrize("dram,kind", [(90.0, "memory"), (20.0, "compute")])
+def test_stage1_ahead_all_takes_every_kernel_metric_in_one_pass(tmp_path, dram, kind):
+    class Collector(CombiningKernelCollector):
+        pass
+
+    Collector.dram = dram
+    CALLS.clear()
+    profiler = Profiler(_combining_plugins(Collector), classifier="fake", ahead="all")
+    analysis, _ = profiler.profile(_target(tmp_path), ProfileContext(gpu=None, device="cuda"))  # no parent
+    assert CALLS == [("kernel", 1, ("a1", "c1", "m1", "m2"))]  # whatever the bottleneck: one pass
+    assert analysis.bottleneck.kind == kind
+    assert any("stage1_ahead: all" in n for n in analysis.notes)
+
+
+def test_stage1_ahead_none_never_combines(tmp_path):
+    CALLS.clear()
+    Profiler(_combining_plugins(CombiningKernelCollector), classifier="fake", ahead="none").profile(
+        _target(tmp_path), ProfileContext(gpu=None, device="cuda"), predicted=MEMORY)
+    assert CALLS == [("kernel", 1, ()), ("kernel", 2, ("a1", "m1", "m2"))]
+
+
+def test_stage1_ahead_is_checked_in_config():
+    from kernelpro.config import ProfilingConfig
+
+    assert ProfilingConfig(stage1_ahead="all").stage1_ahead == "all"
+    with pytest.raises(ValueError, match="stage1_ahead"):
+        ProfilingConfig(stage1_ahead="everything")

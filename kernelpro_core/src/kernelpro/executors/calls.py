@@ -31,7 +31,7 @@ def make_profiler(config: Any, plugins: Any, resolved: dict[str, Any]) -> Any:
 
     return Profiler(plugins, config.profiling.classifier, config.profiling.collectors,
                     config.profiling.block_micro_profilers, resolved["heuristics"], resolved["classifier"],
-                    resolved["micro_profilers"], resolved["collectors"])
+                    resolved["micro_profilers"], resolved["collectors"], ahead=config.profiling.stage1_ahead)
 
 
 @attrs.define

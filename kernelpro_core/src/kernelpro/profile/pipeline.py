@@ -3,7 +3,9 @@
 1. Stage 1: every available collector of level "kernel" runs its cheap pass. For a
    candidate whose parent was profiled, a collector that ``combines_stages`` (ncu) also
    collects, in the same pass, the metrics the parent's bottleneck gated in; when the
-   candidate's own bottleneck gates in no other, step 4 costs no second pass.
+   candidate's own bottleneck gates in no other, step 4 costs no second pass
+   (``profiling.stage1_ahead``: ``all`` takes every kernel-level micro-profiler's metrics
+   there, so step 4 never needs one; ``none`` never combines).
 2. The configured bottleneck classifier names the bottleneck from those profiles.
 3. Gate: only micro-profilers whose ``applies_to`` matches the bottleneck run (when no
    bottleneck could be classified, for example without a kernel-level collector, there
@@ -55,8 +57,10 @@ class Profiler:
                  collectors: list[str] | None = None, block_micro_profilers: Iterable[str] = (),
                  heuristic_settings: dict[str, Any] | None = None, classifier_settings: Any = None,
                  micro_profiler_settings: dict[str, Any] | None = None,
-                 collector_settings: dict[str, Any] | None = None) -> None:
+                 collector_settings: dict[str, Any] | None = None, ahead: str = "parent") -> None:
         self.plugins = plugins
+        #: what a collector that combines stages takes with stage 1 (profiling.stage1_ahead)
+        self.ahead = ahead
         self.notes: list[str] = []
         #: seconds of each collector pass of the last :meth:`profile` ("<collector>:<stage>")
         self.last_seconds: dict[str, float] = {}
@@ -117,8 +121,13 @@ class Profiler:
         stage 2 runs only when the candidate's own bottleneck gates in another metric."""
         notes = list(self.notes)
         ahead: list[str] = []  # kernel metrics asked for with stage 1
-        if predicted is not None and only is None:
+        why = ""
+        if only is None and self.ahead == "all":
+            ahead = sorted({x for m in self.micro_profilers if m.level == "kernel" for x in m.metrics})
+            why = "every micro-profiler's metrics"
+        elif only is None and self.ahead == "parent" and predicted is not None:
             ahead = sorted({x for m in self.gated(predicted) if m.level == "kernel" for x in m.metrics})
+            why = "the metrics its parent needed"
         self.last_seconds = {}
         available: list[Collector] = []
         for c in self.collectors:
@@ -135,7 +144,7 @@ class Profiler:
             t0 = time.monotonic()
             combined = bool(ahead) and getattr(c, "combines_stages", False)
             progress.stage(f"{_what(target)}: profile, {c.name} pass 1 ({c.level}"
-                           f"{', with the metrics its parent needed' if combined else ''})")
+                           f"{', with ' + why if combined else ''})")
             try:
                 stage1[c.level] = c.collect(target, stage=1, metrics=ahead) if combined else c.collect(target, stage=1)
                 if combined:
@@ -165,7 +174,9 @@ class Profiler:
                     metrics = sorted({x for m in gated if m.level == "kernel" for x in m.metrics})
                     if metrics and c.name in collected_ahead and set(metrics) <= collected_ahead[c.name]:
                         notes.append(f"{c.name}: one pass: the metrics this bottleneck's micro-profilers "
-                                     "read were collected with stage 1 (its parent's bottleneck gated them in)")
+                                     "read were collected with stage 1 ("
+                                     + ("profiling.stage1_ahead: all" if self.ahead == "all"
+                                        else "its parent's bottleneck gated them in") + ")")
                     elif metrics:
                         collected = True
                         progress.stage(f"{_what(target)}: profile, {c.name} pass 2 ({c.level})")
