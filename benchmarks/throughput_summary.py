@@ -1,0 +1,93 @@
+"""Where a bench's seconds went, from its output directory (``kernelpro bench -o DIR``):
+
+    python benchmarks/throughput_summary.py DIR [--json OUT.json] [--skip NAME ...]
+
+Per problem: its wall seconds (this call's part when it was resumed), the baseline job's,
+the candidates' evaluations' and the profiles' sums, and what is left (the generator,
+process starts between jobs). Then candidates per minute over the problems' wall time,
+the judge's stages summed and as medians over the candidates (``stage_<name>_s`` of each
+record), and every profile's seconds per collector pass (``profiles.jsonl``). ``--skip``
+leaves out problems whose records span several calls (a resumed problem's wall time is
+the last call's part only, its candidates are all of them)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+
+def _jsonl(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def summarize(out_dir: Path, skip: set[str]) -> dict:
+    results = json.loads((out_dir / "results.json").read_text())
+    problems, stages, passes, evals = [], {}, {}, []
+    for p in results["problems"]:
+        if not p.get("evaluated") or p["name"] in skip:
+            continue
+        run = Path(p["run_dir"]) if Path(p["run_dir"]).is_dir() else out_dir / "runs" / Path(p["run_dir"]).name
+        baseline = json.loads((run / "baseline.json").read_text()) if (run / "baseline.json").exists() else {}
+        cands = _jsonl(run / "candidates.jsonl")
+        profiles = _jsonl(run / "profiles.jsonl")
+        ev = sum((c.get("seconds") or {}).get("evaluate") or 0.0 for c in cands)
+        pr = sum(x.get("seconds") or 0.0 for x in profiles)
+        for c in cands:
+            evals.append((c.get("seconds") or {}).get("evaluate") or 0.0)
+            for k, v in ((c.get("measurements") or {}).get("evaluator") or {}).items():
+                if k.startswith("stage_"):
+                    stages.setdefault(k[len("stage_"):-2], []).append(float(v))
+        for x in profiles:
+            for k, v in (x.get("collect_s") or {}).items():
+                passes.setdefault(k, []).append(float(v))
+        base = float(baseline.get("wall_s") or 0.0)
+        problems.append({"name": p["name"], "wall_s": p["wall_s"], "candidates": len(cands), "baseline_s": base,
+                         "evaluate_s": ev, "profiles": len(profiles), "profile_s": pr,
+                         "rest_s": p["wall_s"] - base - ev - pr})
+    wall = sum(p["wall_s"] for p in problems)
+    n = sum(p["candidates"] for p in problems)
+    return {
+        "problems": problems, "wall_s": wall, "candidates": n,
+        "candidates_per_min": n / (wall / 60) if wall else None,
+        "evaluate_s_median": statistics.median(evals) if evals else None,
+        "stages": {k: {"sum": sum(v), "median": statistics.median(v), "n": len(v)} for k, v in stages.items()},
+        "profile_passes": {k: {"n": len(v), "median": statistics.median(v), "min": min(v), "max": max(v)}
+                           for k, v in passes.items()},
+    }
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("out_dir", type=Path)
+    ap.add_argument("--json", type=Path)
+    ap.add_argument("--skip", nargs="*", default=[])
+    args = ap.parse_args(argv)
+    if not (args.out_dir / "results.json").exists():
+        print(f"throughput_summary.py: {args.out_dir}: no results.json (not a bench output directory)", file=sys.stderr)
+        return 2
+    s = summarize(args.out_dir, set(args.skip))
+    print("| problem | wall s | candidates | baseline job s | evaluations s | profiles (n) s | rest s |")
+    print("|---|---|---|---|---|---|---|")
+    for p in s["problems"]:
+        print(f"| {p['name'][:40]} | {p['wall_s']:.1f} | {p['candidates']} | {p['baseline_s']:.1f} | "
+              f"{p['evaluate_s']:.1f} | ({p['profiles']}) {p['profile_s']:.1f} | {p['rest_s']:.1f} |")
+    rate = s["candidates_per_min"]
+    print(f"\n{len(s['problems'])} problems, {s['candidates']} candidates in {s['wall_s']:.1f} s: "
+          f"{rate:.2f} candidates per minute" if rate else "\nno problem")
+    print(f"evaluation seconds per candidate, median: {s['evaluate_s_median']}")
+    print("judge stages over the candidates (sum s, median s): " + ", ".join(
+        f"{k} {v['sum']:.1f} / {v['median']:.2f}" for k, v in sorted(s["stages"].items(), key=lambda kv: -kv[1]["sum"])))
+    print("profile passes (n, median s, min-max): " + ", ".join(
+        f"{k} {v['n']}, {v['median']:.1f}, {v['min']:.1f}-{v['max']:.1f}" for k, v in s["profile_passes"].items()))
+    if args.json:
+        args.json.write_text(json.dumps(s, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
