@@ -425,24 +425,29 @@ class Judge:
 
     def trial_reference(self, t: int) -> Any:
         """The reference's output for trial ``t``: the kept copy, or the reference called again
-        on the trial's inputs (in the judge's output buffers, valid until its next call
-        there), as the verify stage does for the re-checked timed calls."""
+        on the trial's inputs (:meth:`reference_on`), as the verify stage does for the
+        re-checked timed calls."""
         kept = self.ref_outs[t]
         if kept is not None:
             return kept
-        assert self.ref is not None and self.ref_views is not None
         t0 = time.monotonic()
-        inp.fill(self.ref_in, self.input_sets[t])
-        self.sync()
-        answer = self.ask(self.ref, {"op": "call", "export": True}, max(60.0, self.call_limit()),
-                          "the reference's forward, again")
-        err, out = self.read_back(answer, self.ref_example, self.ref_views, reference=True)
-        if err is not None:
-            raise Fail(Verdict.PROBLEM_ERROR, f"the reference's output cannot be read back: {err.message}")
+        out = self.reference_on(self.input_sets[t], 0.0, "the reference's forward, again")
         self.sync()
         self.recomputed += 1
         self.notes["reference_outputs_recomputed"] = float(self.recomputed)
         self.notes["ref_recompute_s"] = self.notes.get("ref_recompute_s", 0.0) + time.monotonic() - t0
+        return out
+
+    def reference_on(self, values: list[Any], u: float, what: str) -> Any:
+        """The reference's output on ``values`` (floating inputs scaled as a timed call's by
+        ``u``), in the judge's output buffers: valid until the reference's next call there."""
+        assert self.ref is not None and self.ref_views is not None  # set by reference_outputs
+        inp.fill(self.ref_in, values, u)
+        self.sync()
+        answer = self.ask(self.ref, {"op": "call", "export": True}, max(60.0, self.call_limit()), what)
+        err, out = self.read_back(answer, self.ref_example, self.ref_views, reference=True)
+        if err is not None:
+            raise Fail(Verdict.PROBLEM_ERROR, f"the reference's output cannot be read back: {err.message}")
         return out
 
     def degenerate_check(self) -> None:
@@ -946,15 +951,8 @@ class Judge:
     def verify(self) -> None:
         """Re-check the kept timed calls; the cross-checks of what the candidate's process reported."""
         self.status("verify")
-        assert self.ref is not None and self.ref_views is not None  # set by reference_outputs
         for i, j, u, kept in self.kept:
-            inp.fill(self.ref_in, self.input_sets[j], u)
-            self.sync()
-            answer = self.ask(self.ref, {"op": "call", "export": True}, max(60.0, self.call_limit()),
-                              "the reference's re-check")
-            err, expected = self.read_back(answer, self.ref_example, self.ref_views, reference=True)
-            if err is not None:
-                raise Fail(Verdict.PROBLEM_ERROR, f"the reference's output cannot be read back: {err.message}")
+            expected = self.reference_on(self.input_sets[j], u, "the reference's re-check")
             pick: Callable[[Any], Any] | None = None
             if self.sampler is not None:
                 want, why = cmp.values_at(expected, kept)
@@ -1180,15 +1178,7 @@ class Judge:
         n = int(self.ev.get("reverify_trials", 10))
         for t in range(n):
             values = self.draw_inputs(self.seed + 5000 + t)
-            inp.fill(self.ref_in, values)
-            self.sync()
-            assert self.ref is not None and self.ref_views is not None  # set by reference_outputs
-            answer = self.ask(self.ref, {"op": "call", "export": True}, max(60.0, self.call_limit()),
-                              "the reference's re-verification")
-            err, ref = self.read_back(answer, self.ref_example, self.ref_views, reference=True)
-            if err is not None:
-                raise Fail(Verdict.PROBLEM_ERROR, f"the reference's output cannot be read back: {err.message}")
-            ref = cmp.snapshot(ref)
+            ref = cmp.snapshot(self.reference_on(values, 0.0, "the reference's re-verification"))
             inp.fill(self.cand_in, values)
             self.sync()
             answer = self.cand_call({"op": "call", "export": True, "prefix": "re-verification: forward failed: "},
