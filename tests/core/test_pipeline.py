@@ -207,3 +207,14 @@ def test_stage1_ahead_is_checked_in_config():
     assert ProfilingConfig(stage1_ahead="all").stage1_ahead == "all"
     with pytest.raises(ValueError, match="stage1_ahead"):
         ProfilingConfig(stage1_ahead="everything")
+
+
+def test_the_profile_command_and_the_loop_build_the_same_profiler():
+    # make_profiler is what both use: profiling.stage1_ahead reaches the pipeline either way
+    from kernelpro.config import Config, ProfilingConfig, profiling_settings
+    from kernelpro.executors.calls import make_profiler
+
+    plugins = _combining_plugins(CombiningKernelCollector)
+    config = Config(profiling=ProfilingConfig(classifier="fake", stage1_ahead="all"))
+    profiler = make_profiler(config, plugins, profiling_settings(config, plugins))
+    assert profiler.ahead == "all" and [c.name for c in profiler.collectors] == ["fake_kernel"]

@@ -452,7 +452,8 @@ def profile(problem: str, candidate: str, config_path: str | None, device: str |
     from kernelpro.evaluate.runner import evaluate, profile_env
     from kernelpro.loop import gpu_spec
     from kernelpro.problem import ProblemError, load_candidate, load_problem
-    from kernelpro.profile.pipeline import Profiler, no_gpu_notes
+    from kernelpro.executors.calls import make_profiler
+    from kernelpro.profile.pipeline import no_gpu_notes
     from kernelpro.plugins import UnknownName
     from kernelpro.progress import Display
 
@@ -488,9 +489,7 @@ def profile(problem: str, candidate: str, config_path: str | None, device: str |
             click.echo(f"error: not profiled: the candidate is {result.verdict.value}: {result.reason}", err=True)
             sys.exit(EXIT_FAIL)
         try:
-            profiler = Profiler(plugins, config.profiling.classifier, config.profiling.collectors,
-                                config.profiling.block_micro_profilers, settings["heuristics"],
-                                settings["classifier"], settings["micro_profilers"], settings["collectors"])
+            profiler = make_profiler(config, plugins, settings)  # as the loop builds it
         except UnknownName as exc:
             raise Abort(str(exc)) from None
         gpu = gpu_spec(plugins, dev, config.gpu)
