@@ -230,3 +230,45 @@ def test_honest_candidates_leave_nothing_unaccounted_for(run_eval, gpu_problem, 
                       "reference_idle_cpu_share", "sandbox_landlock"))
                   + f" ref={result.baseline_ms} cand={result.runtime_ms}")
             assert result.verdict is Verdict.CORRECT, result.reason
+
+
+def test_judges_started_ahead_on_the_gpu(session_dir, fast_config, gpu_problem):
+    """``prestart``: the judge and the reference's harness open their CUDA contexts before
+    the job comes; the candidate's gets its build variables with its hello (a load_inline
+    build is found in its entry, a Triton kernel compiles into it); a timeout still frees
+    the GPU; discarded judges leave no memory behind."""
+    import time
+
+    import attrs
+    import torch
+
+    from kernelpro.evaluate import runner
+
+    runner.discard_spares()
+    free_before, _ = torch.cuda.mem_get_info()
+    n = [0]
+
+    def ev(cand, **overrides):
+        n[0] += 1
+        return runner.evaluate(gpu_problem, cand, device="cuda", config=attrs.evolve(fast_config, **overrides),
+                               workdir=session_dir / f"ahead{n[0]}", seed=0, prestart=True)
+
+    base = ev(None)
+    assert base.verdict is Verdict.CORRECT, base.reason
+    for cand, overrides in ((gpu("triton_gelu"), {}), (gpu("load_inline_gelu"), {"call_policy": "own_kernel"}),
+                            (honest("same_ops"), {"time_compiled_reference": True})):
+        with runner._SPARES_GUARD:
+            assert len(runner._SPARES) == 1
+        result = ev(cand, **overrides)
+        print("ahead:", cand.name, result.verdict.value, result.reason, result.flags)
+        assert result.verdict is Verdict.CORRECT, (cand.name, result.reason)
+        assert result.timing.method == "cuda_event+l2_flush"
+    hog = ev(gpu("gpu_hog"), timeout_s=15)
+    assert hog.verdict is Verdict.TIMEOUT, hog.reason
+    runner.settle()
+    for _ in range(100):
+        free_after, _ = torch.cuda.mem_get_info()
+        if free_after > free_before - (512 << 20):
+            break
+        time.sleep(0.1)
+    assert free_after > free_before - (512 << 20), (free_before, free_after)

@@ -49,7 +49,7 @@ def test_the_evaluation_job_sets_it_for_the_candidate_harness_only(tmp_path, mon
     cand.write_text(TRITON_SOURCE)
     seen = {}
 
-    def fake_judge(job_path, workdir, env, config, device, what="candidate"):
+    def fake_judge(job_path, workdir, env, config, device, what="candidate", prestart=False):
         seen["job"] = json.loads(Path(job_path).read_text())
         seen["env"] = env
         return EvalResult(verdict=Verdict.CRASH, reason="not run", device=device)
@@ -59,6 +59,16 @@ def test_the_evaluation_job_sets_it_for_the_candidate_harness_only(tmp_path, mon
     runner.evaluate(problem, cand, device="cpu", config=config, workdir=tmp_path / "w", language="triton")
     assert seen["job"]["sandbox"]["env"]["TRITON_INTERPRET"] == "1"
     assert "TRITON_INTERPRET" not in seen["job"]["reference_env"] and "TRITON_INTERPRET" not in seen["env"]
+    # the judge starts before its job is known: each harness is told its variables with its hello
+    from kernelpro.evaluate.judge_main import hellos
+
+    ref_hello, cand_hello = hellos(seen["job"])
+    assert cand_hello is not None and cand_hello["env"]["TRITON_INTERPRET"] == "1"
+    assert "TRITON_INTERPRET" not in ref_hello["env"]
+    assert cand_hello["env"]["TORCH_EXTENSIONS_DIR"] == seen["job"]["build_env"]["TORCH_EXTENSIONS_DIR"]
+    assert "TORCH_EXTENSIONS_DIR" not in ref_hello["env"]  # the candidate's builds are not the reference's
+    assert ref_hello["env"]["TRITON_CACHE_DIR"] == seen["job"]["reference_env"]["TRITON_CACHE_DIR"]
+    assert "TORCH_EXTENSIONS_DIR" not in seen["env"]  # nor in the judge's own environment
     runner.evaluate(problem, cand, device="cuda", config=config, workdir=tmp_path / "w2", language="triton")
     assert "TRITON_INTERPRET" not in seen["job"]["sandbox"]["env"]
 

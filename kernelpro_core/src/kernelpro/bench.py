@@ -493,6 +493,14 @@ class ProblemCall:
             error = str(exc)
         except Exception as exc:  # one broken problem must not stop the bench
             error = f"{type(exc).__name__}: {exc}".splitlines()[0]
+        if self.config.evaluator.prestart and error is None:
+            # the next problem on this worker starts with its baseline job: its judge starts now
+            from kernelpro.evaluate import runner
+
+            try:
+                runner.prestart_judge(slot.device, runner.judge_env(dict(slot.env)))
+            except OSError:
+                pass
         if self.run_dir.is_dir():  # a resumed problem's wall time is this call's part only
             (self.run_dir / BENCH_META).write_text(json.dumps(
                 {"code": code_digest(), "wall_s": time.monotonic() - t0, "resumed": resume, "worker": slot.name}))

@@ -118,6 +118,10 @@ class EvaluatorConfig:
     # auto: Landlock where the kernel has it, and a watch of the files around; landlock: refuse to
     # evaluate without it; detect: the watch only (no Landlock)
     write_guard: str = "auto"
+    # a run starts the next evaluation's processes (the judge, the two harnesses: torch
+    # imported, the judge's and the reference's CUDA contexts open) when an evaluation ends,
+    # while it profiles and generates; false: each evaluation starts its own when it begins
+    prestart: bool = True
 
     def __attrs_post_init__(self) -> None:
         if self.call_policy not in ("any", "no_torch_compute", "own_kernel"):

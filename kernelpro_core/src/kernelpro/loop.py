@@ -265,7 +265,8 @@ class Optimizer:
         if self.baseline is None:
             self.progress.message("measuring the reference")
             call = EvaluateCall(self._eval_problem_path(), None, self.config.evaluator, self.run.eval_dir("baseline"),
-                                self.config.seed, list(self.measurements), ceilings=self.gpu)
+                                self.config.seed, list(self.measurements), ceilings=self.gpu,
+                                prestart=self.config.budget > len(self.records))
             base = self._run_one(Job(id="baseline", fn=call), "the reference")["result"]
             if base.verdict is not Verdict.CORRECT:
                 raise RunError(f"the reference itself failed ({base.verdict.value}): {base.reason}")
@@ -424,7 +425,7 @@ class Optimizer:
                             self.config.seed, list(self.measurements), build_dir=self.run.build_dir(cid),
                             language=self._language(cid, pending.get("language")),
                             reference_flops=self._reference_flops(), compiled=compiled, profile=profile,
-                            ceilings=self.gpu)
+                            ceilings=self.gpu, prestart=len(self.records) + 1 < self.config.budget)
 
     def _profile_call(self, cid: str, result: EvalResult | None = None, parent: str | None = None) -> ProfileCall:
         if parent is None and cid in self.tree:

@@ -1,9 +1,10 @@
 """The judge's result channel to the parent, made hard to forge.
 
 The parent creates a pipe and a random 32-byte token. The judge's process inherits the
-pipe's write end (its number in ``KERNELPRO_RESULT_FD``) and receives the token on stdin,
-which it reads and closes before it starts anything else; it keeps only an HMAC object
-keyed with the token. The result is sent once, as
+pipe's write end (its number in ``KERNELPRO_RESULT_FD``) and receives the token on stdin
+before it starts anything else, then (a judge started ahead of its job, see
+:mod:`kernelpro.evaluate.runner`) the path of its job as one line, after which stdin is
+closed; it keeps only an HMAC object keyed with the token. The result is sent once, as
 ``KPR1 <hmac-sha256 hex> <length>\\n<json>``. The parent accepts exactly one message
 with a valid MAC; a forged or second message is an integrity violation, and files in the
 work directory are never read as results. No candidate code runs in the judge's process
@@ -37,6 +38,10 @@ class ParentEnd:
         os.set_inheritable(self.write_fd, True)
         self._chunks: list[bytes] = []
         self._reader: threading.Thread | None = None
+        #: set when the pipe reached EOF: every holder of the write end closed it (the judge
+        #: does right after sending its result)
+        self.closed = threading.Event()
+        self._abandoned = False
 
     def start_reading(self) -> None:
         """Close our copy of the write end and drain the pipe on a thread until EOF."""
@@ -51,17 +56,29 @@ class ParentEnd:
                 if not chunk:
                     break
                 self._chunks.append(chunk)
+            self.closed.set()
+            if self._abandoned:
+                fd, self.read_fd = self.read_fd, -1
+                if fd >= 0:
+                    os.close(fd)
 
         self._reader = threading.Thread(target=drain, daemon=True, name="kernelpro-result-reader")
         self._reader.start()
 
     def finish(self, timeout_s: float = 5.0) -> bytes:
+        """What was read, after waiting up to ``timeout_s`` for EOF; closes the read end
+        (once: its number may belong to another file afterwards)."""
         if self._reader is not None:
             self._reader.join(timeout_s)
-        try:
-            os.close(self.read_fd)
-        except OSError:
-            pass
+            if self._reader.is_alive():  # still reading: closing under it could read another file
+                self._abandoned = True  # the reader closes it at EOF
+                return b"".join(self._chunks)
+        fd, self.read_fd = self.read_fd, -1
+        if fd >= 0:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
         return b"".join(self._chunks)
 
     def verify(self, data: bytes) -> str | None:
@@ -88,19 +105,52 @@ class ParentEnd:
 # --- the judge's side ---------------------------------------------------------------------
 
 
-class WorkerEnd:
-    """Created before the candidate is imported; reads the token from stdin and closes it."""
+TOKEN_BYTES = 32
 
-    def __init__(self) -> None:
+
+def _read_exactly(fd: int, n: int) -> bytes:
+    out = b""
+    while len(out) < n:
+        chunk = os.read(fd, n - len(out))
+        if not chunk:
+            break
+        out += chunk
+    return out
+
+
+class WorkerEnd:
+    """Created before the candidate is imported; reads the token from stdin. Unless
+    ``job_follows``, stdin is closed at once; otherwise :meth:`job` reads the job's line
+    and closes it."""
+
+    def __init__(self, job_follows: bool = False) -> None:
         fd = os.environ.pop(FD_ENV, None)
         self.fd = int(fd) if fd is not None else None
-        token = os.read(0, 64) if self.fd is not None else b""
-        devnull = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(devnull, 0)
-        os.close(devnull)
+        token = _read_exactly(0, TOKEN_BYTES) if self.fd is not None else b""
+        if not job_follows:
+            self._close_stdin()
         self._mac = hmac.new(token, digestmod=hashlib.sha256) if token else None
         del token
         self.sent = False
+
+    @staticmethod
+    def _close_stdin() -> None:
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.close(devnull)
+
+    def job(self) -> str | None:
+        """Wait for the job's line on stdin (the path of its job.json); None when stdin
+        ends first (the parent discarded this judge, or is gone)."""
+        line = b""
+        while not line.endswith(b"\n"):
+            chunk = os.read(0, 4096)
+            if not chunk:
+                break
+            line += chunk
+        self._close_stdin()
+        text = line.decode(errors="replace").strip()
+        return text or None
 
     def send(self, payload: str) -> None:
         if self.fd is None or self._mac is None or self.sent:

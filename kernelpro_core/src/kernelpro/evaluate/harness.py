@@ -462,10 +462,44 @@ class Harness:
         return {"ok": True}
 
 
+def warm_up(msg: dict[str, Any]) -> None:
+    """A harness started ahead of its job (:mod:`kernelpro.evaluate.runner`): the
+    reference's opens its CUDA context while it waits. The candidate's does not: what the
+    CUDA driver reads from the environment at that point (its JIT cache) is the
+    candidate's, told only with its hello."""
+    if msg.get("role") == "reference" and str(msg.get("device", "")).startswith("cuda"):
+        torch.zeros(1, device=msg["device"])
+        torch.cuda.synchronize()
+
+
+def apply_env(env: dict[str, str]) -> None:
+    """Add the job's variables (a harness started ahead of its job gets them with its hello):
+    whatever reads them later (Triton, inductor, torch's extension builder, the CUDA
+    driver of a process without a context yet, ``tempfile``) sees them as if set at start."""
+    import tempfile
+
+    for key, value in env.items():
+        os.environ[str(key)] = str(value)
+    if "TMPDIR" in env:
+        tempfile.tempdir = None  # tempfile caches the directory it chose first
+    if env.get("PYTHONDONTWRITEBYTECODE"):
+        sys.dont_write_bytecode = True
+
+
 def main() -> None:
     fd = int(os.environ.pop(FD_ENV))
     chan = Channel.from_fd(fd)
-    hello = chan.recv()
+    try:
+        hello = chan.recv()
+        if hello.get("warm"):
+            warm_up(hello)
+            hello = chan.recv()
+    except Closed:  # started ahead, and discarded before its job came
+        os._exit(0)
+    if not hello.get("role"):  # told to leave before its job came
+        chan.send({"ok": True})
+        os._exit(0)
+    apply_env(hello.get("env") or {})
     confined = None
     if hello["role"] == "candidate":
         from kernelpro.evaluate.sandbox import confine

@@ -1,6 +1,6 @@
 """The judge: one evaluation, decided in a process no candidate code runs in.
 
-    python -m kernelpro.evaluate.judge_main JOB.json      (started by runner.evaluate)
+    python -m kernelpro.evaluate.judge_main DEVICE      (started by runner.evaluate)
 
 The judge starts two harness processes (:mod:`kernelpro.evaluate.harness`): the
 *reference* harness builds the problem's model, the *candidate* harness confines itself
@@ -298,7 +298,13 @@ class Judge:
             self.measure()
             return self.result()
         finally:
-            self.stop_harnesses()
+            self.stop_candidate()
+
+    def stop_candidate(self) -> None:
+        """End the candidate's harness and everything it started (before the verdict is
+        sent: the parent checks the files it must leave alone once it has the verdict)."""
+        if self.cand is not None:
+            self.cand.close()
 
     def stop_harnesses(self) -> None:
         for r in (self.cand, self.ref):

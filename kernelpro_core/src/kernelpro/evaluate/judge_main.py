@@ -1,11 +1,19 @@
-"""The judge's process: start the two harnesses, then judge.
+"""The judge's process: start the two harnesses, wait for the job, then judge.
 
-    python -m kernelpro.evaluate.judge_main JOB.json      (started by runner.evaluate)
+    python -m kernelpro.evaluate.judge_main DEVICE      (started by kernelpro.evaluate.runner)
 
-The harnesses are started before anything heavy is imported here, so the three processes
-import torch at the same time rather than one after the other. The verdict goes to the
-parent over the signed result channel (:mod:`kernelpro.evaluate.channel`); the process
-leaves with ``os._exit`` so nothing of the models runs at exit.
+Stdin carries the result channel's token, then the path of the job (one line). The
+runner may start this process ahead of its job, while the loop profiles or generates: the
+harnesses are started, torch imported and the CUDA contexts of this process and of the
+reference's harness opened before the job's line arrives; what depends on the job (the
+directories, the candidate's build variables, the sandbox) is told to each harness with
+its hello, before it confines itself or loads anything of the candidate. Stdin ending
+first (the runner discarded this judge) ends the process and its harnesses.
+
+The verdict goes to the parent over the signed result channel
+(:mod:`kernelpro.evaluate.channel`) once the candidate's harness has ended; the reference's
+is ended after, while the parent goes on. The process leaves with ``os._exit`` so nothing
+of the models runs at exit.
 """
 
 from __future__ import annotations
@@ -32,47 +40,78 @@ CPU_TIMING_ENV = {"OMP_WAIT_POLICY": "PASSIVE", "MALLOC_MMAP_THRESHOLD_": str(32
 CANDIDATE_BUILD_KEYS = ("TORCH_EXTENSIONS_DIR", "KERNELPRO_BUILD_DIR")
 
 
-def start_harnesses(job: dict[str, Any]) -> tuple[Remote, Remote | None]:
-    """The reference's harness, and the candidate's (None for the baseline job)."""
-    workdir = Path(job["workdir"])
-    cuda = job["device"].startswith("cuda")
+def start_harnesses(device: str, procdir: Path) -> tuple[Remote, Remote]:
+    """The reference's harness and the candidate's, started before their job is known
+    (their logs and exit records in ``procdir``)."""
     env = dict(os.environ)
     env.pop("KERNELPRO_RESULT_FD", None)
-    if not cuda:
+    if not device.startswith("cuda"):
         env.update(CPU_TIMING_ENV)
+    ref = Remote("reference", workdir=procdir, cwd=procdir, env=env, hello=None, warm=device)
+    # inductor's compile workers would be processes left running after every call
+    cenv = dict(env, TORCHINDUCTOR_COMPILE_THREADS="1")
+    cand = Remote("candidate", workdir=procdir, cwd=procdir, env=cenv, hello=None)
+    return ref, cand
+
+
+def hellos(job: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """What each harness is told of the job: its directory and the variables of its
+    environment that depend on the job (the candidate's build entry, the sandbox)."""
+    workdir = Path(job["workdir"])
+    build = dict(job.get("build_env") or {})
     ref_dir = workdir / "reference"
     ref_dir.mkdir(exist_ok=True)
-    renv = {k: v for k, v in env.items() if k not in CANDIDATE_BUILD_KEYS}
+    renv = {k: v for k, v in build.items() if k not in CANDIDATE_BUILD_KEYS}
     renv.update(job.get("reference_env", {}))  # its compiled kernels where no candidate may write
-    ref = Remote("reference", workdir=workdir, cwd=ref_dir, env=renv,
-                 hello={"role": "reference", "device": job["device"]})
+    ref = {"role": "reference", "device": job["device"], "cwd": str(ref_dir), "env": renv}
     if job.get("candidate") is None:
         return ref, None
     box = Path(job["sandbox"]["dir"])
     (box / "tmp").mkdir(parents=True, exist_ok=True)
-    cenv = dict(env)
+    cenv = dict(build)
     cenv.update(job["sandbox"].get("env", {}))
-    # inductor's compile workers would be processes left running after every call
-    cenv.update(TMPDIR=str(box / "tmp"), TORCHINDUCTOR_COMPILE_THREADS="1")
-    cand = Remote("candidate", workdir=workdir, cwd=box, env=cenv,
-                  hello={"role": "candidate", "device": job["device"], "cwd": str(box),
-                         "confine": bool(job["sandbox"].get("confine", True)),
-                         "memory_limit_mb": job["evaluator"].get("memory_limit_mb"),
-                         "writable": job["sandbox"]["writable"]})
+    cenv["TMPDIR"] = str(box / "tmp")
+    cand = {"role": "candidate", "device": job["device"], "cwd": str(box), "env": cenv,
+            "confine": bool(job["sandbox"].get("confine", True)),
+            "memory_limit_mb": job["evaluator"].get("memory_limit_mb"),
+            "writable": job["sandbox"]["writable"]}
     return ref, cand
+
+
+def _open_context(device: str) -> None:
+    if device.startswith("cuda"):
+        import torch
+
+        torch.zeros(1, device=device)
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     set_undumpable()
-    channel = WorkerEnd()  # reads the token and closes stdin
-    job = json.loads(Path(argv[0]).read_text())
-    ref, cand = start_harnesses(job)
+    device = argv[0]
+    channel = WorkerEnd(job_follows=True)  # reads the token
+    ref, cand = start_harnesses(device, Path.cwd())
     from kernelpro.evaluate.harness import one_line  # torch: while the harnesses start
     from kernelpro.evaluate.judge import Fail, Judge
     from kernelpro.records import CompileResult, EvalResult, Verdict, to_json
 
-    judge = Judge(job, ref, cand)
+    try:
+        _open_context(device)
+    except Exception:  # a GPU fault shows again, as a verdict, when the job runs
+        pass
+    job_path = channel.job()
+    if job_path is None:  # discarded before its job came: the harnesses end with this process
+        os._exit(0)
+    job = json.loads(Path(job_path).read_text())
+    ref_hello, cand_hello = hellos(job)
+    ref.tell(ref_hello)
+    if cand_hello is None:
+        cand.kill()
+        cand_remote: Remote | None = None
+    else:
+        cand.tell(cand_hello)
+        cand_remote = cand
+    judge = Judge(job, ref, cand_remote)
     try:
         result = judge.run()
     except Fail as f:
@@ -85,11 +124,13 @@ def main(argv: list[str] | None = None) -> int:
     except BaseException as exc:  # a fault of the judge itself: said as such, never blamed on the candidate
         import traceback
 
-        traceback.print_exc()  # into the evaluation directory's judge.log
+        traceback.print_exc()  # into the evaluation's judge.log
         result = EvalResult(verdict=Verdict.CRASH, reason=f"the evaluator failed: {one_line(exc)}",
                             flags=tuple(judge.flags), device=job["device"])
+    judge.stop_candidate()  # the candidate's processes are gone before the verdict is out
     channel.send(json.dumps(to_json(result)))
     sys.stdout.flush()
+    judge.stop_harnesses()
     os._exit(0)
 
 

@@ -112,9 +112,12 @@ def main(argv: list[str]) -> int:
             pass
 
     rc = proc.wait()
-    with open(rc_file + ".tmp", "w") as fh:
-        fh.write(str(rc))
-    os.replace(rc_file + ".tmp", rc_file)
+    try:
+        with open(rc_file + ".tmp", "w") as fh:
+            fh.write(str(rc))
+        os.replace(rc_file + ".tmp", rc_file)
+    except OSError:  # its directory is gone (no one reads the record any more): still reap
+        pass
     reap_all()
     return 0
 

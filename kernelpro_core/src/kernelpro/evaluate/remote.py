@@ -38,7 +38,14 @@ class _Idle(Exception):
 
 
 class Remote:
-    def __init__(self, role: str, *, workdir: Path, cwd: Path, env: dict[str, str], hello: dict[str, Any]) -> None:
+    """``hello``: what the harness is told before anything else (its role, device,
+    directory, confinement, and variables to add to its environment); None to start it now
+    and tell it later (:meth:`tell`), when the process was started ahead of its job. A
+    harness started ahead imports torch and waits; ``warm`` (a device) lets the reference's
+    also open its CUDA context meanwhile."""
+
+    def __init__(self, role: str, *, workdir: Path, cwd: Path, env: dict[str, str],
+                 hello: dict[str, Any] | None, warm: str | None = None) -> None:
         self.role = role
         self.rc_path = workdir / f"{role}_rc"
         self.log_path = workdir / f"{role}.log"
@@ -55,7 +62,14 @@ class Remote:
         self.chan = Channel(mine, accept_fds=False)
         self.pid: int | None = None  # the harness itself, once it said hello (checked against /proc)
         self.confined: str | None = None
-        self.chan.send(hello)
+        if warm is not None:
+            self.chan.send({"warm": True, "role": role, "device": warm})
+        if hello is not None:
+            self.chan.send(hello)
+
+    def tell(self, hello: dict[str, Any]) -> None:
+        """Send the hello of a harness started without one."""
+        self.send(hello)
 
     # --- requests ---------------------------------------------------------------------------------
 

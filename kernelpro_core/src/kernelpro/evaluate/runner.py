@@ -8,6 +8,11 @@
    and a token only the evaluator knows). It starts the reference's and the candidate's
    harness processes itself; the candidate's gets an empty directory of its own
    (``<workdir>/sandbox``) and may write nowhere else but its build-cache entry.
+   Starting the three processes (each imports torch, two open a CUDA context) costs seconds;
+   with ``prestart`` an evaluation that ends starts the next one's judge at once, which
+   waits for its job (:class:`_JudgeProcess`): the loop's next evaluation on the same
+   device takes it. The verdict is back once the candidate's harness has ended; the
+   reference's ends behind it, and the next evaluation on that device waits for that.
 3. How the judge ended decides the verdict when it sent no result (it always does unless
    it was killed): over ``timeout_s`` is ``timeout`` with the stage it was in.
 4. Files the candidate must leave alone (the problem, its own source, the files beside
@@ -18,11 +23,14 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterable, Sequence
@@ -110,6 +118,7 @@ def evaluate(
     reference_flops: float | None = None,
     ceilings: Any = None,
     env: dict[str, str] | None = None,
+    prestart: bool = False,
 ) -> EvalResult:
     """Evaluate ``candidate_path`` against ``problem_path`` (see the module docstring).
 
@@ -123,7 +132,8 @@ def evaluate(
     problem's minimum-traffic bound against it is reported as
     ``measurements["evaluator"]["min_traffic_bound_ms"]``. ``env``: added to the environment
     of the judge and everything it starts (an executor's ``CUDA_VISIBLE_DEVICES``, pinning
-    the evaluation to one GPU)."""
+    the evaluation to one GPU). ``prestart``: more evaluations on this device follow, so
+    start the next one's processes now (``config.prestart`` must allow it)."""
     workdir = Path(workdir).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
@@ -133,7 +143,8 @@ def evaluate(
     guard = FileWatch(files=files, dirs=[f.resolve().parent for f in files], ignore=ours)
     result = _evaluate(problem_path, candidate_path, device=device, config=config, workdir=workdir, seed=seed,
                        measurements=measurements, build_dir=build_dir, language=language, compiled=compiled,
-                       reference_flops=reference_flops, ceilings=ceilings, extra_env=env or {})
+                       reference_flops=reference_flops, ceilings=ceilings, extra_env=env or {},
+                       prestart=prestart and config.prestart)
     changed = guard.changed() if candidate_path is not None else []
     if changed:
         result = EvalResult(verdict=Verdict.INTEGRITY, reason="the candidate changed files outside its directory: "
@@ -144,7 +155,7 @@ def evaluate(
 def _evaluate(problem_path: Path, candidate_path: Path | None, *, device: str, config: EvaluatorConfig,
               workdir: Path, seed: int, measurements: Sequence[tuple[type[Measurement], Any]], build_dir: Path | None,
               language: str, compiled: build.CompileOutcome | None, reference_flops: float | None,
-              ceilings: Any = None, extra_env: dict[str, str] | None = None) -> EvalResult:
+              ceilings: Any = None, extra_env: dict[str, str] | None = None, prestart: bool = False) -> EvalResult:
     t0 = time.monotonic()
     stage_info: dict[str, Any] = {}
     what = Path(candidate_path).stem if candidate_path is not None else "reference"
@@ -207,15 +218,27 @@ def _evaluate(problem_path: Path, candidate_path: Path | None, *, device: str, c
         "status": str(workdir / "status.txt"),
         "reference_flops": reference_flops,
         "ceilings": unstructure(ceilings) if ceilings is not None else None,
+        # the variables of the candidate's build: the judge starts before its job is known,
+        # so each harness is told them with its hello
+        "build_env": {k: env[k] for k in BUILD_ENV_KEYS if k in env},
     }
     for stale in ("result.json", "status.txt", "judge_rc"):
         (workdir / stale).unlink(missing_ok=True)
     job_path = workdir / "job.json"
     job_path.write_text(json.dumps(job, indent=1))
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    env.update(extra_env or {})
-    result = _run_judge(job_path, workdir, env, config, device, what)
+    result = _run_judge(job_path, workdir, judge_env(extra_env, env), config, device, what, prestart=prestart)
     return attrs.evolve(result, wall_s=time.monotonic() - t0)
+
+
+def judge_env(extra_env: dict[str, str] | None = None, env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment a judge's process starts with: ``env`` (by default this process's),
+    without the variables of a candidate's build (the job tells them), with ``extra_env``
+    (an executor's ``CUDA_VISIBLE_DEVICES``)."""
+    out = {k: v for k, v in (os.environ if env is None else env).items() if k not in BUILD_ENV_KEYS and k != FD_ENV}
+    out.setdefault("PYTHONUNBUFFERED", "1")
+    out["PYTHONDONTWRITEBYTECODE"] = "1"
+    out.update(extra_env or {})
+    return out
 
 
 def _includes(config: EvaluatorConfig) -> list[str]:
@@ -243,8 +266,11 @@ def _write_entry_settings(outcome: build.CompileOutcome, config: EvaluatorConfig
         pass
 
 
-def _wait_showing_stages(proc: subprocess.Popen[bytes], timeout_s: float, status: Path, what: str) -> None:
-    """``proc.wait(timeout_s)``, telling the progress display each stage the judge enters."""
+def _wait_showing_stages(proc: subprocess.Popen[bytes], channel: ParentEnd, timeout_s: float, status: Path,
+                         what: str) -> None:
+    """Wait until the judge closed its result channel (it has sent its verdict, or ended)
+    or its process ended, within ``timeout_s``; tell the progress display each stage the
+    judge enters."""
     deadline = time.monotonic() + timeout_s
     seen = ""
     while True:
@@ -258,11 +284,8 @@ def _wait_showing_stages(proc: subprocess.Popen[bytes], timeout_s: float, status
         left = deadline - time.monotonic()
         if left <= 0:
             raise subprocess.TimeoutExpired(proc.args, timeout_s)
-        try:
-            proc.wait(timeout=min(0.2, left))
+        if channel.closed.wait(timeout=min(0.1, left)) or proc.poll() is not None:
             return
-        except subprocess.TimeoutExpired:
-            continue
 
 
 class EvaluationStopped(BaseException):
@@ -298,34 +321,218 @@ def forget_thread() -> None:
         _RUNNING.pop(threading.get_ident(), None)
 
 
-def _run_judge(job_path: Path, workdir: Path, env: dict[str, str], config: EvaluatorConfig,
-               device: str, what: str = "candidate") -> EvalResult:
-    channel = ParentEnd()
-    env = dict(env)
-    env[FD_ENV] = str(channel.write_fd)
-    token_r, token_w = os.pipe()
-    os.write(token_w, channel.token)
-    os.close(token_w)
-    rc_path = workdir / "judge_rc"
-    log_path = workdir / "judge.log"
-    argv = [sys.executable, "-m", "kernelpro.evaluate.reaper", str(rc_path), "--",
-            sys.executable, "-m", "kernelpro.evaluate.judge_main", str(job_path)]
-    timed_out = False
-    with open(log_path, "wb") as log:
+# --- the judge's process, started ahead of its job -------------------------------------------
+
+
+@attrs.define(eq=False)
+class _JudgeProcess:
+    """A judge's process under its reaper, started with its channel's token on stdin; it
+    imports torch, starts both harnesses and waits for its job's line (:meth:`give`).
+    Its logs and exit records are in ``procdir`` until the evaluation moves them."""
+
+    key: tuple[Any, ...]
+    proc: subprocess.Popen[bytes]
+    channel: ParentEnd
+    job_fd: int | None
+    procdir: Path
+    started: float
+    workdir: Path | None = None  # the evaluation's directory, once it has a job
+
+    @classmethod
+    def start(cls, key: tuple[Any, ...], device: str, env: dict[str, str]) -> _JudgeProcess:
+        procdir = Path(tempfile.mkdtemp(prefix="kernelpro-judge-"))
+        channel = ParentEnd()
+        env = dict(env)
+        env[FD_ENV] = str(channel.write_fd)
+        stdin_r, stdin_w = os.pipe()
+        os.write(stdin_w, channel.token)
+        argv = [sys.executable, "-m", "kernelpro.evaluate.reaper", str(procdir / "judge_rc"), "--",
+                sys.executable, "-m", "kernelpro.evaluate.judge_main", device]
         try:
-            proc = subprocess.Popen(argv, stdin=token_r, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                    start_new_session=True, cwd=str(workdir), pass_fds=(channel.write_fd,))
+            with open(procdir / "judge.log", "wb") as log:
+                proc = subprocess.Popen(argv, stdin=stdin_r, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                        start_new_session=True, cwd=str(procdir), pass_fds=(channel.write_fd,))
+        except BaseException:
+            os.close(stdin_w)
+            os.close(channel.write_fd)
+            os.close(channel.read_fd)
+            shutil.rmtree(procdir, ignore_errors=True)
+            raise
         finally:
-            os.close(token_r)
+            os.close(stdin_r)
         channel.start_reading()
-        me = threading.get_ident()
-        with _RUNNING_GUARD:
-            _RUNNING.setdefault(me, set()).add(proc.pid)
-            stopped = me in _STOPPED
-        if stopped:
-            signal_pid(proc.pid, signal.SIGTERM)
+        return cls(key=key, proc=proc, channel=channel, job_fd=stdin_w, procdir=procdir, started=time.monotonic())
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None and not self.channel.closed.is_set()
+
+    def give(self, job_path: Path, workdir: Path) -> None:
+        """Send the job's line; a judge that died meanwhile is told by how it ended. Its
+        logs show in ``workdir`` from now on (links until it has ended, then the files)."""
+        self.workdir = workdir
+        for name in PROCESS_LOGS:
+            link = workdir / name
+            try:
+                if link.is_symlink() or link.exists():
+                    link.unlink()
+                link.symlink_to(self.procdir / name)
+            except OSError:
+                pass
+        fd, self.job_fd = self.job_fd, None
+        if fd is None:
+            return
         try:
-            _wait_showing_stages(proc, config.timeout_s, workdir / "status.txt", what)
+            os.write(fd, (str(job_path) + "\n").encode())
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+
+    def discard(self) -> None:
+        """End it without a job (its harnesses end with it)."""
+        if self.job_fd is not None:
+            os.close(self.job_fd)
+            self.job_fd = None
+        signal_pid(self.proc.pid, signal.SIGTERM)
+        _end_behind(self)
+
+    def finish_ending(self, grace_s: float = 30.0) -> None:
+        """Wait for the process (ending its reference harness) and everything in its group,
+        then remove its directory."""
+        try:
+            self.proc.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            signal_pid(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+        kill_group(self.proc.pid)
+        if self.proc.poll() is None:
+            signal_pid(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        self.channel.finish(timeout_s=0.1)
+        if self.workdir is not None:  # its logs and exit records go to the evaluation's directory
+            for name in PROCESS_LOGS + PROCESS_RECORDS:
+                src, dst = self.procdir / name, self.workdir / name
+                if not src.exists():
+                    continue
+                try:
+                    if dst.is_symlink() or dst.exists():
+                        dst.unlink()
+                    shutil.move(str(src), str(dst))
+                except OSError:
+                    pass
+        shutil.rmtree(self.procdir, ignore_errors=True)
+
+
+#: what a judge's processes write into its directory
+PROCESS_LOGS = ("judge.log", "reference.log", "candidate.log")
+PROCESS_RECORDS = ("judge_rc", "reference_rc", "candidate_rc")
+
+
+#: judges started ahead, by key (device and environment): at most one each, MAX_SPARES in all
+_SPARES: dict[tuple[Any, ...], _JudgeProcess] = {}
+#: judges whose verdict is back and whose reference harness is still ending, by key
+_ENDING: dict[tuple[Any, ...], list[threading.Thread]] = {}
+_SPARES_GUARD = threading.Lock()
+MAX_SPARES = 8
+
+
+def _spare_key(device: str, env: dict[str, str]) -> tuple[Any, ...]:
+    return (device, sys.executable, tuple(sorted(env.items())))
+
+
+def _end_behind(judge: _JudgeProcess) -> None:
+    t = threading.Thread(target=judge.finish_ending, daemon=True, name="kernelpro-judge-end")
+    with _SPARES_GUARD:
+        _ENDING.setdefault(judge.key, []).append(t)
+    t.start()
+
+
+def _wait_ended(key: tuple[Any, ...], timeout_s: float = 60.0) -> None:
+    """Wait until the processes of the last evaluations under ``key`` (the same device) are
+    gone, so that none of them is still ending while this one measures."""
+    with _SPARES_GUARD:
+        threads = _ENDING.pop(key, [])
+    end = time.monotonic() + timeout_s
+    for t in threads:
+        t.join(max(0.0, end - time.monotonic()))
+
+
+def _take_spare(key: tuple[Any, ...]) -> _JudgeProcess | None:
+    with _SPARES_GUARD:
+        judge = _SPARES.pop(key, None)
+    if judge is not None and not judge.alive():
+        judge.discard()
+        return None
+    return judge
+
+
+def prestart_judge(device: str, env: dict[str, str]) -> None:
+    """Start a judge for the next evaluation under ``device`` and ``env`` (a
+    :func:`judge_env`), unless one waits already. A run's evaluations call it themselves
+    (``prestart``); a bench calls it when a problem ends, for the next one's baseline."""
+    key = _spare_key(device, env)
+    with _SPARES_GUARD:
+        if key in _SPARES:
+            return
+    judge = _JudgeProcess.start(key, device, env)
+    old: list[_JudgeProcess] = []
+    with _SPARES_GUARD:
+        if key in _SPARES:  # another thread was quicker
+            old.append(judge)
+        else:
+            _SPARES[key] = judge
+        while len(_SPARES) > MAX_SPARES:
+            oldest = min(_SPARES, key=lambda k: _SPARES[k].started)
+            old.append(_SPARES.pop(oldest))
+    for j in old:
+        j.discard()
+
+
+def discard_spares() -> None:
+    """End every judge started ahead that no evaluation took (at exit, and when a run ends)."""
+    with _SPARES_GUARD:
+        judges = list(_SPARES.values())
+        _SPARES.clear()
+    for j in judges:
+        j.discard()
+
+
+def settle(timeout_s: float = 60.0) -> None:
+    """Discard the judges started ahead and wait (up to ``timeout_s``) until every judge
+    whose verdict is back has ended: no evaluator process of this one is left running."""
+    discard_spares()
+    with _SPARES_GUARD:
+        threads = [t for ts in _ENDING.values() for t in ts]
+        _ENDING.clear()
+    end = time.monotonic() + timeout_s
+    for t in threads:
+        t.join(max(0.0, end - time.monotonic()))
+
+
+atexit.register(settle, 30.0)
+
+
+def _run_judge(job_path: Path, workdir: Path, env: dict[str, str], config: EvaluatorConfig,
+               device: str, what: str = "candidate", prestart: bool = False) -> EvalResult:
+    me = threading.get_ident()
+    with _RUNNING_GUARD:
+        if me in _STOPPED:
+            raise EvaluationStopped()
+    key = _spare_key(device, env)
+    _wait_ended(key)
+    judge = _take_spare(key) or _JudgeProcess.start(key, device, env)
+    proc, channel = judge.proc, judge.channel
+    progress.stage(f"{what}: start")
+    with _RUNNING_GUARD:
+        _RUNNING.setdefault(me, set()).add(proc.pid)
+    timed_out = False
+    try:
+        judge.give(job_path, workdir)
+        try:
+            _wait_showing_stages(proc, channel, config.timeout_s, workdir / "status.txt", what)
         except subprocess.TimeoutExpired:
             timed_out = True
             signal_pid(proc.pid, signal.SIGTERM)  # the reaper kills the judge and every descendant
@@ -334,13 +541,32 @@ def _run_judge(job_path: Path, workdir: Path, env: dict[str, str], config: Evalu
             except subprocess.TimeoutExpired:
                 kill_group(proc.pid)
                 proc.wait()
-        finally:
-            with _RUNNING_GUARD:
-                _RUNNING.get(me, set()).discard(proc.pid)
-            kill_group(proc.pid)  # anything left in the session's group
-    data = channel.finish()
-    with _RUNNING_GUARD:
-        stopped = me in _STOPPED
+    finally:
+        with _RUNNING_GUARD:
+            _RUNNING.get(me, set()).discard(proc.pid)
+            stopped = me in _STOPPED
+        if stopped or timed_out:
+            signal_pid(proc.pid, signal.SIGTERM)
+    data = channel.finish(timeout_s=0.5 if proc.poll() is None else 5.0)
+    if not data and proc.poll() is None:  # it closed the channel without a verdict: how did it end?
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            signal_pid(proc.pid, signal.SIGTERM)
+            proc.wait()
+    try:
+        rc_text: str | None = (judge.procdir / "judge_rc").read_text().strip()
+    except OSError:
+        rc_text = None
+    if stopped or timed_out or not data:
+        judge.finish_ending(grace_s=10.0)  # nothing of it goes on behind a caller that stopped
+    else:
+        _end_behind(judge)  # the reference's harness ends behind the verdict
+    if prestart and not stopped:
+        try:
+            prestart_judge(device, env)
+        except OSError:  # no spare: the next evaluation starts its own
+            pass
     if stopped:
         raise EvaluationStopped()
     stage = (workdir / "status.txt").read_text().strip() if (workdir / "status.txt").exists() else "start"
@@ -358,7 +584,7 @@ def _run_judge(job_path: Path, workdir: Path, env: dict[str, str], config: Evalu
         except Exception as exc:
             return EvalResult(verdict=Verdict.CRASH, reason=f"unreadable evaluator result: {exc}", device=device)
     try:
-        rc = int(rc_path.read_text().strip())
+        rc = int(rc_text) if rc_text is not None else int((workdir / "judge_rc").read_text().strip())
     except (OSError, ValueError):
         rc = proc.returncode if proc.returncode is not None else -1
     if rc < 0:
@@ -367,8 +593,6 @@ def _run_judge(job_path: Path, workdir: Path, env: dict[str, str], config: Evalu
             return EvalResult(verdict=Verdict.OOM, reason=f"evaluator killed by SIGKILL (stage: {stage}); "
                               "usually the out-of-memory killer", device=device)
         return EvalResult(verdict=Verdict.CRASH, reason=f"evaluator died from {sig} (stage: {stage})", device=device)
-    tail = log_tail(log_path)
+    tail = log_tail(workdir / "judge.log")
     return EvalResult(verdict=Verdict.EXITED, reason=f"evaluator exited with status {rc} without a result "
                       f"(stage: {stage}){': ' + tail if tail else ''}", device=device)
-
-

@@ -122,6 +122,9 @@ class EvaluateCall:
     compiled: Any = None  # a Future of the loop's compile pool (in-process executors only)
     profile: ProfileCall | None = None
     ceilings: Any = None  # the run's GpuSpec: the minimum-traffic bound is reported against it
+    #: more evaluations follow on this worker: start the next one's processes when this one
+    #: ends (``evaluator.prestart`` must allow it)
+    prestart: bool = False
 
     def __call__(self, slot: Slot) -> dict[str, Any]:
         from kernelpro.evaluate.runner import evaluate
@@ -137,7 +140,8 @@ class EvaluateCall:
         result = evaluate(self.problem_path, self.candidate_path, device=slot.device, config=self.config,
                           workdir=self.workdir, seed=self.seed, measurements=self.measurements,
                           build_dir=self.build_dir, language=self.language, compiled=compiled,
-                          reference_flops=self.reference_flops, env=dict(slot.env), ceilings=self.ceilings)
+                          reference_flops=self.reference_flops, env=dict(slot.env), ceilings=self.ceilings,
+                          prestart=self.prestart)
         t1 = time.monotonic()
         profiled = None
         if self.profile is not None and result.correct:
