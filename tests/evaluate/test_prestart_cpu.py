@@ -86,6 +86,14 @@ def test_the_next_evaluation_takes_the_judge_started_ahead(warm, gelu_problem, f
     # and a config that forbids it wins over the caller
     fourth = warm(honest("same_ops"), gelu_problem, ahead=True, prestart=False)
     assert fourth.verdict is Verdict.CORRECT and not _waiting()
+    # a judge started during an evaluation on a GPU is not told ``warm`` (no CUDA context
+    # while something is timed): it takes its job all the same
+    runner.prestart_judge("cpu", runner.judge_env(), warm=False)
+    (unwarmed,) = _waiting()
+    assert not unwarmed.warmed
+    fifth = warm(honest("checks_its_environment"), gelu_problem, ahead=False)
+    assert fifth.verdict is Verdict.CORRECT, fifth.reason
+    assert not _waiting() and unwarmed.proc.poll() is not None or unwarmed.workdir is not None
 
 
 @pytest.mark.parametrize("name, verdict, reason", [

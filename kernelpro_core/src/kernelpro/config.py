@@ -119,8 +119,9 @@ class EvaluatorConfig:
     # evaluate without it; detect: the watch only (no Landlock)
     write_guard: str = "auto"
     # a run starts the next evaluation's processes (the judge, the two harnesses: torch
-    # imported, the judge's and the reference's CUDA contexts open) when an evaluation ends,
-    # while it profiles and generates; false: each evaluation starts its own when it begins
+    # imported; the judge's and the reference's CUDA contexts opened once nothing is timed)
+    # ahead, while it evaluates, profiles and generates (docs/evaluation.md); false: each
+    # evaluation starts its own when it begins
     prestart: bool = True
 
     def __attrs_post_init__(self) -> None:

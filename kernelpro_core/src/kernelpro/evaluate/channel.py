@@ -120,8 +120,7 @@ def _read_exactly(fd: int, n: int) -> bytes:
 
 class WorkerEnd:
     """Created before the candidate is imported; reads the token from stdin. Unless
-    ``job_follows``, stdin is closed at once; otherwise :meth:`job` reads the job's line
-    and closes it."""
+    ``job_follows``, stdin is closed at once; otherwise :meth:`line` reads what follows."""
 
     def __init__(self, job_follows: bool = False) -> None:
         fd = os.environ.pop(FD_ENV, None)
@@ -132,6 +131,7 @@ class WorkerEnd:
         self._mac = hmac.new(token, digestmod=hashlib.sha256) if token else None
         del token
         self.sent = False
+        self._pending = b""
 
     @staticmethod
     def _close_stdin() -> None:
@@ -139,18 +139,20 @@ class WorkerEnd:
         os.dup2(devnull, 0)
         os.close(devnull)
 
-    def job(self) -> str | None:
-        """Wait for the job's line on stdin (the path of its job.json); None when stdin
-        ends first (the parent discarded this judge, or is gone)."""
-        line = b""
-        while not line.endswith(b"\n"):
+    def line(self) -> str | None:
+        """The next line on stdin (a judge started ahead reads ``warm``, then the path of its
+        job.json); None when stdin ends first (the parent discarded this judge, or is gone)."""
+        while b"\n" not in self._pending:
             chunk = os.read(0, 4096)
             if not chunk:
-                break
-            line += chunk
+                self._pending = b""
+                return None
+            self._pending += chunk
+        head, _, self._pending = self._pending.partition(b"\n")
+        return head.decode(errors="replace").strip()
+
+    def close_stdin(self) -> None:
         self._close_stdin()
-        text = line.decode(errors="replace").strip()
-        return text or None
 
     def send(self, payload: str) -> None:
         if self.fd is None or self._mac is None or self.sent:

@@ -3,9 +3,10 @@
     python -m kernelpro.evaluate.judge_main DEVICE      (started by kernelpro.evaluate.runner)
 
 Stdin carries the result channel's token, then the path of the job (one line). The
-runner may start this process ahead of its job, while the loop profiles or generates: the
-harnesses are started, torch imported and the CUDA contexts of this process and of the
-reference's harness opened before the job's line arrives; what depends on the job (the
+runner may start this process ahead of its job: the harnesses are started and torch
+imported before the job's line arrives, and a ``warm`` line before it (sent when nothing is
+being timed on the device) opens the CUDA contexts of this process and of the reference's
+harness; what depends on the job (the
 directories, the candidate's build variables, the sandbox) is told to each harness with
 its hello, before it confines itself or loads anything of the candidate. Stdin ending
 first (the runner discarded this judge) ends the process and its harnesses.
@@ -47,7 +48,7 @@ def start_harnesses(device: str, procdir: Path) -> tuple[Remote, Remote]:
     env.pop("KERNELPRO_RESULT_FD", None)
     if not device.startswith("cuda"):
         env.update(CPU_TIMING_ENV)
-    ref = Remote("reference", workdir=procdir, cwd=procdir, env=env, hello=None, warm=device)
+    ref = Remote("reference", workdir=procdir, cwd=procdir, env=env, hello=None)
     # inductor's compile workers would be processes left running after every call
     cenv = dict(env, TORCHINDUCTOR_COMPILE_THREADS="1")
     cand = Remote("candidate", workdir=procdir, cwd=procdir, env=cenv, hello=None)
@@ -95,12 +96,16 @@ def main(argv: list[str] | None = None) -> int:
     from kernelpro.evaluate.judge import Fail, Judge
     from kernelpro.records import CompileResult, EvalResult, Verdict, to_json
 
-    try:
-        _open_context(device)
-    except Exception:  # a GPU fault shows again, as a verdict, when the job runs
-        pass
-    job_path = channel.job()
-    if job_path is None:  # discarded before its job came: the harnesses end with this process
+    job_path = channel.line()
+    if job_path == "warm":  # nothing is being timed on the device now: open the CUDA contexts
+        try:
+            _open_context(device)
+            ref.warm(device)
+        except Exception:  # a GPU fault shows again, as a verdict, when the job runs
+            pass
+        job_path = channel.line()
+    channel.close_stdin()
+    if not job_path:  # discarded before its job came: the harnesses end with this process
         os._exit(0)
     job = json.loads(Path(job_path).read_text())
     ref_hello, cand_hello = hellos(job)

@@ -40,12 +40,11 @@ class _Idle(Exception):
 class Remote:
     """``hello``: what the harness is told before anything else (its role, device,
     directory, confinement, and variables to add to its environment); None to start it now
-    and tell it later (:meth:`tell`), when the process was started ahead of its job. A
-    harness started ahead imports torch and waits; ``warm`` (a device) lets the reference's
-    also open its CUDA context meanwhile."""
+    and tell it later (:meth:`tell`), when the process was started ahead of its job: it
+    imports torch and waits (:meth:`warm` lets the reference's open its CUDA context)."""
 
     def __init__(self, role: str, *, workdir: Path, cwd: Path, env: dict[str, str],
-                 hello: dict[str, Any] | None, warm: str | None = None) -> None:
+                 hello: dict[str, Any] | None) -> None:
         self.role = role
         self.rc_path = workdir / f"{role}_rc"
         self.log_path = workdir / f"{role}.log"
@@ -62,10 +61,13 @@ class Remote:
         self.chan = Channel(mine, accept_fds=False)
         self.pid: int | None = None  # the harness itself, once it said hello (checked against /proc)
         self.confined: str | None = None
-        if warm is not None:
-            self.chan.send({"warm": True, "role": role, "device": warm})
         if hello is not None:
             self.chan.send(hello)
+
+    def warm(self, device: str) -> None:
+        """Before the hello of a harness started without one: the reference's opens its
+        CUDA context while it waits (:func:`kernelpro.evaluate.harness.warm_up`)."""
+        self.send({"warm": True, "role": self.role, "device": device})
 
     def tell(self, hello: dict[str, Any]) -> None:
         """Send the hello of a harness started without one."""

@@ -337,6 +337,7 @@ class _JudgeProcess:
     procdir: Path
     started: float
     workdir: Path | None = None  # the evaluation's directory, once it has a job
+    warmed: bool = False
 
     @classmethod
     def start(cls, key: tuple[Any, ...], device: str, env: dict[str, str]) -> _JudgeProcess:
@@ -362,6 +363,15 @@ class _JudgeProcess:
             os.close(stdin_r)
         channel.start_reading()
         return cls(key=key, proc=proc, channel=channel, job_fd=stdin_w, procdir=procdir, started=time.monotonic())
+
+    def warm(self) -> None:
+        """Let it open its CUDA contexts now (nothing is being timed on its device)."""
+        if self.job_fd is not None and not self.warmed:
+            self.warmed = True
+            try:
+                os.write(self.job_fd, b"warm\n")
+            except OSError:
+                pass
 
     def alive(self) -> bool:
         return self.proc.poll() is None and not self.channel.closed.is_set()
@@ -469,15 +479,22 @@ def _take_spare(key: tuple[Any, ...]) -> _JudgeProcess | None:
     return judge
 
 
-def prestart_judge(device: str, env: dict[str, str]) -> None:
+def prestart_judge(device: str, env: dict[str, str], warm: bool = True) -> None:
     """Start a judge for the next evaluation under ``device`` and ``env`` (a
-    :func:`judge_env`), unless one waits already. A run's evaluations call it themselves
-    (``prestart``); a bench calls it when a problem ends, for the next one's baseline."""
+    :func:`judge_env`), unless one waits already; ``warm``: nothing is being timed on the
+    device, so it may open its CUDA contexts now (a judge waiting already is told so). A
+    run's evaluations call it themselves (``prestart``: on a GPU when they begin, unwarmed,
+    and when they end); a bench calls it when a problem ends, for the next one's baseline."""
     key = _spare_key(device, env)
     with _SPARES_GUARD:
-        if key in _SPARES:
-            return
+        waiting = _SPARES.get(key)
+    if waiting is not None:
+        if warm:
+            waiting.warm()
+        return
     judge = _JudgeProcess.start(key, device, env)
+    if warm:
+        judge.warm()
     old: list[_JudgeProcess] = []
     with _SPARES_GUARD:
         if key in _SPARES:  # another thread was quicker
@@ -531,6 +548,14 @@ def _run_judge(job_path: Path, workdir: Path, env: dict[str, str], config: Evalu
     timed_out = False
     try:
         judge.give(job_path, workdir)
+        if prestart and device.startswith("cuda"):
+            # the next evaluation's judge imports torch meanwhile (CPU only: it opens no CUDA
+            # context until this one has ended); on a CPU device that would compete with
+            # what is measured, so there it starts when this one ends
+            try:
+                prestart_judge(device, env, warm=False)
+            except OSError:
+                pass
         try:
             _wait_showing_stages(proc, channel, config.timeout_s, workdir / "status.txt", what)
         except subprocess.TimeoutExpired:
