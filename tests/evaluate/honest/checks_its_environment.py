@@ -1,6 +1,7 @@
 """Honest, and checks at import what its process was told: its working directory is its
 sandbox, temporary files go under it, the variables of its build entry are set (and not
-the reference's Triton cache), bytecode is not written. A judge started ahead of its job
+the reference's Triton cache), its directory is first on sys.path, bytecode is not
+written. A judge started ahead of its job
 tells the harness these with its hello; a failed check fails the import."""
 import os
 import sys
@@ -22,6 +23,8 @@ for _key, _tail in (("TORCH_EXTENSIONS_DIR", "torch_extensions"), ("TRITON_CACHE
         _problems.append(f"{_key}={_value!r}")
 if not os.environ.get("TORCHINDUCTOR_CACHE_DIR", "").endswith(os.sep + "inductor"):
     _problems.append(f"TORCHINDUCTOR_CACHE_DIR={os.environ.get('TORCHINDUCTOR_CACHE_DIR')!r}")
+if os.path.realpath(sys.path[0] or ".") != os.path.realpath(_cwd):  # modules beside it import
+    _problems.append(f"sys.path[0] {sys.path[0]!r}")
 if not sys.dont_write_bytecode:
     _problems.append("writes bytecode")
 if _problems:

@@ -511,7 +511,11 @@ def main() -> None:
 
         set_undumpable()
     if hello.get("cwd"):
+        started_in = os.getcwd()
         os.chdir(hello["cwd"])
+        # ``python -m`` put the directory it started in first on sys.path: a harness started
+        # ahead of its job started elsewhere, so the job's directory takes that place
+        sys.path[:] = [hello["cwd"] if p in (started_in, "") else p for p in sys.path]
     limit = hello.get("memory_limit_mb")
     if limit and not str(hello.get("device", "")).startswith("cuda"):
         import resource

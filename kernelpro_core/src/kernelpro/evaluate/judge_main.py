@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelpro.evaluate.channel import WorkerEnd
-from kernelpro.evaluate.remote import Remote
+from kernelpro.evaluate.remote import HarnessEnded, Remote
 from kernelpro.evaluate.sandbox import set_undumpable
 
 #: the environment of both harnesses on a CPU: OpenMP threads sleep as soon as a parallel
@@ -109,13 +109,15 @@ def main(argv: list[str] | None = None) -> int:
         os._exit(0)
     job = json.loads(Path(job_path).read_text())
     ref_hello, cand_hello = hellos(job)
-    ref.tell(ref_hello)
+    cand_remote: Remote | None = cand if cand_hello is not None else None
     if cand_hello is None:
         cand.kill()
-        cand_remote: Remote | None = None
-    else:
-        cand.tell(cand_hello)
-        cand_remote = cand
+    for remote, hello in ((ref, ref_hello), (cand_remote, cand_hello)):
+        if remote is not None and hello is not None:
+            try:
+                remote.tell(hello)
+            except HarnessEnded:  # it died while waiting: the judge's first request says how
+                pass
     judge = Judge(job, ref, cand_remote)
     try:
         result = judge.run()
