@@ -141,6 +141,22 @@ def kill_group(pid: int) -> None:
         pass
 
 
+def end_reaped(proc: subprocess.Popen[bytes], grace_s: float = 10.0) -> None:
+    """End a process started under a reaper (a new session) and everything it started:
+    SIGTERM to the reaper (it kills its worker and reaps every descendant), up to
+    ``grace_s`` for that, then SIGKILL to its group and to the reaper itself."""
+    if proc.poll() is None:
+        signal_pid(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            pass
+    kill_group(proc.pid)
+    if proc.poll() is None:
+        signal_pid(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
 def log_tail(path: Any, n: int = 1) -> str:
     """The last ``n`` non-blank lines of a log, joined, at most 300 characters."""
     try:

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from kernelpro.evaluate import procwatch
-from kernelpro.evaluate.reaper import kill_group, log_tail, signal_pid
+from kernelpro.evaluate.reaper import end_reaped, log_tail
 from kernelpro.evaluate.protocol import FD_ENV, Channel, Closed, ProtocolError, Timeout
 
 SIGNAL_NAMES = {s.value: s.name for s in signal.Signals}  # canonical names (SIGABRT, not SIGIOT)
@@ -164,16 +164,7 @@ class Remote:
         self.kill()
 
     def kill(self) -> None:
-        if self.proc.poll() is None:
-            signal_pid(self.proc.pid, signal.SIGTERM)  # the reaper kills the harness and its descendants
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                pass
-        kill_group(self.proc.pid)
-        if self.proc.poll() is None:
-            signal_pid(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
+        end_reaped(self.proc)  # the reaper kills the harness and its descendants
         self.chan.close()
 
     # --- what /proc says -----------------------------------------------------------------------------

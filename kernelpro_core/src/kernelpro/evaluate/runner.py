@@ -44,7 +44,7 @@ from kernelpro.config import EvaluatorConfig, unstructure
 from kernelpro.evaluate import compile as build
 from kernelpro.evaluate.channel import FD_ENV, ChannelError, ParentEnd
 from kernelpro.evaluate.interpret import interpreter_env
-from kernelpro.evaluate.reaper import kill_group, log_tail, signal_pid
+from kernelpro.evaluate.reaper import end_reaped, kill_group, log_tail, signal_pid
 from kernelpro.evaluate.sandbox import FileWatch
 from kernelpro.records import CompileResult, EvalResult, Verdict, from_json
 
@@ -412,15 +412,8 @@ class _JudgeProcess:
         try:
             self.proc.wait(timeout=grace_s)
         except subprocess.TimeoutExpired:
-            signal_pid(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                pass
-        kill_group(self.proc.pid)
-        if self.proc.poll() is None:
-            signal_pid(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
+            pass
+        end_reaped(self.proc)
         self.channel.finish(timeout_s=0.1)
         if self.workdir is not None:  # its logs and exit records go to the evaluation's directory
             for name in PROCESS_LOGS + PROCESS_RECORDS:
