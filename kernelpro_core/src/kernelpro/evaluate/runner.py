@@ -9,9 +9,9 @@
    harness processes itself; the candidate's gets an empty directory of its own
    (``<workdir>/sandbox``) and may write nowhere else but its build-cache entry.
    Starting the three processes (each imports torch, two open a CUDA context) costs seconds;
-   with ``prestart`` an evaluation that ends starts the next one's judge at once, which
-   waits for its job (:class:`_JudgeProcess`): the loop's next evaluation on the same
-   device takes it. The verdict is back once the candidate's harness has ended; the
+   with ``prestart`` the next evaluation's judge is started ahead (on a GPU when this one
+   begins, opening no CUDA context until it ends; on a CPU when it ends) and waits for its
+   job (:class:`_JudgeProcess`): the loop's next evaluation on the same device takes it. The verdict is back once the candidate's harness has ended; the
    reference's ends behind it, and the next evaluation on that device waits for that.
 3. How the judge ended decides the verdict when it sent no result (it always does unless
    it was killed): over ``timeout_s`` is ``timeout`` with the stage it was in.
@@ -502,7 +502,7 @@ def prestart_judge(device: str, env: dict[str, str], warm: bool = True) -> None:
 
 
 def discard_spares() -> None:
-    """End every judge started ahead that no evaluation took (at exit, and when a run ends)."""
+    """End every judge started ahead that no evaluation took (:func:`settle`, at exit)."""
     with _SPARES_GUARD:
         judges = list(_SPARES.values())
         _SPARES.clear()
