@@ -122,8 +122,8 @@ class EvaluateCall:
     compiled: Any = None  # a Future of the loop's compile pool (in-process executors only)
     profile: ProfileCall | None = None
     ceilings: Any = None  # the run's GpuSpec: the minimum-traffic bound is reported against it
-    #: more evaluations follow on this worker: start the next one's processes when this one
-    #: ends (``evaluator.prestart`` must allow it)
+    #: more evaluations follow on this worker: start the next one's processes ahead
+    #: (``evaluator.prestart`` must allow it; docs/evaluation.md, "Started ahead")
     prestart: bool = False
 
     def __call__(self, slot: Slot) -> dict[str, Any]:
