@@ -18,8 +18,13 @@ def test_forward_driver_records_io_bytes_on_cpu(tmp_path):
     res = subprocess.run(argv, capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     io = json.loads(out.read_text())
+    phases = io.pop("phases")
     # input 64x128 fp32, bias parameter 128 fp32, output 64x128 fp32
     assert io == {"input_bytes": 64 * 128 * 4, "param_bytes": 128 * 4, "output_bytes": 64 * 128 * 4}
+    # when each phase ended, in order, so a collector can split its wall time
+    assert list(phases) == ["main", "torch", "prepared", "warmup", "profiled"]
+    times = list(phases.values())
+    assert times == sorted(times) and times[-1] - times[0] < 120
 
 
 def test_forward_driver_failure_is_one_line(tmp_path):

@@ -193,3 +193,15 @@ def test_stale_report_is_never_read(tmp_path, fake, monkeypatch):
     monkeypatch.setenv("FAKE_NCU_MODE", "nokernels")
     data = collector().collect(target(tmp_path), 1)
     assert data.kernels == () and not (work / "ncu_stage1.ncu-rep").exists()
+
+
+def test_phase_seconds_split_the_run():
+    from kernelpro_plugins_ncu.collector import phase_seconds
+
+    phases = {"main": 100.5, "torch": 104.0, "prepared": 105.0, "warmup": 108.0, "profiled": 111.0}
+    got = phase_seconds(phases, launched=100.0, ended=112.0)
+    assert got == {"start": 0.5, "import": 3.5, "prepare": 1.0, "warmup": 3.0, "replay": 3.0, "finish": 1.0}
+    assert sum(got.values()) == 12.0
+    # an older forward, or one that failed before saying: nothing rather than a wrong split
+    assert phase_seconds(None, 100.0, 112.0) == {}
+    assert phase_seconds({"main": 100.5, "torch": 104.0}, 100.0, 112.0) == {}

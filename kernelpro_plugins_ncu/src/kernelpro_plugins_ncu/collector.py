@@ -256,7 +256,9 @@ class NcuCollector(Collector):
         started = time.perf_counter()
         for _attempt in range(6):
             argv = self.ncu_argv(ncu, stage, kept, report, combined) + self.forward_argv(target, io_json)
+            launched = time.time()
             proc = self._run(argv, env, workdir)
+            ended = time.time()
             output = proc.stdout or ""
             unknown = rejected_metrics(output, kept) if proc.returncode != 0 else []
             if proc.returncode != 0 and unknown:
@@ -287,6 +289,7 @@ class NcuCollector(Collector):
                 io = json.loads(io_json.read_text())
             except ValueError:
                 io = {}
+        seconds.update(phase_seconds(io.pop("phases", None), launched, ended))
         sidecar = {"stage": stage, "with_stage2_metrics": combined, "wall_s": wall_s, "command": argv, "io": io,
                    "metrics_requested": kept, "metrics_dropped": dropped}
         report.with_suffix(".json").write_text(json.dumps(sidecar, indent=1))
@@ -305,6 +308,31 @@ class NcuCollector(Collector):
             kernels = R.merge_kernels(self._stage1[key], kernels)
         payload.update({"stage": stage, "wall_s": wall_s, "report": str(report), "io": io})
         return attrs.evolve(R.profile_data(kernels, payload, notes), seconds=seconds)
+
+
+#: the forward's phases (:mod:`kernelpro.evaluate.forward`), each named by what ends it
+_PHASES = (("start", "main"), ("import", "torch"), ("prepare", "prepared"), ("warmup", "warmup"),
+           ("replay", "profiled"))
+
+
+def phase_seconds(phases: object, launched: float, ended: float) -> dict[str, float]:
+    """Where an ncu run's wall time went, from the forward's phase times (epoch seconds):
+    ``start`` (ncu and the interpreter starting), ``import`` (torch), ``prepare`` (problem,
+    candidate, model and inputs, CUDA context), ``warmup``, ``replay`` (the profiled calls,
+    every replay pass), ``finish`` (writing the report, ncu's exit). {} when the forward
+    did not say (an older one, or one that failed)."""
+    if not isinstance(phases, dict):
+        return {}
+    out: dict[str, float] = {}
+    last = launched
+    for name, key in _PHASES:
+        at = phases.get(key)
+        if not isinstance(at, (int, float)):
+            return {}
+        out[name] = max(0.0, float(at) - last)
+        last = float(at)
+    out["finish"] = max(0.0, ended - last)
+    return out
 
 
 def _failure_line(output: str, returncode: int) -> str:

@@ -9,8 +9,10 @@ range ``kernelpro:profiled``, so a profiler started with ``--profile-from-start 
 (Nsight Compute, Nsight Systems) sees only the candidate's own kernels: not the warm-up,
 not the reference. ``--io-json`` writes the bytes the forward must at least move (its
 inputs, parameters and buffers, and its output) for micro-profilers that compare measured
-DRAM traffic with that minimum. Exit status 0 on success; on failure one line on stderr
-and status 1.
+DRAM traffic with that minimum, and when each phase ended (``phases``: wall-clock seconds
+since the epoch at ``main``, ``torch`` imported, model and inputs ``prepared``, ``warmup``
+done, ``profiled`` calls done) so a collector can tell where its seconds went. Exit status
+0 on success; on failure one line on stderr and status 1.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 
 PROFILED_RANGE = "kernelpro:profiled"
@@ -91,12 +94,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--io-json", type=Path, help="write input/parameter/output bytes here")
     args = ap.parse_args(argv)
+    phases = {"main": time.time()}
 
     import torch
 
+    phases["torch"] = time.time()
     try:
         model, inputs = prepare(args.problem, args.candidate, args.device, args.seed)
-        io: dict[str, int] = {}
+        if args.device.startswith("cuda"):
+            torch.cuda.synchronize()
+        phases["prepared"] = time.time()
+        io: dict[str, object] = {}
         if args.io_json is not None:
             io["input_bytes"] = tensor_bytes(inputs)
             io["param_bytes"] = 0
@@ -111,6 +119,8 @@ def main(argv: list[str] | None = None) -> int:
             cuda = args.device.startswith("cuda")
             if cuda:
                 torch.cuda.synchronize()
+            phases["warmup"] = time.time()
+            if cuda:
                 torch.cuda.cudart().cudaProfilerStart()
                 torch.cuda.nvtx.range_push(PROFILED_RANGE)
             for _ in range(args.iters):
@@ -119,9 +129,11 @@ def main(argv: list[str] | None = None) -> int:
                 torch.cuda.synchronize()
                 torch.cuda.nvtx.range_pop()
                 torch.cuda.cudart().cudaProfilerStop()
+            phases["profiled"] = time.time()
             if args.io_json is not None and "output_bytes" not in io:
                 io["output_bytes"] = tensor_bytes(out)
         if args.io_json is not None:
+            io["phases"] = phases
             args.io_json.write_text(json.dumps(io))
     except Exception as exc:  # one line for the collector, never a traceback
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
