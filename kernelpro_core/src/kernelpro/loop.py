@@ -91,12 +91,18 @@ MAX_ATTEMPTS_SHOWN = 6
 
 _DESCRIBE_INPUTS = """
 import importlib.util, json, sys, torch
-torch.manual_seed(0)
 spec = importlib.util.spec_from_file_location("problem", sys.argv[1])
 mod = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(mod)
+try:  # shapes, dtypes and strides without the data: no time or memory for large inputs
+    torch.manual_seed(0)
+    with torch.device("meta"):
+        inputs = mod.get_inputs()
+except Exception:  # get_inputs() needs real values (data-dependent sizes, .item(), ...)
+    torch.manual_seed(0)
+    inputs = mod.get_inputs()
 out = []
-for x in mod.get_inputs():
+for x in inputs:
     if isinstance(x, torch.Tensor):
         layout = "contiguous" if x.is_contiguous() else f"strides {list(x.stride())}"
         out.append(f"{str(x.dtype).replace('torch.', '')} {list(x.shape)} {layout}")
@@ -106,19 +112,52 @@ print(json.dumps(out))
 """
 
 
-def describe_inputs(problem_path: Path, names: tuple[str, ...]) -> tuple[str, ...]:
-    """One line per forward input of the problem: dtype, shape, layout (or a scalar's
-    value); () when ``get_inputs()`` cannot be run within a minute."""
-    import json
-    import subprocess
+class InputsDescription:
+    """One line per forward input of the problem (dtype, shape, layout, or a scalar's
+    value), worked out by a child process that runs ``get_inputs()`` (on the meta device
+    where it can); started when the run starts, so that its interpreter and torch import
+    overlap the baseline job instead of delaying the first generation. :meth:`lines` is
+    () when ``get_inputs()`` cannot be run within ``timeout_s``."""
 
-    try:
-        done = subprocess.run([sys.executable, "-c", _DESCRIBE_INPUTS, str(problem_path)], capture_output=True,
-                              text=True, timeout=60)
-        lines = json.loads(done.stdout.strip().splitlines()[-1]) if done.returncode == 0 else []
-    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
-        return ()
-    return tuple(f"{names[i] if i < len(names) else f'input {i}'}: {line}" for i, line in enumerate(lines))
+    def __init__(self, problem_path: Path, names: tuple[str, ...], timeout_s: float = 60.0) -> None:
+        import subprocess
+
+        self.names = names
+        self.deadline = time.monotonic() + timeout_s
+        self._lines: tuple[str, ...] | None = None
+        try:
+            self._proc: Any = subprocess.Popen([sys.executable, "-c", _DESCRIBE_INPUTS, str(problem_path)],
+                                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        except OSError:
+            self._proc, self._lines = None, ()
+
+    def lines(self) -> tuple[str, ...]:
+        import json
+        import subprocess
+
+        if self._lines is None:
+            assert self._proc is not None
+            try:
+                out, _ = self._proc.communicate(timeout=max(0.0, self.deadline - time.monotonic()))
+                found = json.loads(out.strip().splitlines()[-1]) if self._proc.returncode == 0 else []
+            except (subprocess.SubprocessError, ValueError, IndexError):
+                self.close()
+                found = []
+            names = self.names
+            self._lines = tuple(f"{names[i] if i < len(names) else f'input {i}'}: {line}"
+                                for i, line in enumerate(found))
+        return self._lines
+
+    def close(self) -> None:
+        """End the child if it still runs (the run ended first)."""
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.kill()
+            self._proc.communicate()
+
+
+def describe_inputs(problem_path: Path, names: tuple[str, ...]) -> tuple[str, ...]:
+    """:class:`InputsDescription`'s lines, worked out now."""
+    return InputsDescription(problem_path, names).lines()
 
 
 def resolve_device(requested: str) -> str:
@@ -211,7 +250,7 @@ class Optimizer:
         self.stopped_because = "budget reached"
         self._pool: Any = None
         self.retimed: set[str] = set()
-        self._input_lines: tuple[str, ...] | None = None
+        self._input_lines: InputsDescription | None = None
         self._lock: Any = None
         self._resolved = resolved
         self._profilers: dict[str, Any] = {}  # one per worker of the executor (profile calls)
@@ -262,6 +301,8 @@ class Optimizer:
         if not self._eval_problem_path().exists() or self._eval_problem_path().read_text() != self.problem.source:
             self._eval_problem_path().parent.mkdir(exist_ok=True)
             write_atomic(self._eval_problem_path(), self.problem.source)
+        if self._input_lines is None:  # for the generators; worked out beside the baseline job
+            self._input_lines = InputsDescription(self._problem_path(), self.problem.forward_args)
         if self.baseline is None:
             self.progress.message("measuring the reference")
             call = EvaluateCall(self._eval_problem_path(), None, self.config.evaluator, self.run.eval_dir("baseline"),
@@ -525,8 +566,8 @@ class Optimizer:
         """The reference's forward inputs described once per run (a child process runs
         ``get_inputs()``); () when that fails."""
         if self._input_lines is None:
-            self._input_lines = describe_inputs(self._problem_path(), self.problem.forward_args)
-        return self._input_lines
+            self._input_lines = InputsDescription(self._problem_path(), self.problem.forward_args)
+        return self._input_lines.lines()
 
     def _attempts(self, parent_id: str) -> tuple[Attempt, ...]:
         """The earlier expansions of ``parent_id`` (its children), newest last."""
@@ -811,6 +852,8 @@ class Optimizer:
     # --- the end -------------------------------------------------------------------------
 
     def finish(self) -> dict[str, Any]:
+        if self._input_lines is not None:
+            self._input_lines.close()
         if self._pool is not None:
             self._pool.shutdown()
             self._pool = None
