@@ -208,3 +208,27 @@ def test_bench_sections_of_plugins_and_one_that_fails():
     assert "## Good\n\n1 problems\n" in sections
     assert any(s.startswith("## bad_sections") and "RuntimeError: no numbers" in s for s in sections)
     assert len(warnings) == 1 and "bad_sections" in warnings[0] and "\n" not in warnings[0]
+
+
+def test_a_bench_starts_the_next_problems_baseline_judge_ahead(tmp_path, monkeypatch):
+    """In a bench the last evaluation of a problem starts the judge of the next problem's
+    baseline job (``baseline``: its reference's harness imports torch.compile's stack once
+    warm), and so does the end of the problem; other evaluations start a candidate's."""
+    from kernelpro.evaluate import runner
+
+    calls = []
+    real = runner.prestart_judge
+
+    def spy(device, env, warm=True, baseline=False):
+        calls.append(baseline)
+        return real(device, env, warm=warm, baseline=baseline)
+
+    monkeypatch.setattr(runner, "prestart_judge", spy)
+    suite = write_suite(tmp_path / "suite")
+    res = run_cli(["bench", str(suite), "-c", str(FAST), "--device", "cpu", "--budget", "2", "--limit", "1",
+                   "--generator", "torch_compile", "-o", str(tmp_path / "out")])
+    runner.settle()
+    assert res.exit_code == 0, res.output
+    # baseline job -> first candidate (a candidate's judge), first candidate -> second, the
+    # second (last) -> the next problem's baseline job, and the problem's end for it again
+    assert calls == [False, False, True, True], calls

@@ -232,6 +232,38 @@ def test_honest_candidates_leave_nothing_unaccounted_for(run_eval, gpu_problem, 
             assert result.verdict is Verdict.CORRECT, result.reason
 
 
+def test_a_baseline_job_through_a_judge_started_ahead_for_it(session_dir, fast_config, gpu_problem):
+    """A bench's next problem: its baseline job's judge is started ahead with ``baseline``;
+    once warm, the reference's harness imports torch.compile's stack while it waits, and
+    the job counts the reference's FLOPs and compiles it as a judge started for it would."""
+    import time
+
+    import attrs
+
+    from kernelpro.evaluate import runner
+
+    runner.discard_spares()
+    runner.prestart_judge("cuda", runner.judge_env(), baseline=True)
+    with runner._SPARES_GUARD:
+        (waiting,) = runner._SPARES.values()
+    assert waiting.warmed and waiting.preloaded
+    log = waiting.procdir / "reference.log"
+    end = time.monotonic() + 120
+    while "preloaded" not in (log.read_text() if log.exists() else "") and time.monotonic() < end:
+        time.sleep(0.5)
+    print("reference.log:", log.read_text().strip()[-200:])
+    workdir = session_dir / "ahead_baseline"
+    base = runner.evaluate(gpu_problem, None, device="cuda", workdir=workdir, seed=0,
+                           config=attrs.evolve(fast_config, time_compiled_reference=True))
+    notes = base.measurements["evaluator"]
+    print("baseline through a preloaded judge:", base.verdict.value, base.reason,
+          {k: notes.get(k) for k in ("stage_bounds_s", "stage_compile_reference_s", "flops")})
+    assert base.verdict is Verdict.CORRECT, base.reason
+    assert base.baseline_compiled is not None and notes["flops"] > 0
+    assert "preloaded torch.compile's stack" in (workdir / "reference.log").read_text()
+    runner.settle()
+
+
 def test_judges_started_ahead_on_the_gpu(session_dir, fast_config, gpu_problem):
     """``prestart``: the judge and the reference's harness open their CUDA contexts before
     the job comes; the candidate's gets its build variables with its hello (a load_inline

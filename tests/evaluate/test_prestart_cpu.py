@@ -143,3 +143,42 @@ def test_a_judge_nobody_takes_ends_with_its_harnesses(warm, gelu_problem):
             judge.proc.wait(timeout=60)
             judge.finish_ending()
         assert not _wait_none_left(), how
+
+
+def test_a_judge_started_ahead_of_a_baseline_job(warm, gelu_problem, session_dir, fast_config):
+    """A bench's next problem starts with its baseline job: the judge started ahead for it
+    is told ``warm`` then ``preload`` before its job (on a CPU device the reference's
+    harness imports nothing then: it would compete with what is timed); the job and the
+    evaluations after it go as with any judge."""
+    runner.prestart_judge("cpu", runner.judge_env(), warm=False, baseline=True)
+    (judge,) = _waiting()
+    assert judge.wanted_preload and not judge.warmed and not judge.preloaded
+    runner.prestart_judge("cpu", runner.judge_env())  # the evaluation before it ended
+    assert judge.warmed and judge.preloaded
+    base = runner.evaluate(gelu_problem, None, device="cpu", config=fast_config,
+                           workdir=session_dir / "prestart_baseline", seed=0, prestart=True)
+    assert base.verdict is Verdict.CORRECT, base.reason
+    assert judge.workdir is not None  # it was the one taken
+    assert "preloaded" not in (session_dir / "prestart_baseline" / "reference.log").read_text()
+    after = warm(honest("same_ops"), gelu_problem)
+    assert after.verdict is Verdict.CORRECT, after.reason
+
+
+def test_preload_imports_the_compiler_stack_without_touching_the_gpu(tmp_path):
+    """What the reference's harness does on ``preload`` for a GPU device: imports only; no
+    CUDA context (a timing may still run on the device then)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, torch\n"
+            "from kernelpro.evaluate.harness import preload\n"
+            "preload({'role': 'candidate', 'device': 'cuda'})\n"
+            "assert 'torch._dynamo' not in sys.modules\n"
+            "preload({'role': 'reference', 'device': 'cpu'})\n"
+            "assert 'torch._dynamo' not in sys.modules\n"
+            "preload({'role': 'reference', 'device': 'cuda'})\n"
+            "assert 'torch._dynamo' in sys.modules and 'torch._inductor.compile_fx' in sys.modules\n"
+            "assert not torch.cuda.is_initialized()\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert "preloaded torch.compile's stack in" in res.stderr

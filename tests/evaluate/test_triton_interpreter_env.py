@@ -49,7 +49,7 @@ def test_the_evaluation_job_sets_it_for_the_candidate_harness_only(tmp_path, mon
     cand.write_text(TRITON_SOURCE)
     seen = {}
 
-    def fake_judge(job_path, workdir, env, config, device, what="candidate", prestart=False):
+    def fake_judge(job_path, workdir, env, config, device, what="candidate", prestart=False, next_is_baseline=False):
         seen["job"] = json.loads(Path(job_path).read_text())
         seen["env"] = env
         return EvalResult(verdict=Verdict.CRASH, reason="not run", device=device)

@@ -488,7 +488,8 @@ class ProblemCall:
         error = None
         try:
             problem = parse_problem(self.problem.source, name=self.problem.key)
-            optimize(problem, self.config, plugins, self.run_dir, slot.device, resume=resume, executor=executor)
+            optimize(problem, self.config, plugins, self.run_dir, slot.device, resume=resume, executor=executor,
+                     next_problem=True)
         except (RunError, ProblemError) as exc:
             error = str(exc)
         except Exception as exc:  # one broken problem must not stop the bench
@@ -498,7 +499,7 @@ class ProblemCall:
             from kernelpro.evaluate import runner
 
             try:
-                runner.prestart_judge(slot.device, runner.judge_env(dict(slot.env)))
+                runner.prestart_judge(slot.device, runner.judge_env(dict(slot.env)), baseline=True)
             except OSError:
                 pass
         if self.run_dir.is_dir():  # a resumed problem's wall time is this call's part only

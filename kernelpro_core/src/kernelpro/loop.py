@@ -195,8 +195,12 @@ class Progress:
 
 class Optimizer:
     def __init__(self, problem: Problem, config: cfg.Config, plugins: Plugins, run_dir: Path,
-                 device: str, progress: Progress | None = None, executor: Executor | None = None) -> None:
+                 device: str, progress: Progress | None = None, executor: Executor | None = None,
+                 next_problem: bool = False) -> None:
         self.problem = problem
+        #: another problem's run follows on this device (a bench): the last evaluation starts
+        #: the judge of its baseline job ahead
+        self.next_problem = next_problem
         self.config = config
         self.plugins = plugins
         self.run = RunDir(Path(run_dir).resolve())
@@ -466,7 +470,8 @@ class Optimizer:
                             self.config.seed, list(self.measurements), build_dir=self.run.build_dir(cid),
                             language=self._language(cid, pending.get("language")),
                             reference_flops=self._reference_flops(), compiled=compiled, profile=profile,
-                            ceilings=self.gpu, prestart=len(self.records) + 1 < self.config.budget)
+                            ceilings=self.gpu, prestart=self.next_problem or len(self.records) + 1 < self.config.budget,
+                            next_is_baseline=self.next_problem and len(self.records) + 1 >= self.config.budget)
 
     def _profile_call(self, cid: str, result: EvalResult | None = None, parent: str | None = None) -> ProfileCall:
         if parent is None and cid in self.tree:
@@ -978,11 +983,13 @@ def _node_numbers(record: dict[str, Any]) -> dict[str, Any]:
 
 def optimize(problem: Problem, config: cfg.Config, plugins: Plugins, run_dir: Path, device: str,
              resume: bool = False, progress: Progress | None = None,
-             executor: Executor | None = None) -> dict[str, Any]:
+             executor: Executor | None = None, next_problem: bool = False) -> dict[str, Any]:
     """Optimize ``problem`` into ``run_dir``. ``executor``: a started executor to run the
     evaluations on (a bench's worker pins one problem to its GPU); by default the config's
-    is built, started and shut down by the run."""
-    opt = Optimizer(problem, config, plugins, run_dir, device, progress, executor)
+    is built, started and shut down by the run. ``next_problem``: another problem's run
+    follows on this device (a bench), so the last evaluation starts its baseline job's
+    judge ahead."""
+    opt = Optimizer(problem, config, plugins, run_dir, device, progress, executor, next_problem=next_problem)
     try:
         opt.start(resume)
     except BaseException:

@@ -6,7 +6,8 @@ Stdin carries the result channel's token, then the path of the job (one line). T
 runner may start this process ahead of its job: the harnesses are started and torch
 imported before the job's line arrives, and a ``warm`` line before it (sent when nothing is
 being timed on the device) opens the CUDA contexts of this process and of the reference's
-harness; what depends on the job (the
+harness; a ``preload`` line (the job will be a problem's baseline job) has the reference's
+harness import what counting FLOPs and ``torch.compile`` need; what depends on the job (the
 directories, the candidate's build variables, the sandbox) is told to each harness with
 its hello, before it confines itself or loads anything of the candidate. Stdin ending
 first (the runner discarded this judge) ends the process and its harnesses.
@@ -97,12 +98,18 @@ def main(argv: list[str] | None = None) -> int:
     from kernelpro.records import CompileResult, EvalResult, Verdict, to_json
 
     job_path = channel.line()
-    if job_path == "warm":  # nothing is being timed on the device now: open the CUDA contexts
-        try:
-            _open_context(device)
-            ref.warm(device)
-        except Exception:  # a GPU fault shows again, as a verdict, when the job runs
-            pass
+    while job_path in ("warm", "preload"):
+        if job_path == "warm":  # nothing is being timed on the device now: open the CUDA contexts
+            try:
+                _open_context(device)
+                ref.warm(device)
+            except Exception:  # a GPU fault shows again, as a verdict, when the job runs
+                pass
+        else:  # its job will be a baseline job: the reference's harness imports torch.compile's stack
+            try:
+                ref.preload(device)
+            except Exception:
+                pass
         job_path = channel.line()
     channel.close_stdin()
     if not job_path:  # discarded before its job came: the harnesses end with this process

@@ -69,6 +69,11 @@ class Remote:
         CUDA context while it waits (:func:`kernelpro.evaluate.harness.warm_up`)."""
         self.send({"warm": True, "role": self.role, "device": device})
 
+    def preload(self, device: str) -> None:
+        """Before the hello: the reference's harness imports what a baseline job's FLOP
+        count and ``torch.compile`` need (:func:`kernelpro.evaluate.harness.preload`)."""
+        self.send({"preload": "compile", "role": self.role, "device": device})
+
     def tell(self, hello: dict[str, Any]) -> None:
         """Send the hello of a harness started without one."""
         self.send(hello)

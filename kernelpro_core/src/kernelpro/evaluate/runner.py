@@ -119,6 +119,7 @@ def evaluate(
     ceilings: Any = None,
     env: dict[str, str] | None = None,
     prestart: bool = False,
+    next_is_baseline: bool = False,
 ) -> EvalResult:
     """Evaluate ``candidate_path`` against ``problem_path`` (see the module docstring).
 
@@ -133,7 +134,9 @@ def evaluate(
     ``measurements["evaluator"]["min_traffic_bound_ms"]``. ``env``: added to the environment
     of the judge and everything it starts (an executor's ``CUDA_VISIBLE_DEVICES``, pinning
     the evaluation to one GPU). ``prestart``: more evaluations on this device follow, so
-    start the next one's processes now (``config.prestart`` must allow it)."""
+    start the next one's processes now (``config.prestart`` must allow it);
+    ``next_is_baseline``: the next is another problem's baseline job (a bench), whose
+    reference harness then imports ``torch.compile``'s stack while it waits."""
     workdir = Path(workdir).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
@@ -144,7 +147,7 @@ def evaluate(
     result = _evaluate(problem_path, candidate_path, device=device, config=config, workdir=workdir, seed=seed,
                        measurements=measurements, build_dir=build_dir, language=language, compiled=compiled,
                        reference_flops=reference_flops, ceilings=ceilings, extra_env=env or {},
-                       prestart=prestart and config.prestart)
+                       prestart=prestart and config.prestart, next_is_baseline=next_is_baseline)
     changed = guard.changed() if candidate_path is not None else []
     if changed:
         result = EvalResult(verdict=Verdict.INTEGRITY, reason="the candidate changed files outside its directory: "
@@ -155,7 +158,8 @@ def evaluate(
 def _evaluate(problem_path: Path, candidate_path: Path | None, *, device: str, config: EvaluatorConfig,
               workdir: Path, seed: int, measurements: Sequence[tuple[type[Measurement], Any]], build_dir: Path | None,
               language: str, compiled: build.CompileOutcome | None, reference_flops: float | None,
-              ceilings: Any = None, extra_env: dict[str, str] | None = None, prestart: bool = False) -> EvalResult:
+              ceilings: Any = None, extra_env: dict[str, str] | None = None, prestart: bool = False,
+              next_is_baseline: bool = False) -> EvalResult:
     t0 = time.monotonic()
     stage_info: dict[str, Any] = {}
     what = Path(candidate_path).stem if candidate_path is not None else "reference"
@@ -226,7 +230,8 @@ def _evaluate(problem_path: Path, candidate_path: Path | None, *, device: str, c
         (workdir / stale).unlink(missing_ok=True)
     job_path = workdir / "job.json"
     job_path.write_text(json.dumps(job, indent=1))
-    result = _run_judge(job_path, workdir, judge_env(extra_env, env), config, device, what, prestart=prestart)
+    result = _run_judge(job_path, workdir, judge_env(extra_env, env), config, device, what, prestart=prestart,
+                        next_is_baseline=next_is_baseline)
     return attrs.evolve(result, wall_s=time.monotonic() - t0)
 
 
@@ -338,6 +343,8 @@ class _JudgeProcess:
     started: float
     workdir: Path | None = None  # the evaluation's directory, once it has a job
     warmed: bool = False
+    wanted_preload: bool = False  # its job will be a baseline job: preload once warm
+    preloaded: bool = False
 
     @classmethod
     def start(cls, key: tuple[Any, ...], device: str, env: dict[str, str]) -> _JudgeProcess:
@@ -365,11 +372,20 @@ class _JudgeProcess:
         return cls(key=key, proc=proc, channel=channel, job_fd=stdin_w, procdir=procdir, started=time.monotonic())
 
     def warm(self) -> None:
-        """Let it open its CUDA contexts now (nothing is being timed on its device)."""
-        if self.job_fd is not None and not self.warmed:
+        """Let it open its CUDA contexts now (nothing is being timed on its device), then,
+        when its job will be a baseline job, import torch.compile's stack."""
+        if self.job_fd is None:
+            return
+        lines = b""
+        if not self.warmed:
             self.warmed = True
+            lines += b"warm\n"
+        if self.wanted_preload and not self.preloaded:
+            self.preloaded = True
+            lines += b"preload\n"
+        if lines:
             try:
-                os.write(self.job_fd, b"warm\n")
+                os.write(self.job_fd, lines)
             except OSError:
                 pass
 
@@ -472,20 +488,25 @@ def _take_spare(key: tuple[Any, ...]) -> _JudgeProcess | None:
     return judge
 
 
-def prestart_judge(device: str, env: dict[str, str], warm: bool = True) -> None:
+def prestart_judge(device: str, env: dict[str, str], warm: bool = True, baseline: bool = False) -> None:
     """Start a judge for the next evaluation under ``device`` and ``env`` (a
     :func:`judge_env`), unless one waits already; ``warm``: nothing is being timed on the
-    device, so it may open its CUDA contexts now (a judge waiting already is told so). A
-    run's evaluations call it themselves (``prestart``: on a GPU when they begin, unwarmed,
-    and when they end); a bench calls it when a problem ends, for the next one's baseline."""
+    device, so it may open its CUDA contexts now (a judge waiting already is told so);
+    ``baseline``: its job will be a problem's baseline job, so once warm its reference's
+    harness also imports what the FLOP count and ``torch.compile`` need. A run's
+    evaluations call it themselves (``prestart``: on a GPU when they begin, unwarmed, and
+    when they end); a bench calls it when a problem ends, for the next one's baseline, and
+    has the run's last evaluation do so with ``baseline``."""
     key = _spare_key(device, env)
     with _SPARES_GUARD:
         waiting = _SPARES.get(key)
     if waiting is not None:
+        waiting.wanted_preload = waiting.wanted_preload or baseline
         if warm:
             waiting.warm()
         return
     judge = _JudgeProcess.start(key, device, env)
+    judge.wanted_preload = baseline
     if warm:
         judge.warm()
     old: list[_JudgeProcess] = []
@@ -526,7 +547,8 @@ atexit.register(settle, 30.0)
 
 
 def _run_judge(job_path: Path, workdir: Path, env: dict[str, str], config: EvaluatorConfig,
-               device: str, what: str = "candidate", prestart: bool = False) -> EvalResult:
+               device: str, what: str = "candidate", prestart: bool = False,
+               next_is_baseline: bool = False) -> EvalResult:
     me = threading.get_ident()
     with _RUNNING_GUARD:
         if me in _STOPPED:
@@ -546,7 +568,7 @@ def _run_judge(job_path: Path, workdir: Path, env: dict[str, str], config: Evalu
             # context until this one has ended); on a CPU device that would compete with
             # what is measured, so there it starts when this one ends
             try:
-                prestart_judge(device, env, warm=False)
+                prestart_judge(device, env, warm=False, baseline=next_is_baseline)
             except OSError:
                 pass
         try:
@@ -582,7 +604,7 @@ def _run_judge(job_path: Path, workdir: Path, env: dict[str, str], config: Evalu
         _end_behind(judge)  # the reference's harness ends behind the verdict
     if prestart and not stopped:
         try:
-            prestart_judge(device, env)
+            prestart_judge(device, env, baseline=next_is_baseline)
         except OSError:  # no spare: the next evaluation starts its own
             pass
     if stopped:

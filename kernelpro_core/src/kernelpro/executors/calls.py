@@ -125,6 +125,8 @@ class EvaluateCall:
     #: more evaluations follow on this worker: start the next one's processes ahead
     #: (``evaluator.prestart`` must allow it; docs/evaluation.md, "Started ahead")
     prestart: bool = False
+    #: what follows on this worker is another problem's baseline job (a bench)
+    next_is_baseline: bool = False
 
     def __call__(self, slot: Slot) -> dict[str, Any]:
         from kernelpro.evaluate.runner import evaluate
@@ -141,7 +143,7 @@ class EvaluateCall:
                           workdir=self.workdir, seed=self.seed, measurements=self.measurements,
                           build_dir=self.build_dir, language=self.language, compiled=compiled,
                           reference_flops=self.reference_flops, env=dict(slot.env), ceilings=self.ceilings,
-                          prestart=self.prestart)
+                          prestart=self.prestart, next_is_baseline=self.next_is_baseline)
         t1 = time.monotonic()
         profiled = None
         if self.profile is not None and result.correct:
