@@ -201,6 +201,36 @@ def test_stage1_ahead_none_never_combines(tmp_path):
     assert CALLS == [("kernel", 1, ()), ("kernel", 2, ("a1", "m1", "m2"))]
 
 
+def test_the_next_profile_s_first_pass_is_started_ahead_when_it_is_known(tmp_path):
+    """With ``stage1_ahead`` all (or none), the next profile's first kernel pass asks for
+    what this one's did: the collector is told so when a profile ends (``start_ahead``);
+    with ``parent`` it depends on the next parent, and nothing is started."""
+    started = []
+
+    class Ahead(CombiningKernelCollector):
+        def start_ahead(self, target, stage=1, metrics=()):
+            started.append((stage, tuple(metrics)))
+
+    class Broken(CombiningKernelCollector):
+        def start_ahead(self, target, stage=1, metrics=()):
+            raise RuntimeError("no head start here")
+
+    for mode, want in (("all", [(1, ("a1", "c1", "m1", "m2"))]), ("none", [(1, ())]), ("parent", [])):
+        started.clear()
+        Profiler(_combining_plugins(Ahead), classifier="fake", ahead=mode).profile(
+            _target(tmp_path), ProfileContext(gpu=None, device="cuda"))
+        assert started == want, mode
+    # not for a profile of named micro-profilers (the LLM's tool), and a failing head start
+    # costs the profile nothing
+    started.clear()
+    Profiler(_combining_plugins(Ahead), classifier="fake", ahead="all").profile(
+        _target(tmp_path), ProfileContext(gpu=None, device="cuda"), only=["always"])
+    assert started == []
+    analysis, _ = Profiler(_combining_plugins(Broken), classifier="fake", ahead="all").profile(
+        _target(tmp_path), ProfileContext(gpu=None, device="cuda"))
+    assert analysis.bottleneck is not None
+
+
 def test_stage1_ahead_is_checked_in_config():
     from kernelpro.config import ProfilingConfig
 

@@ -3,7 +3,9 @@
 
 Behaviour comes from environment variables:
 FAKE_NCU_LOG   append each argv as one JSON line
-FAKE_NCU_MODE  ok | perm | library | nokernels | sleep | fail
+FAKE_NCU_MODE  ok | perm | library | nokernels | sleep | fail | run
+               (run: the profiled command runs, on the CPU, then the report is written;
+               a forward started with --job-on-stdin gets the job line this process reads)
 FAKE_NCU_BAD   comma-separated metric names to reject with "Failed to find metric"
 FAKE_NCU_CSV   file whose text ``--import ... --csv`` prints
 FAKE_NCU_QUERY file whose text ``--query-metrics`` prints
@@ -34,6 +36,20 @@ if mode == "perm":
 if mode == "library":
     print("==ERROR== Failed to initialize the profiler: LibraryNotLoaded")
     sys.exit(1)
+if mode == "run":
+    import subprocess
+
+    i = argv.index("kernelpro.evaluate.forward") - 2  # python -m kernelpro.evaluate.forward ...
+    cmd = [("cpu" if a.startswith("cuda") else a) for a in argv[i:]]
+    job = None
+    if "--job-on-stdin" in cmd:
+        line = sys.stdin.readline()
+        if line.strip():
+            job = json.loads(line)
+            job["argv"] = [("cpu" if a.startswith("cuda") else a) for a in job["argv"]]
+    done = subprocess.run(cmd, input=(json.dumps(job) + "\n") if job else "", text=True)
+    if done.returncode != 0 or ("--job-on-stdin" in cmd and job is None):
+        sys.exit(done.returncode)
 if mode == "sleep":
     time.sleep(30)
 if mode == "fail":

@@ -41,7 +41,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from kernelpro.problem import Problem
 
 #: the API's version, "MAJOR.MINOR" (see the module's docstring)
-API_VERSION = "1.3"
+API_VERSION = "1.4"
 
 
 @attrs.frozen
@@ -239,6 +239,14 @@ class Collector(Plugin):
     def unavailable_reason(self, target: ProfileTarget) -> str | None:
         """None when this collector can run here; else one line saying what is missing
         and how to fix it."""
+        return None
+
+    def start_ahead(self, target: ProfileTarget, stage: int = 1, metrics: Sequence[str] = ()) -> None:
+        """(API 1.4) Another profile like this one (``target``'s device and interpreter,
+        this stage and these metrics) is likely to follow: start what can be started before
+        its candidate is known (a process, an import), so that the next :meth:`collect`
+        only hands it its job. CPU work only: a timing may run on the device meanwhile.
+        Called by core when a profile ends; the default does nothing."""
         return None
 
     @abc.abstractmethod

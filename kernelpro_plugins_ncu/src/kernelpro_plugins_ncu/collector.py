@@ -20,11 +20,14 @@ import json
 import os
 import re
 import shutil
+import atexit
 import signal
 import subprocess
+import tempfile
+import threading
 import time
 from pathlib import Path
-from typing import ClassVar, Sequence
+from typing import ClassVar, Mapping, Sequence
 
 import attrs
 
@@ -104,6 +107,83 @@ class NcuSettings:
     export_csv: bool = False  # also write <report>.raw.csv next to the .ncu-rep
     filter_metrics: bool = True  # drop names ncu --query-metrics does not list
     record_io_bytes: bool = True  # record the forward's input/parameter/output bytes
+    # start the next pass's ncu and interpreter (torch imported) when a profile ends, so the
+    # next profile of the same settings only sends its job (docs/profiling.md, "Started ahead")
+    start_ahead: bool = True
+
+
+@attrs.define(eq=False)
+class _Ahead:
+    """An ncu pass started ahead of its job: ncu runs ``python -m kernelpro.evaluate.forward
+    --job-on-stdin``, which has imported torch and waits for its job's line; the report
+    goes to ``report`` in a directory of its own until the pass is taken."""
+
+    key: tuple[object, ...]
+    proc: subprocess.Popen[bytes]
+    dir: Path
+    report: Path
+    log: Path
+    argv: list[str]
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def run(self, job: Mapping[str, object], timeout_s: float) -> subprocess.CompletedProcess[str] | None:
+        """Send the job and wait for the pass; None when it could not be sent (ended meanwhile)."""
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write((json.dumps(job) + "\n").encode())
+            self.proc.stdin.close()
+        except OSError:
+            self.discard()
+            return None
+        try:
+            self.proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            self.discard()
+            raise CollectorError(
+                f"ncu did not finish within {timeout_s:.0f} s (raise the ncu collector's timeout_s or "
+                "narrow kernel_filter/max_kernels)") from None
+        try:
+            out = self.log.read_text(errors="replace")
+        except OSError:
+            out = ""
+        return subprocess.CompletedProcess(self.argv, self.proc.returncode, out, "")
+
+    def discard(self) -> None:
+        """End it (and the interpreter under it) without a job."""
+        if self.proc.stdin is not None and not self.proc.stdin.closed:
+            try:
+                self.proc.stdin.close()  # the waiting interpreter reads the end and leaves
+            except OSError:
+                pass
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except OSError:
+                pass
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            pass
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+#: passes started ahead, one per key (ncu command, interpreter, visible devices)
+_AHEAD: dict[tuple[object, ...], _Ahead] = {}
+_AHEAD_GUARD = threading.Lock()
+
+
+def discard_ahead() -> None:
+    """End every ncu pass started ahead that no profile took (at exit)."""
+    with _AHEAD_GUARD:
+        waiting = list(_AHEAD.values())
+        _AHEAD.clear()
+    for a in waiting:
+        a.discard()
+
+
+atexit.register(discard_ahead)
 
 
 class NcuCollector(Collector):
@@ -230,6 +310,76 @@ class NcuCollector(Collector):
         env["PYTHONPATH"] = os.pathsep.join(p for p in (here, env.get("PYTHONPATH", "")) if p)
         return env
 
+    def _ahead_env(self, target: ProfileTarget) -> dict[str, str]:
+        """A pass started ahead starts with this process's environment and the target's
+        visible devices; the rest of the target's variables come with its job."""
+        env = self._env(ProfileTarget(problem_path=target.problem_path, candidate_path=target.candidate_path,
+                                      device=target.device, workdir=target.workdir, python=target.python))
+        if "CUDA_VISIBLE_DEVICES" in target.env:
+            env["CUDA_VISIBLE_DEVICES"] = str(target.env["CUDA_VISIBLE_DEVICES"])
+        return env
+
+    def _wanted(self, stage: int, metrics: Sequence[str]) -> tuple[list[str], bool]:
+        """The metric names a pass asks for, and whether it is stage 1 with stage-2 metrics."""
+        combined = stage == 1 and bool(metrics)
+        if stage == 1:
+            return (M.unique([*M.STAGE1_METRICS, *M.STAGE2_BASE_METRICS, *metrics]) if combined
+                    else list(M.STAGE1_METRICS)), combined
+        return [*M.STAGE2_BASE_METRICS, *metrics], combined
+
+    def _ahead_key(self, ncu: str, stage: int, kept: Sequence[str], combined: bool,
+                   target: ProfileTarget) -> tuple[object, ...]:
+        env = self._ahead_env(target)
+        return (tuple(self.ncu_argv(ncu, stage, kept, Path("-"), combined)), target.python,
+                env.get("PYTHONPATH"), env.get("CUDA_VISIBLE_DEVICES"))
+
+    def start_ahead(self, target: ProfileTarget, stage: int = 1, metrics: Sequence[str] = ()) -> None:
+        """Start the ncu pass that ``collect(target-like, stage, metrics)`` will run next, up
+        to the interpreter waiting for its job: ncu's start and torch's import (4-5 s of a
+        pass on the H200 host) are then done before the profile is asked for. CPU work only:
+        the interpreter opens no CUDA context before its job comes. A pass already waiting
+        with the same command is kept; one with another is ended when taken."""
+        if not self.settings.start_ahead or self.unavailable_reason(target):
+            return
+        ncu = find_ncu(self.settings.ncu_path)
+        assert ncu is not None
+        wanted, combined = self._wanted(stage, metrics)
+        kept, _ = self.select_metrics(ncu, wanted)
+        key = self._ahead_key(ncu, stage, kept, combined, target)
+        with _AHEAD_GUARD:
+            waiting = _AHEAD.get(key)
+            if waiting is not None and waiting.alive():
+                return
+        tmp = Path(tempfile.mkdtemp(prefix="kernelpro-ncu-"))
+        report, log = tmp / "report.ncu-rep", tmp / "ncu.log"
+        argv = self.ncu_argv(ncu, stage, kept, report, combined) + [
+            target.python, "-m", "kernelpro.evaluate.forward", "--job-on-stdin"]
+        try:
+            with open(log, "wb") as out:
+                proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT,
+                                        env=self._ahead_env(target), cwd=str(tmp), start_new_session=True)
+        except OSError:
+            shutil.rmtree(tmp, ignore_errors=True)
+            return
+        ahead = _Ahead(key=key, proc=proc, dir=tmp, report=report, log=log, argv=argv)
+        with _AHEAD_GUARD:
+            old = _AHEAD.pop(key, None)
+            _AHEAD[key] = ahead
+        if old is not None:
+            old.discard()
+
+    def _take_ahead(self, key: tuple[object, ...]) -> _Ahead | None:
+        with _AHEAD_GUARD:
+            ahead = _AHEAD.pop(key, None)
+            others = [k for k in _AHEAD if k[1:] == key[1:]]  # same interpreter and devices, other command
+            stale = [_AHEAD.pop(k) for k in others] if ahead is None else []
+        for a in stale:
+            a.discard()
+        if ahead is not None and not ahead.alive():
+            ahead.discard()
+            return None
+        return ahead
+
     def collect(self, target: ProfileTarget, stage: int, metrics: Sequence[str] = ()) -> ProfileData:
         reason = self.unavailable_reason(target)
         if reason:
@@ -240,12 +390,7 @@ class NcuCollector(Collector):
         workdir.mkdir(parents=True, exist_ok=True)
         report = workdir / f"ncu_stage{stage}.ncu-rep"
         io_json = workdir / "forward_io.json" if self.settings.record_io_bytes else None
-        combined = stage == 1 and bool(metrics)
-        if stage == 1:
-            wanted = M.unique([*M.STAGE1_METRICS, *M.STAGE2_BASE_METRICS, *metrics]) if combined \
-                else list(M.STAGE1_METRICS)
-        else:
-            wanted = [*M.STAGE2_BASE_METRICS, *metrics]
+        wanted, combined = self._wanted(stage, metrics)
         kept, dropped = self.select_metrics(ncu, wanted)
         env = self._env(target)
         notes = [f"ncu does not know these metrics here, skipped: {', '.join(dropped)}"] if dropped else []
@@ -254,10 +399,23 @@ class NcuCollector(Collector):
             if stale is not None and stale.exists():
                 stale.unlink()
         started = time.perf_counter()
+        ahead = self._take_ahead(self._ahead_key(ncu, stage, kept, combined, target)) \
+            if self.settings.start_ahead else None
         for _attempt in range(6):
             argv = self.ncu_argv(ncu, stage, kept, report, combined) + self.forward_argv(target, io_json)
             launched = time.time()
-            proc = self._run(argv, env, workdir)
+            ran = None
+            if ahead is not None:  # its job: the forward's options, the target's variables, the workdir
+                options = self.forward_argv(target, io_json)[3:]
+                job = {"argv": options, "cwd": str(workdir), "env": {k: str(v) for k, v in target.env.items()}}
+                ran = ahead.run(job, self.settings.timeout_s)
+                if ran is not None:
+                    argv = ahead.argv + options
+                    if ahead.report.exists():
+                        shutil.move(str(ahead.report), str(report))
+                    shutil.rmtree(ahead.dir, ignore_errors=True)
+                ahead = None
+            proc = ran if ran is not None else self._run(argv, env, workdir)
             ended = time.time()
             output = proc.stdout or ""
             unknown = rejected_metrics(output, kept) if proc.returncode != 0 else []

@@ -2,6 +2,14 @@
 
     python -m kernelpro.evaluate.forward --problem P.py [--candidate C.py]
         [--device cuda] [--warmup 3] [--iters 1] [--seed 0] [--io-json OUT.json]
+    python -m kernelpro.evaluate.forward --job-on-stdin
+
+``--job-on-stdin``: started ahead of its job (a profiler's process, started while the
+previous candidate is generated or evaluated): import torch and what loading a candidate
+needs, then read one JSON line ``{"argv": [...], "env": {...}, "cwd": "..."}`` (the options
+above, variables to add, the directory to work in) and go on as if started with them; an
+empty line or the end of stdin ends it with status 0. It opens no CUDA context before its
+job comes.
 
 Warm-up calls (compilation, autotuning, caches) run first; then the ``--iters`` profiled
 calls run between ``cudaProfilerStart`` and ``cudaProfilerStop`` and inside the NVTX
@@ -84,21 +92,70 @@ def prepare(problem_path: Path, candidate_path: Path | None, device: str, seed: 
     return model, inputs
 
 
+def wait_for_job() -> list[str] | None:
+    """``--job-on-stdin``: what can be loaded before the job is (torch, the modules that load
+    a candidate, Triton where installed: CPU work only), then the job's line; its variables
+    and directory are applied as if the process had started with them. None: no job came."""
+    import torch  # noqa: F401
+
+    import kernelpro.evaluate.compile  # noqa: F401
+    import kernelpro.evaluate.guard  # noqa: F401
+    import kernelpro.evaluate.interpret  # noqa: F401
+    import kernelpro.evaluate.loader  # noqa: F401
+
+    try:
+        import triton  # noqa: F401
+    except Exception:  # not installed, or broken: the candidate's own import says so
+        pass
+    line = sys.stdin.readline()
+    if not line.strip():
+        return None
+    job = json.loads(line)
+    import os
+    import tempfile
+
+    for key, value in (job.get("env") or {}).items():
+        os.environ[str(key)] = str(value)
+    tempfile.tempdir = None  # chosen again from TMPDIR when next asked
+    if job.get("cwd"):
+        started_in = os.getcwd()
+        os.chdir(job["cwd"])
+        # ``python -m`` put the directory it started in first on sys.path
+        sys.path[:] = [job["cwd"] if p in (started_in, "") else p for p in sys.path]
+    return [str(a) for a in job["argv"]]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m kernelpro.evaluate.forward")
-    ap.add_argument("--problem", required=True, type=Path)
+    ap.add_argument("--problem", type=Path)
     ap.add_argument("--candidate", type=Path)
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--iters", type=int, default=1)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--io-json", type=Path, help="write input/parameter/output bytes here")
+    ap.add_argument("--job-on-stdin", action="store_true", help="started ahead: read the job from stdin")
     args = ap.parse_args(argv)
+    waited_from = None
+    if args.job_on_stdin:
+        waited_from = time.time()
+        try:
+            job_argv = wait_for_job()
+        except (ValueError, KeyError, TypeError, OSError) as exc:
+            print(f"forward failed: bad job line: {type(exc).__name__}: {exc}", file=sys.stderr)
+            return 1
+        if job_argv is None:
+            return 0
+        args = ap.parse_args(job_argv)
+    if args.problem is None:
+        ap.error("--problem is required")
     phases = {"main": time.time()}
 
     import torch
 
     phases["torch"] = time.time()
+    if waited_from is not None:
+        phases["started_ahead"] = waited_from
     try:
         model, inputs = prepare(args.problem, args.candidate, args.device, args.seed)
         if args.device.startswith("cuda"):

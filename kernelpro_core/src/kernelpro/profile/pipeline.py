@@ -196,11 +196,26 @@ class Profiler:
             if collected:
                 self.last_seconds[f"{c.name}:2"] = time.monotonic() - t0
                 self._parts(f"{c.name}:2", profiles.get(c.level))
+        if only is None and self.ahead in ("all", "none"):
+            self._start_next(available, target, ahead)
         for p in profiles.values():
             notes.extend(p.notes)
         findings = run_micro_profilers(gated, profiles, bottleneck, context, notes)
         findings += self.advise(bottleneck, profiles, context, notes)
         return Analysis(bottleneck=bottleneck, findings=tuple(sort_findings(findings)), notes=tuple(notes)), profiles
+
+    def _start_next(self, available: list[Collector], target: ProfileTarget, ahead: list[str]) -> None:
+        """The next profile's first kernel-level pass asks for the same metrics as this one's
+        (``stage1_ahead`` all or none): its collectors may start it now (``start_ahead``);
+        one that fails there costs nothing but the head start."""
+        for c in available:
+            if c.level != "kernel":
+                continue
+            combined = bool(ahead) and getattr(c, "combines_stages", False)
+            try:
+                c.start_ahead(target, 1, ahead if combined else ())
+            except Exception:
+                pass
 
     def _analyzer_call(self, analyzer: Any, method: str, fn: Callable[..., Any], *args: Any) -> Any:
         """An analyzer's call: its CollectorError is the user's one line already; anything
