@@ -3,9 +3,10 @@
 
 Behaviour comes from environment variables:
 FAKE_NCU_LOG   append each argv as one JSON line
-FAKE_NCU_MODE  ok | perm | library | nokernels | sleep | fail | run
+FAKE_NCU_MODE  ok | perm | library | nokernels | sleep | fail | run | run_nostdin
                (run: the profiled command runs, on the CPU, then the report is written;
-               a forward started with --job-on-stdin gets the job line this process reads)
+               a forward started with --job-on-stdin gets the job line this process reads;
+               run_nostdin: it gets nothing on its stdin, as under an ncu that passes none on)
 FAKE_NCU_BAD   comma-separated metric names to reject with "Failed to find metric"
 FAKE_NCU_CSV   file whose text ``--import ... --csv`` prints
 FAKE_NCU_QUERY file whose text ``--query-metrics`` prints
@@ -36,6 +37,16 @@ if mode == "perm":
 if mode == "library":
     print("==ERROR== Failed to initialize the profiler: LibraryNotLoaded")
     sys.exit(1)
+if mode == "run_nostdin":
+    import subprocess
+
+    i = argv.index("kernelpro.evaluate.forward") - 2
+    done = subprocess.run([("cpu" if a.startswith("cuda") else a) for a in argv[i:]], stdin=subprocess.DEVNULL)
+    if done.returncode != 0:
+        sys.exit(done.returncode)
+    if "--job-on-stdin" in argv:
+        print("==WARNING== No kernels were profiled.")
+        sys.exit(0)
 if mode == "run":
     import subprocess
 

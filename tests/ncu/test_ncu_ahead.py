@@ -128,3 +128,18 @@ def test_not_started_when_switched_off_or_unavailable(tmp_path, running):
                         workdir=tmp_path / "cpu", python=sys.executable)
     NcuCollector(NcuSettings(ncu_path=str(FAKE))).start_ahead(cpu, 1)
     assert not _waiting()
+
+
+def test_an_ncu_that_passes_no_stdin_on_costs_one_pass(tmp_path, running, monkeypatch):
+    """Should an ncu not hand its stdin to the profiled process, the pass started ahead
+    ends without a job: the profile runs a pass for its job instead, and nothing is
+    started ahead with that ncu again."""
+    monkeypatch.setenv("FAKE_NCU_MODE", "run_nostdin")
+    monkeypatch.setattr(NcuCollector, "_no_ahead", set())
+    col = NcuCollector(NcuSettings(ncu_path=str(FAKE)))
+    col.start_ahead(_target(tmp_path, "first"), 1)
+    data = col.collect(_target(tmp_path, "second"), 1)
+    assert (tmp_path / "second" / "forward_io.json").exists() and data.kernels
+    assert any("did not get its job" in n for n in data.notes)
+    col.start_ahead(_target(tmp_path, "third"), 1)
+    assert not _waiting()

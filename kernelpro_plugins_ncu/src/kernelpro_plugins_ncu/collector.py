@@ -54,6 +54,7 @@ _FIXES = (
 _UNKNOWN_METRIC = re.compile(
     r"(?:Failed to find metric|(?:Invalid|Unknown) metric(?: name)?)[:\s]+(?:regex:)?['\"]?([A-Za-z0-9_.]+)")
 _NO_KERNELS = re.compile(r"No kernels were profiled")
+_FORWARD_FAILED = re.compile(r"^forward failed:", re.M)
 
 # metric families that ``ncu --query-metrics`` lists; others (launch__, device__, ...) are
 # kept without checking
@@ -202,6 +203,8 @@ class NcuCollector(Collector):
     _metric_catalogue: ClassVar[dict[str, frozenset[str]]] = {}
     #: metric names ncu rejected earlier in this process, per ncu path
     _rejected: ClassVar[dict[str, set[str]]] = {}
+    #: ncu paths whose passes started ahead never got their job
+    _no_ahead: ClassVar[set[str]] = set()
 
     def __init__(self, settings: NcuSettings | None = None) -> None:
         super().__init__(settings)
@@ -343,6 +346,8 @@ class NcuCollector(Collector):
             return
         ncu = find_ncu(self.settings.ncu_path)
         assert ncu is not None
+        if ncu in self._no_ahead:
+            return
         wanted, combined = self._wanted(stage, metrics)
         kept, _ = self.select_metrics(ncu, wanted)
         key = self._ahead_key(ncu, stage, kept, combined, target)
@@ -409,6 +414,14 @@ class NcuCollector(Collector):
                 options = self.forward_argv(target, io_json)[3:]
                 job = {"argv": options, "cwd": str(workdir), "env": {k: str(v) for k, v in target.env.items()}}
                 ran = ahead.run(job, self.settings.timeout_s)
+                if ran is not None and io_json is not None and not io_json.exists() \
+                        and not _FORWARD_FAILED.search(ran.stdout or ""):
+                    # the forward never got its job (this ncu does not pass stdin on): a
+                    # pass started for the job, and none ahead with this ncu again
+                    self._no_ahead.add(ncu)
+                    notes.append("ncu: the pass started ahead did not get its job; ran one for it")
+                    shutil.rmtree(ahead.dir, ignore_errors=True)
+                    ran = None
                 if ran is not None:
                     argv = ahead.argv + options
                     if ahead.report.exists():
