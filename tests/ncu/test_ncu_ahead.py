@@ -143,3 +143,18 @@ def test_an_ncu_that_passes_no_stdin_on_costs_one_pass(tmp_path, running, monkey
     assert any("did not get its job" in n for n in data.notes)
     col.start_ahead(_target(tmp_path, "third"), 1)
     assert not _waiting()
+
+
+@pytest.mark.parametrize("name", ["raises", "segfault"])
+def test_a_candidate_that_fails_under_a_pass_started_ahead_fails_alone(tmp_path, running, monkeypatch, name):
+    """The job arrived (the forward says so before it loads anything): a candidate that
+    fails or dies there is its own failure, and passes keep being started ahead."""
+    monkeypatch.setattr(NcuCollector, "_no_ahead", set())
+    col = NcuCollector(NcuSettings(ncu_path=str(FAKE)))
+    col.start_ahead(_target(tmp_path, "first"), 1)
+    bad = ProfileTarget(problem_path=DATA / "tiny_problem.py", candidate_path=DATA / f"{name}.py", device="cuda",
+                        workdir=tmp_path / name, python=sys.executable)
+    with pytest.raises(CollectorError):
+        col.collect(bad, 1)
+    assert not NcuCollector._no_ahead
+    assert len(profiled_calls(running)) == 1  # no second pass for it

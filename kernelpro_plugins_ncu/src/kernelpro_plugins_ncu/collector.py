@@ -54,7 +54,6 @@ _FIXES = (
 _UNKNOWN_METRIC = re.compile(
     r"(?:Failed to find metric|(?:Invalid|Unknown) metric(?: name)?)[:\s]+(?:regex:)?['\"]?([A-Za-z0-9_.]+)")
 _NO_KERNELS = re.compile(r"No kernels were profiled")
-_FORWARD_FAILED = re.compile(r"^forward failed:", re.M)
 
 # metric families that ``ncu --query-metrics`` lists; others (launch__, device__, ...) are
 # kept without checking
@@ -412,10 +411,11 @@ class NcuCollector(Collector):
             ran = None
             if ahead is not None:  # its job: the forward's options, the target's variables, the workdir
                 options = self.forward_argv(target, io_json)[3:]
-                job = {"argv": options, "cwd": str(workdir), "env": {k: str(v) for k, v in target.env.items()}}
+                received = ahead.dir / "job_received"
+                job = {"argv": options, "cwd": str(workdir), "env": {k: str(v) for k, v in target.env.items()},
+                       "ack": str(received)}
                 ran = ahead.run(job, self.settings.timeout_s)
-                if ran is not None and io_json is not None and not io_json.exists() \
-                        and not _FORWARD_FAILED.search(ran.stdout or ""):
+                if ran is not None and not received.exists():
                     # the forward never got its job (this ncu does not pass stdin on): a
                     # pass started for the job, and none ahead with this ncu again
                     self._no_ahead.add(ncu)

@@ -6,8 +6,9 @@
 
 ``--job-on-stdin``: started ahead of its job (a profiler's process, started while the
 previous candidate is generated or evaluated): import torch and what loading a candidate
-needs, then read one JSON line ``{"argv": [...], "env": {...}, "cwd": "..."}`` (the options
-above, variables to add, the directory to work in) and go on as if started with them; an
+needs, then read one JSON line ``{"argv": [...], "env": {...}, "cwd": "...", "ack": "..."}``
+(the options above, variables to add, the directory to work in, a file to create once the
+line has arrived) and go on as if started with them; an
 empty line or the end of stdin ends it with status 0. It opens no CUDA context before its
 job comes.
 
@@ -113,6 +114,9 @@ def wait_for_job() -> list[str] | None:
     job = json.loads(line)
     import os
     import tempfile
+
+    if job.get("ack"):  # the sender learns that its job arrived (whatever happens next)
+        Path(job["ack"]).write_text("")
 
     for key, value in (job.get("env") or {}).items():
         os.environ[str(key)] = str(value)
