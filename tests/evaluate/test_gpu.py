@@ -235,7 +235,9 @@ def test_honest_candidates_leave_nothing_unaccounted_for(run_eval, gpu_problem, 
 def test_a_baseline_job_through_a_judge_started_ahead_for_it(session_dir, fast_config, gpu_problem):
     """A bench's next problem: its baseline job's judge is started ahead with ``baseline``;
     once warm, the reference's harness imports torch.compile's stack while it waits, and
-    the job counts the reference's FLOPs and compiles it as a judge started for it would."""
+    the job counts the reference's FLOPs and compiles it as a judge started for it would.
+    (Session 10's first run of this test asserted a FLOP count above 0, wrong for this
+    elementwise problem; the bench's matmul baseline counted 68.7 GFLOP through such a judge.)"""
     import time
 
     import attrs
@@ -259,7 +261,9 @@ def test_a_baseline_job_through_a_judge_started_ahead_for_it(session_dir, fast_c
     print("baseline through a preloaded judge:", base.verdict.value, base.reason,
           {k: notes.get(k) for k in ("stage_bounds_s", "stage_compile_reference_s", "flops")})
     assert base.verdict is Verdict.CORRECT, base.reason
-    assert base.baseline_compiled is not None and notes["flops"] > 0
+    # the FLOPs were counted (0 for this elementwise problem: FlopCounterMode counts matmuls
+    # and convolutions) and the reference compiled
+    assert base.baseline_compiled is not None and "flops" in notes and notes["stage_compile_reference_s"] > 0
     assert "preloaded torch.compile's stack" in (workdir / "reference.log").read_text()
     runner.settle()
 

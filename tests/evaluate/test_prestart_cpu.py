@@ -147,12 +147,12 @@ def test_a_judge_nobody_takes_ends_with_its_harnesses(warm, gelu_problem):
 
 def test_a_judge_started_ahead_of_a_baseline_job(warm, gelu_problem, session_dir, fast_config):
     """A bench's next problem starts with its baseline job: the judge started ahead for it
-    is told ``warm`` then ``preload`` before its job (on a CPU device the reference's
+    is told ``preload`` and then ``warm`` before its job (on a CPU device the reference's
     harness imports nothing then: it would compete with what is timed); the job and the
     evaluations after it go as with any judge."""
     runner.prestart_judge("cpu", runner.judge_env(), warm=False, baseline=True)
     (judge,) = _waiting()
-    assert judge.wanted_preload and not judge.warmed and not judge.preloaded
+    assert judge.preloaded and not judge.warmed  # told at once: CPU work only
     runner.prestart_judge("cpu", runner.judge_env())  # the evaluation before it ended
     assert judge.warmed and judge.preloaded
     base = runner.evaluate(gelu_problem, None, device="cpu", config=fast_config,

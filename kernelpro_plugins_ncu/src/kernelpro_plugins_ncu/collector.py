@@ -208,6 +208,7 @@ class NcuCollector(Collector):
     def __init__(self, settings: NcuSettings | None = None) -> None:
         super().__init__(settings)
         self._stage1: dict[str, list] = {}
+        self._more_follow = False  # core said more profiles follow (start_ahead was called)
 
     # --- availability -----------------------------------------------------------------------
 
@@ -340,9 +341,12 @@ class NcuCollector(Collector):
         to the interpreter waiting for its job: ncu's start and torch's import (4-5 s of a
         pass on the H200 host) are then done before the profile is asked for. CPU work only:
         the interpreter opens no CUDA context before its job comes. A pass already waiting
-        with the same command is kept; one with another is ended when taken."""
+        with the same command is kept; one with another is ended when taken. From then on
+        a :meth:`collect` that takes a waiting pass starts the next one at once (so that a
+        profile right after another has a head start too)."""
         if not self.settings.start_ahead or self.unavailable_reason(target):
             return
+        self._more_follow = True
         ncu = find_ncu(self.settings.ncu_path)
         assert ncu is not None
         if ncu in self._no_ahead:
@@ -405,6 +409,10 @@ class NcuCollector(Collector):
         started = time.perf_counter()
         ahead = self._take_ahead(self._ahead_key(ncu, stage, kept, combined, target)) \
             if self.settings.start_ahead else None
+        if ahead is not None and self._more_follow:
+            # the next profile's pass starts now: its start and imports (CPU) overlap this
+            # pass and what comes before the next profile, even when that comes at once
+            self.start_ahead(target, stage, metrics)
         for _attempt in range(6):
             argv = self.ncu_argv(ncu, stage, kept, report, combined) + self.forward_argv(target, io_json)
             launched = time.time()
@@ -419,6 +427,10 @@ class NcuCollector(Collector):
                     # the forward never got its job (this ncu does not pass stdin on): a
                     # pass started for the job, and none ahead with this ncu again
                     self._no_ahead.add(ncu)
+                    with _AHEAD_GUARD:
+                        useless = [_AHEAD.pop(k) for k in list(_AHEAD) if k[0][0] == ncu]  # type: ignore[index]
+                    for a in useless:
+                        a.discard()
                     notes.append("ncu: the pass started ahead did not get its job; ran one for it")
                     shutil.rmtree(ahead.dir, ignore_errors=True)
                     ran = None

@@ -475,8 +475,9 @@ def warm_up(msg: dict[str, Any]) -> None:
 def preload(msg: dict[str, Any]) -> None:
     """A reference's harness started ahead of a problem's baseline job, which counts the
     reference's FLOPs and compiles it with ``torch.compile``: import the compiler stack both
-    need (about 4 s of each, cold, on the H200 host) while it waits. CPU work only, and on
-    a GPU device only: on a CPU device it would compete with what is being timed."""
+    need (about 4 s of each, cold, on the H200 host) while it waits. CPU work only (it may
+    come while the evaluation before is timed), and on a GPU device only: on a CPU device
+    it would compete with what is being timed."""
     if msg.get("role") != "reference" or not str(msg.get("device", "")).startswith("cuda"):
         return
     t0 = time.monotonic()

@@ -343,8 +343,7 @@ class _JudgeProcess:
     started: float
     workdir: Path | None = None  # the evaluation's directory, once it has a job
     warmed: bool = False
-    wanted_preload: bool = False  # its job will be a baseline job: preload once warm
-    preloaded: bool = False
+    preloaded: bool = False  # told its job will be a baseline job
 
     @classmethod
     def start(cls, key: tuple[Any, ...], device: str, env: dict[str, str]) -> _JudgeProcess:
@@ -372,22 +371,25 @@ class _JudgeProcess:
         return cls(key=key, proc=proc, channel=channel, job_fd=stdin_w, procdir=procdir, started=time.monotonic())
 
     def warm(self) -> None:
-        """Let it open its CUDA contexts now (nothing is being timed on its device), then,
-        when its job will be a baseline job, import torch.compile's stack."""
-        if self.job_fd is None:
-            return
-        lines = b""
-        if not self.warmed:
+        """Let it open its CUDA contexts now (nothing is being timed on its device)."""
+        if self.job_fd is not None and not self.warmed:
             self.warmed = True
-            lines += b"warm\n"
-        if self.wanted_preload and not self.preloaded:
+            self._say(b"warm\n")
+
+    def preload(self) -> None:
+        """Its job will be a baseline job: have the reference's harness import
+        torch.compile's stack now (CPU work only, so also while something is timed: on the
+        H200 host it takes longer than an evaluation)."""
+        if self.job_fd is not None and not self.preloaded:
             self.preloaded = True
-            lines += b"preload\n"
-        if lines:
-            try:
-                os.write(self.job_fd, lines)
-            except OSError:
-                pass
+            self._say(b"preload\n")
+
+    def _say(self, line: bytes) -> None:
+        assert self.job_fd is not None
+        try:
+            os.write(self.job_fd, line)
+        except OSError:
+            pass
 
     def alive(self) -> bool:
         return self.proc.poll() is None and not self.channel.closed.is_set()
@@ -492,8 +494,8 @@ def prestart_judge(device: str, env: dict[str, str], warm: bool = True, baseline
     """Start a judge for the next evaluation under ``device`` and ``env`` (a
     :func:`judge_env`), unless one waits already; ``warm``: nothing is being timed on the
     device, so it may open its CUDA contexts now (a judge waiting already is told so);
-    ``baseline``: its job will be a problem's baseline job, so once warm its reference's
-    harness also imports what the FLOP count and ``torch.compile`` need. A run's
+    ``baseline``: its job will be a problem's baseline job, so its reference's harness
+    imports what the FLOP count and ``torch.compile`` need, now (CPU work only). A run's
     evaluations call it themselves (``prestart``: on a GPU when they begin, unwarmed, and
     when they end); a bench calls it when a problem ends, for the next one's baseline, and
     has the run's last evaluation do so with ``baseline``."""
@@ -501,12 +503,14 @@ def prestart_judge(device: str, env: dict[str, str], warm: bool = True, baseline
     with _SPARES_GUARD:
         waiting = _SPARES.get(key)
     if waiting is not None:
-        waiting.wanted_preload = waiting.wanted_preload or baseline
+        if baseline:
+            waiting.preload()
         if warm:
             waiting.warm()
         return
     judge = _JudgeProcess.start(key, device, env)
-    judge.wanted_preload = baseline
+    if baseline:
+        judge.preload()
     if warm:
         judge.warm()
     old: list[_JudgeProcess] = []
