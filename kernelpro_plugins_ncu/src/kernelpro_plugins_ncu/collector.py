@@ -208,7 +208,6 @@ class NcuCollector(Collector):
     def __init__(self, settings: NcuSettings | None = None) -> None:
         super().__init__(settings)
         self._stage1: dict[str, list] = {}
-        self._more_follow = False  # core said more profiles follow (start_ahead was called)
 
     # --- availability -----------------------------------------------------------------------
 
@@ -341,12 +340,12 @@ class NcuCollector(Collector):
         to the interpreter waiting for its job: ncu's start and torch's import (4-5 s of a
         pass on the H200 host) are then done before the profile is asked for. CPU work only:
         the interpreter opens no CUDA context before its job comes. A pass already waiting
-        with the same command is kept; one with another is ended when taken. From then on
-        a :meth:`collect` that takes a waiting pass starts the next one at once (so that a
-        profile right after another has a head start too)."""
+        with the same command is kept; one with another is ended when taken. (Started
+        while another ncu pass runs, it waits for that pass before its interpreter runs:
+        ncu profiles one process at a time, so a profile right after another gains nothing;
+        docs/validation/throughput.md, session 10.)"""
         if not self.settings.start_ahead or self.unavailable_reason(target):
             return
-        self._more_follow = True
         ncu = find_ncu(self.settings.ncu_path)
         assert ncu is not None
         if ncu in self._no_ahead:
@@ -409,10 +408,6 @@ class NcuCollector(Collector):
         started = time.perf_counter()
         ahead = self._take_ahead(self._ahead_key(ncu, stage, kept, combined, target)) \
             if self.settings.start_ahead else None
-        if ahead is not None and self._more_follow:
-            # the next profile's pass starts now: its start and imports (CPU) overlap this
-            # pass and what comes before the next profile, even when that comes at once
-            self.start_ahead(target, stage, metrics)
         for _attempt in range(6):
             argv = self.ncu_argv(ncu, stage, kept, report, combined) + self.forward_argv(target, io_json)
             launched = time.time()
