@@ -16,7 +16,7 @@ from kernelpro_plugins_energy.twophase import NAME as TWO_PHASE, EnergyTwoPhase
 
 #: the KernelPro plugin API this plugin is written for (checked when it loads):
 #: 1.2 for ``build_search_policy`` (the two-phase search runs another policy in phase 1)
-KERNELPRO_API_VERSION = "1.3"
+KERNELPRO_API_VERSION = "1.4"
 
 
 @hookimpl
