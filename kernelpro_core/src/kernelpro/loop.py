@@ -920,6 +920,8 @@ class Optimizer:
     def abandon(self) -> None:
         """The run stops early (a plugin failed): background compiles are ended; the records,
         drafts and tree.json stay as last written, so ``--resume`` continues from there."""
+        if self._input_lines is not None:
+            self._input_lines.close()
         if self._pool is not None:
             self._pool.shutdown()
             self._pool = None
