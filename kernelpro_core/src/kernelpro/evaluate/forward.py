@@ -97,12 +97,7 @@ def wait_for_job() -> list[str] | None:
     """``--job-on-stdin``: what can be loaded before the job is (torch, the modules that load
     a candidate, Triton where installed: CPU work only), then the job's line; its variables
     and directory are applied as if the process had started with them. None: no job came."""
-    import torch  # noqa: F401
-
-    import kernelpro.evaluate.compile  # noqa: F401
-    import kernelpro.evaluate.guard  # noqa: F401
-    import kernelpro.evaluate.interpret  # noqa: F401
-    import kernelpro.evaluate.loader  # noqa: F401
+    from kernelpro.evaluate.harness import apply_env, enter_dir  # torch and the loaders with it
 
     try:
         import triton  # noqa: F401
@@ -112,20 +107,11 @@ def wait_for_job() -> list[str] | None:
     if not line.strip():
         return None
     job = json.loads(line)
-    import os
-    import tempfile
-
     if job.get("ack"):  # the sender learns that its job arrived (whatever happens next)
         Path(job["ack"]).write_text("")
-
-    for key, value in (job.get("env") or {}).items():
-        os.environ[str(key)] = str(value)
-    tempfile.tempdir = None  # chosen again from TMPDIR when next asked
+    apply_env({str(k): str(v) for k, v in (job.get("env") or {}).items()})
     if job.get("cwd"):
-        started_in = os.getcwd()
-        os.chdir(job["cwd"])
-        # ``python -m`` put the directory it started in first on sys.path
-        sys.path[:] = [job["cwd"] if p in (started_in, "") else p for p in sys.path]
+        enter_dir(str(job["cwd"]))
     return [str(a) for a in job["argv"]]
 
 

@@ -504,6 +504,15 @@ def apply_env(env: dict[str, str]) -> None:
         sys.dont_write_bytecode = True
 
 
+def enter_dir(cwd: str) -> None:
+    """Work in the job's directory. ``python -m`` put the directory the process started in
+    first on ``sys.path``: a process started ahead of its job started elsewhere, so the
+    job's directory takes that place."""
+    started_in = os.getcwd()
+    os.chdir(cwd)
+    sys.path[:] = [cwd if p in (started_in, "") else p for p in sys.path]
+
+
 def main() -> None:
     fd = int(os.environ.pop(FD_ENV))
     chan = Channel.from_fd(fd)
@@ -532,11 +541,7 @@ def main() -> None:
 
         set_undumpable()
     if hello.get("cwd"):
-        started_in = os.getcwd()
-        os.chdir(hello["cwd"])
-        # ``python -m`` put the directory it started in first on sys.path: a harness started
-        # ahead of its job started elsewhere, so the job's directory takes that place
-        sys.path[:] = [hello["cwd"] if p in (started_in, "") else p for p in sys.path]
+        enter_dir(hello["cwd"])
     limit = hello.get("memory_limit_mb")
     if limit and not str(hello.get("device", "")).startswith("cuda"):
         import resource
