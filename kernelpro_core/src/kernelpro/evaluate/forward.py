@@ -126,9 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--io-json", type=Path, help="write input/parameter/output bytes here")
     ap.add_argument("--job-on-stdin", action="store_true", help="started ahead: read the job from stdin")
     args = ap.parse_args(argv)
-    waited_from = None
     if args.job_on_stdin:
-        waited_from = time.time()
         try:
             job_argv = wait_for_job()
         except (ValueError, KeyError, TypeError, OSError) as exc:
@@ -144,8 +142,6 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     phases["torch"] = time.time()
-    if waited_from is not None:
-        phases["started_ahead"] = waited_from
     try:
         model, inputs = prepare(args.problem, args.candidate, args.device, args.seed)
         if args.device.startswith("cuda"):
