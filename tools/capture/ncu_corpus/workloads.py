@@ -7,14 +7,18 @@ Run under Nsight Compute with ``--profile-from-start off`` (``capture.py`` does)
 
     python3 workloads.py run GROUP [--sources DIR]
 
-GROUP is ``eager``, ``compiled`` or ``template``. Each workload is built, run three times
-(warm-up, torch.compile's compilation and autotuning happen there), then run once inside an
-NVTX range named ``<workload>@<size>`` between ``cudaProfilerStart`` and
+GROUP is ``eager``, ``compiled`` or ``template`` (the first corpus), or ``eager_v2`` or
+``compiled_v2`` (the validation corpus v2: other operator families, fixed before its capture
+and never tuned on; ``benchmarks/ncu_corpus/validation_v2.md``). Each workload is built,
+run three times (warm-up, torch.compile's compilation and autotuning happen there), then
+run once inside an NVTX range named ``<workload>@<size>`` between ``cudaProfilerStart`` and
 ``cudaProfilerStop``: the kernels of that one call are the ones profiled. ``--sources DIR``
 writes each template candidate's source there; torch.compile's generated code is found in
 its cache directory (``TORCHINDUCTOR_CACHE_DIR``) by ``capture.py``.
 
 ``python3 workloads.py list`` prints the workloads and sizes without a GPU.
+``KP_CORPUS_DEVICE`` (default ``cuda``) puts the eager builders' tensors elsewhere (``cpu``
+for the tests; ``run`` itself needs CUDA).
 """
 
 from __future__ import annotations
@@ -30,86 +34,91 @@ from typing import Any, Callable
 
 Build = Callable[[Any, str], Callable[[], Any]]  # (torch, size) -> one call
 
+#: where the eager builders put their tensors: the GPU under ncu; ``KP_CORPUS_DEVICE=cpu``
+#: (or ``meta``) lets the tests build and run them without one. The template group always
+#: runs on CUDA.
+DEVICE = os.environ.get("KP_CORPUS_DEVICE", "cuda")
+
 
 def _eager(size_args: dict[str, tuple[Any, ...]], make: Callable[..., Callable[[], Any]]) -> dict[str, Any]:
     return {"sizes": size_args, "make": make}
 
 
 def _softmax(t, rows, cols):
-    x = t.randn(rows, cols, device="cuda")
+    x = t.randn(rows, cols, device=DEVICE)
     return lambda: t.softmax(x, dim=-1)
 
 
 def _layer_norm(t, rows, cols):
-    x = t.randn(rows, cols, device="cuda")
-    w, b = t.randn(cols, device="cuda"), t.randn(cols, device="cuda")
+    x = t.randn(rows, cols, device=DEVICE)
+    w, b = t.randn(cols, device=DEVICE), t.randn(cols, device=DEVICE)
     return lambda: t.nn.functional.layer_norm(x, (cols,), w, b)
 
 
 def _group_norm(t, n, c, hw):
-    x = t.randn(n, c, hw, hw, device="cuda")
-    w, b = t.randn(c, device="cuda"), t.randn(c, device="cuda")
+    x = t.randn(n, c, hw, hw, device=DEVICE)
+    w, b = t.randn(c, device=DEVICE), t.randn(c, device=DEVICE)
     return lambda: t.nn.functional.group_norm(x, 32 if c >= 32 else 4, w, b)
 
 
 def _batch_norm(t, n, c, hw):
-    x = t.randn(n, c, hw, hw, device="cuda")
-    rm, rv = t.zeros(c, device="cuda"), t.ones(c, device="cuda")
-    w, b = t.randn(c, device="cuda"), t.randn(c, device="cuda")
+    x = t.randn(n, c, hw, hw, device=DEVICE)
+    rm, rv = t.zeros(c, device=DEVICE), t.ones(c, device=DEVICE)
+    w, b = t.randn(c, device=DEVICE), t.randn(c, device=DEVICE)
     return lambda: t.nn.functional.batch_norm(x, rm, rv, w, b, training=True)
 
 
 def _sum_rows(t, rows, cols):
-    x = t.randn(rows, cols, device="cuda")
+    x = t.randn(rows, cols, device=DEVICE)
     return lambda: x.sum(-1)
 
 
 def _sum_cols(t, rows, cols):
-    x = t.randn(rows, cols, device="cuda")
+    x = t.randn(rows, cols, device=DEVICE)
     return lambda: x.sum(0)
 
 
 def _cumsum(t, rows, cols):
-    x = t.randn(rows, cols, device="cuda")
+    x = t.randn(rows, cols, device=DEVICE)
     return lambda: t.cumsum(x, 1)
 
 
 def _bias_mul(t, rows, cols):
-    x, y = t.randn(rows, cols, device="cuda"), t.randn(rows, cols, device="cuda")
-    b = t.randn(cols, device="cuda")
+    x, y = t.randn(rows, cols, device=DEVICE), t.randn(rows, cols, device=DEVICE)
+    b = t.randn(cols, device=DEVICE)
     return lambda: (x + b[None, :]) * y
 
 
 def _gelu(t, n):
-    x = t.randn(n, device="cuda")
+    x = t.randn(n, device=DEVICE)
     return lambda: t.nn.functional.gelu(x)
 
 
 def _index_select(t, rows, cols):
-    x = t.randn(rows, cols, device="cuda")
-    idx = t.randint(0, rows, (rows,), device="cuda")
+    x = t.randn(rows, cols, device=DEVICE)
+    idx = t.randint(0, rows, (rows,), device=DEVICE)
     return lambda: x.index_select(0, idx)
 
 
 def _embedding(t, vocab, dim, count):
-    w = t.randn(vocab, dim, device="cuda")
-    idx = t.randint(0, vocab, (count,), device="cuda")
+    w = t.randn(vocab, dim, device=DEVICE)
+    idx = t.randint(0, vocab, (count,), device=DEVICE)
     return lambda: t.nn.functional.embedding(idx, w)
 
 
 def _transpose(t, rows, cols):
-    x = t.randn(rows, cols, device="cuda")
+    x = t.randn(rows, cols, device=DEVICE)
     return lambda: x.t().contiguous()
 
 
 def _max_pool(t, n, c, hw):
-    x = t.randn(n, c, hw, hw, device="cuda")
+    x = t.randn(n, c, hw, hw, device=DEVICE)
     return lambda: t.nn.functional.max_pool2d(x, 3, 2, 1)
 
 
 def _conv(t, n, cin, hw, cout):
-    x = t.randn(n, cin, hw, hw, device="cuda")
-    w = t.randn(cout, cin, 3, 3, device="cuda")
+    x = t.randn(n, cin, hw, hw, device=DEVICE)
+    w = t.randn(cout, cin, 3, 3, device=DEVICE)
     return lambda: t.nn.functional.conv2d(x, w, padding=1)
 
 
@@ -117,19 +126,19 @@ def _matmul(dtype_name, tf32=False):
     def make(t, m, n, k):
         t.backends.cuda.matmul.allow_tf32 = tf32
         dtype = getattr(t, dtype_name)
-        a, b = t.randn(m, k, device="cuda", dtype=dtype), t.randn(k, n, device="cuda", dtype=dtype)
+        a, b = t.randn(m, k, device=DEVICE, dtype=dtype), t.randn(k, n, device=DEVICE, dtype=dtype)
         return lambda: a @ b
     return make
 
 
 def _argmax(t, rows, cols):
-    x = t.randn(rows, cols, device="cuda")
+    x = t.randn(rows, cols, device=DEVICE)
     return lambda: x.argmax(-1)
 
 
 def _cross_entropy(t, rows, classes):
-    x = t.randn(rows, classes, device="cuda")
-    y = t.randint(0, classes, (rows,), device="cuda")
+    x = t.randn(rows, classes, device=DEVICE)
+    y = t.randint(0, classes, (rows,), device=DEVICE)
     return lambda: t.nn.functional.cross_entropy(x, y)
 
 
@@ -162,6 +171,173 @@ COMPILED = {name: EAGER[name] for name in (
     "cumsum_rows", "cross_entropy")}
 
 
+# ---- validation corpus v2 (fixed 2026-12-03 before any capture; benchmarks/ncu_corpus/
+# validation_v2.md): operator families the first corpus does not hold. Not to be tuned on.
+# Per large workload, the bytes of every tensor it creates (inputs, intermediates, output;
+# tests/ncu/test_ncu_corpus_v2_workloads.py computes them on the meta device) in brackets.
+
+def _log_softmax(t, rows, cols):
+    # rows of 4096: by PyTorch's source, its register-resident softmax kernel
+    # (cunn_SoftMaxForwardReg, rows of 2049 to ~9000 fp32); the first corpus has the warp
+    # and the generic ones
+    x = t.randn(rows, cols, device=DEVICE)
+    return lambda: t.log_softmax(x, dim=-1)
+
+
+def _softmax_cols(t, rows, cols):
+    x = t.randn(rows, cols, device=DEVICE)
+    return lambda: t.softmax(x, dim=0)
+
+
+def _instance_norm(t, n, c, hw):
+    x = t.randn(n, c, hw, hw, device=DEVICE)
+    return lambda: t.nn.functional.instance_norm(x)
+
+
+def _layer_norm_bf16(t, rows, cols):
+    x = t.randn(rows, cols, device=DEVICE, dtype=t.bfloat16)
+    w = t.randn(cols, device=DEVICE, dtype=t.bfloat16)
+    b = t.randn(cols, device=DEVICE, dtype=t.bfloat16)
+    return lambda: t.nn.functional.layer_norm(x, (cols,), w, b)
+
+
+def _rms_normalize(t, rows, cols):
+    x = t.randn(rows, cols, device=DEVICE)
+    return lambda: x * t.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)
+
+
+def _std_rows(t, rows, cols):
+    x = t.randn(rows, cols, device=DEVICE)
+    return lambda: x.std(-1)
+
+
+def _avg_pool(t, n, c, hw):
+    x = t.randn(n, c, hw, hw, device=DEVICE)
+    return lambda: t.nn.functional.avg_pool2d(x, 3, 2, 1)
+
+
+def _adaptive_avg_pool(t, n, c, hw):
+    x = t.randn(n, c, hw, hw, device=DEVICE)
+    return lambda: t.nn.functional.adaptive_avg_pool2d(x, 7)
+
+
+def _upsample_bilinear(t, n, c, hw):
+    x = t.randn(n, c, hw, hw, device=DEVICE)
+    return lambda: t.nn.functional.interpolate(x, scale_factor=2, mode="bilinear", align_corners=False)
+
+
+def _gather_cols(t, rows, cols, picked):
+    x = t.randn(rows, cols, device=DEVICE)
+    idx = t.randint(0, cols, (rows, picked), device=DEVICE)
+    return lambda: t.gather(x, 1, idx)
+
+
+def _scatter_add(t, rows, cols):
+    base, src = t.zeros(rows, cols, device=DEVICE), t.randn(rows, cols, device=DEVICE)
+    idx = t.randint(0, cols, (rows, cols), device=DEVICE)
+    return lambda: base.scatter_add(1, idx, src)
+
+
+def _where(t, n):
+    x, y = t.randn(n, device=DEVICE), t.randn(n, device=DEVICE)
+    mask = t.rand(n, device=DEVICE) > 0.5
+    return lambda: t.where(mask, x, y)
+
+
+def _clamp_fp16(t, n):
+    x = t.randn(n, device=DEVICE, dtype=t.float16)
+    return lambda: x.clamp(-1.0, 1.0)
+
+
+def _broadcast3(t, a, b, c):
+    x, y = t.randn(a, c, device=DEVICE), t.randn(b, c, device=DEVICE)
+    return lambda: x[:, None, :] * y[None, :, :]
+
+
+def _cat_cols(t, rows, cols):
+    x, y = t.randn(rows, cols, device=DEVICE), t.randn(rows, cols, device=DEVICE)
+    return lambda: t.cat([x, y], dim=1)
+
+
+def _flip_cols(t, rows, cols):
+    x = t.randn(rows, cols, device=DEVICE)
+    return lambda: x.flip(-1)
+
+
+def _channels_last(t, n, c, hw):
+    x = t.randn(n, c, hw, hw, device=DEVICE)
+    return lambda: x.contiguous(memory_format=t.channels_last)
+
+
+def _bmm(dtype_name):
+    def make(t, batch, m, n, k):
+        t.backends.cuda.matmul.allow_tf32 = False  # fp32 stays fp32 (the old group's tf32 GEMM sets it)
+        dtype = getattr(t, dtype_name)
+        a = t.randn(batch, m, k, device=DEVICE, dtype=dtype)
+        b = t.randn(batch, k, n, device=DEVICE, dtype=dtype)
+        return lambda: t.bmm(a, b)
+    return make
+
+
+def _conv_transpose(t, n, cin, hw, cout):
+    x = t.randn(n, cin, hw, hw, device=DEVICE)
+    w = t.randn(cin, cout, 4, 4, device=DEVICE)
+    return lambda: t.nn.functional.conv_transpose2d(x, w, stride=2, padding=1)
+
+
+def _depthwise_conv(t, n, c, hw):
+    x = t.randn(n, c, hw, hw, device=DEVICE)
+    w = t.randn(c, 1, 3, 3, device=DEVICE)
+    return lambda: t.nn.functional.conv2d(x, w, padding=1, groups=c)
+
+
+def _mse_loss(t, n):
+    x, y = t.randn(n, device=DEVICE), t.randn(n, device=DEVICE)
+    return lambda: t.nn.functional.mse_loss(x, y)
+
+
+def _topk(t, rows, cols, k):
+    x = t.randn(rows, cols, device=DEVICE)
+    return lambda: t.topk(x, k, dim=-1)
+
+
+# name -> sizes (large: past the 50 MB L2; small: launch-bound) and the builder. The order is
+# the capture's: a workload past the group's deadline is skipped, so the ones with many
+# kernels per call come last.
+EAGER_V2: dict[str, dict[str, Any]] = {
+    "log_softmax_rows": _eager({"large": (16384, 4096), "small": (64, 4096)}, _log_softmax),  # [537 MB]
+    "softmax_cols": _eager({"large": (4096, 16384), "small": (64, 1024)}, _softmax_cols),  # [537 MB]
+    "layer_norm_bf16": _eager({"large": (16384, 4096), "small": (64, 1024)}, _layer_norm_bf16),  # [269 MB]
+    "std_rows": _eager({"large": (16384, 4096), "small": (64, 1024)}, _std_rows),  # [268 MB]
+    "avg_pool2d": _eager({"large": (32, 128, 112), "small": (2, 16, 32)}, _avg_pool),  # [257 MB]
+    "adaptive_avg_pool2d": _eager({"large": (64, 256, 56), "small": (2, 16, 14)}, _adaptive_avg_pool),  # [209 MB]
+    "upsample_bilinear": _eager({"large": (16, 64, 128), "small": (2, 16, 16)}, _upsample_bilinear),  # [336 MB]
+    "gather_cols": _eager({"large": (16384, 4096, 1024), "small": (64, 1024, 256)}, _gather_cols),  # [470 MB]
+    "where_select": _eager({"large": (32 << 20,), "small": (1 << 16,)}, _where),  # [570 MB]
+    "clamp_fp16": _eager({"large": (128 << 20,), "small": (1 << 16,)}, _clamp_fp16),  # [537 MB]
+    "broadcast3_mul": _eager({"large": (256, 256, 1024), "small": (8, 8, 1024)}, _broadcast3),  # [271 MB]
+    "cat_cols": _eager({"large": (8192, 4096), "small": (64, 1024)}, _cat_cols),  # [537 MB]
+    "flip_cols": _eager({"large": (8192, 8192), "small": (256, 256)}, _flip_cols),  # [537 MB]
+    "to_channels_last": _eager({"large": (32, 128, 112), "small": (2, 16, 32)}, _channels_last),  # [411 MB]
+    "bmm_fp32": _eager({"large": (32, 1024, 1024, 1024), "small": (4, 64, 64, 64)}, _bmm("float32")),  # [403 MB]
+    # attention-score shaped: inputs of 32 MB, an output of 256 MB
+    "bmm_bf16": _eager({"large": (128, 1024, 1024, 128), "small": (4, 64, 64, 64)}, _bmm("bfloat16")),  # [336 MB]
+    "conv_transpose2d": _eager({"large": (32, 128, 64, 64), "small": (1, 16, 16, 16)}, _conv_transpose),  # [202 MB]
+    "depthwise_conv2d": _eager({"large": (32, 512, 56), "small": (1, 16, 16)}, _depthwise_conv),  # [411 MB]
+    "topk_rows": _eager({"large": (16384, 4096, 16), "small": (64, 1024, 16)}, _topk),  # [272 MB]
+    "instance_norm": _eager({"large": (32, 128, 128), "small": (2, 16, 16)}, _instance_norm),  # [537 MB]
+    "scatter_add_cols": _eager({"large": (8192, 4096), "small": (64, 1024)}, _scatter_add),  # [671 MB]
+    "mse_loss": _eager({"large": (32 << 20,), "small": (1 << 16,)}, _mse_loss),  # [268 MB + 134 MB inside mse_loss]
+    "rms_normalize": _eager({"large": (16384, 4096), "small": (64, 1024)}, _rms_normalize),  # [805 MB]
+}
+
+# torch.compile (default mode) of eight of them, where Inductor writes Triton kernels:
+# normalizations, reductions, pointwise with broadcasting, losses (kernel names ``tc2_``)
+COMPILED_V2 = {name: EAGER_V2[name] for name in (
+    "log_softmax_rows", "softmax_cols", "layer_norm_bf16", "rms_normalize", "std_rows",
+    "broadcast3_mul", "mse_loss", "instance_norm")}
+
+
 def _problem(forward: str, inputs: str, init: str = "", init_inputs: str = "[]", init_args: str = "") -> str:
     return ("import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n\n"
             "class Model(nn.Module):\n"
@@ -192,24 +368,31 @@ TEMPLATE: dict[str, dict[str, str]] = {
 }
 
 
+#: group -> its table of eager builders and the prefix of its workload names (``template``
+#: has its own table of problem sources)
+TABLES: dict[str, tuple[dict[str, dict[str, Any]], str]] = {
+    "eager": (EAGER, ""), "compiled": (COMPILED, "tc_"),
+    "eager_v2": (EAGER_V2, ""), "compiled_v2": (COMPILED_V2, "tc2_"),
+}
+COMPILED_GROUPS = ("compiled", "compiled_v2")
+GROUPS = ("eager", "compiled", "template", "eager_v2", "compiled_v2")
+
+
 def workloads(group: str) -> list[tuple[str, str]]:
-    table = {"eager": EAGER, "compiled": COMPILED, "template": TEMPLATE}[group]
-    out = []
-    for name, spec in table.items():
-        sizes = spec["sizes"] if group != "template" else spec
-        prefix = "tc_" if group == "compiled" else ""
-        out += [(prefix + name, size) for size in sizes]
-    return out
+    if group == "template":
+        return [(name, size) for name, spec in TEMPLATE.items() for size in spec]
+    table, prefix = TABLES[group]
+    return [(prefix + name, size) for name, spec in table.items() for size in spec["sizes"]]
 
 
 def _build(group: str, name: str, size: str, sources: Path | None) -> Callable[[], Any]:
     import torch
 
-    if group in ("eager", "compiled"):
-        base = name[3:] if group == "compiled" else name
-        spec = EAGER[base]
+    if group in TABLES:
+        table, prefix = TABLES[group]
+        spec = table[name[len(prefix):]]
         call = spec["make"](torch, *spec["sizes"][size])
-        if group == "compiled":
+        if group in COMPILED_GROUPS:
             torch._dynamo.reset()
             return torch.compile(call)
         return call
@@ -275,12 +458,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run")
-    r.add_argument("group", choices=["eager", "compiled", "template"])
+    r.add_argument("group", choices=GROUPS)
     r.add_argument("--sources", type=Path)
     sub.add_parser("list")
     args = ap.parse_args()
     if args.cmd == "list":
-        for group in ("eager", "compiled", "template"):
+        for group in GROUPS:
             for name, size in workloads(group):
                 print(group, f"{name}@{size}")
         return 0
