@@ -6,7 +6,17 @@ Run from the repository root on the GPU machine, with the distributions installe
 
     python3 tools/capture/ncu_corpus/capture.py
 
-Writes ``$OUT/ncu_corpus.tar.gz`` holding, per group (eager, compiled, template):
+``KP_CORPUS_GROUPS`` (comma-separated) names the groups to capture, default
+``eager,template,compiled`` (the first corpus). The validation corpus v2
+(``benchmarks/ncu_corpus/validation_v2.md``) is the groups ``eager_v2`` and
+``compiled_v2``, captured once, into an archive of its own name so that a capture of both
+corpora in one call keeps both:
+
+    KP_CORPUS_GROUPS=eager_v2,compiled_v2 KP_CORPUS_TAR=ncu_corpus_v2.tar.gz \
+        python3 tools/capture/ncu_corpus/capture.py
+
+Writes ``$OUT/$KP_CORPUS_TAR`` (default ``ncu_corpus.tar.gz``; its top directory is the
+archive's name without ``.tar.gz``) holding, per group:
 
 * ``<group>.raw.csv``: ``--page raw --csv --print-units base``, one row per kernel, every
   collected metric (what ``kernelpro analyze`` reads);
@@ -15,7 +25,8 @@ Writes ``$OUT/ncu_corpus.tar.gz`` holding, per group (eager, compiled, template)
 * ``<group>.rules.csv``: Nsight Compute's rule results (name, type, message, estimated
   speedup) from the details page, one row per rule and kernel;
 * ``<group>.log``: the workload run's output (which workloads ran, and why one did not);
-* ``sources/``: the template candidates and torch.compile's generated Triton code.
+* ``sources/``: the template candidates and torch.compile's generated Triton code
+  (``compiled`` and ``compiled_v2``).
 
 Also ``env.json`` (GPU, driver, versions). The ``.ncu-rep`` files stay on the machine
 (too large to keep). Clocks, power limits and modes are never changed: ncu always runs with
@@ -40,7 +51,12 @@ HERE = Path(__file__).resolve().parent
 OUT = Path(os.environ.get("OUT") or tempfile.mkdtemp(prefix="kp_corpus_out_"))
 STAGE = Path(tempfile.mkdtemp(prefix="kp_corpus_")) / "ncu_corpus"
 # each group's workloads stop starting at the first number; the profiler is stopped at the second
-GROUP_LIMIT_S = {"eager": (140.0, 180.0), "template": (55.0, 85.0), "compiled": (80.0, 120.0)}
+GROUP_LIMIT_S = {"eager": (140.0, 180.0), "template": (55.0, 85.0), "compiled": (80.0, 120.0),
+                 "eager_v2": (150.0, 200.0), "compiled_v2": (100.0, 140.0)}
+#: the groups whose torch.compile-generated Triton sources are kept
+COMPILED_GROUPS = ("compiled", "compiled_v2")
+#: the archive written to $OUT
+TAR_NAME = os.environ.get("KP_CORPUS_TAR") or "ncu_corpus.tar.gz"
 T0 = time.perf_counter()
 
 
@@ -170,7 +186,7 @@ def capture(group: str, ncu: str, metrics: list[str], work: Path) -> None:
     details = export(ncu, rep, "--page", "details", "--print-details", "all") or export(ncu, rep, "--page", "details")
     (STAGE / f"{group}.rules.csv").write_text(rules_only(details))
     (STAGE / f"{group}.nvtx.json").write_text(json.dumps(nvtx_ranges(rep, ncu)))
-    if group == "compiled":
+    if group in COMPILED_GROUPS:
         cache = work / f"inductor_{group}"
         for py in sorted(cache.rglob("*.py")) if cache.exists() else []:
             text = py.read_text(errors="replace")
@@ -200,9 +216,10 @@ def main() -> int:
             capture(group, ncu, metrics, work)
         except Exception as exc:  # the next group still runs
             log(f"{group}: {type(exc).__name__}: {exc}")
-    with tarfile.open(OUT / "ncu_corpus.tar.gz", "w:gz") as tar:
-        tar.add(STAGE, arcname="ncu_corpus")
-    log(f"wrote {OUT / 'ncu_corpus.tar.gz'} ({(OUT / 'ncu_corpus.tar.gz').stat().st_size // 1024} KiB)")
+    tar_path = OUT / TAR_NAME
+    with tarfile.open(tar_path, "w:gz") as tar:
+        tar.add(STAGE, arcname=TAR_NAME.removesuffix(".gz").removesuffix(".tgz").removesuffix(".tar"))
+    log(f"wrote {tar_path} ({tar_path.stat().st_size // 1024} KiB)")
     return 0
 
 
