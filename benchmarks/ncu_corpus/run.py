@@ -20,6 +20,12 @@ estimated speedup of at least ``--min-speedup`` percent. Two measures:
 thresholds are tuned on ``tuning`` and ``held_out`` is measured once, after tuning. Without
 it, the whole corpus and each half are summarized.
 
+The groups are the corpus directory's ``<group>.raw.csv`` files (``eager``, ``compiled``,
+``template`` in that order, then any other, such as the validation corpus v2's ``eager_v2``
+and ``compiled_v2``). A corpus none of whose workloads is in ``split.json`` (the v2 corpus,
+``validation_v2.md``) has no halves: every kernel is ``validation``, the summary says
+``"half": "validation"``, and ``--half tuning`` or ``--half held_out`` is an error.
+
 Runs on a CPU: the corpus holds ncu's raw-page CSV exports, which the ncu plugin reads.
 """
 
@@ -60,7 +66,16 @@ CAUSES: dict[str, tuple[str, ...]] = {
     "HighPipeUtilization/under-utilized": ("small_grid", "issue_slots", "at_roofline"),
     "MemoryL2Compression": (),  # no KernelPro micro-profiler looks at L2 compression
 }
-GROUPS = ("eager", "compiled", "template")
+#: the order groups are read in; a corpus's other groups follow in name order
+GROUPS = ("eager", "compiled", "template", "eager_v2", "compiled_v2")
+#: the ``half`` of every kernel of a corpus that is not in split.json
+VALIDATION = "validation"
+
+
+def groups(corpus: Path) -> list[str]:
+    """The groups of a corpus directory: one per ``<group>.raw.csv`` file."""
+    found = sorted(p.name[:-len(".raw.csv")] for p in corpus.glob("*.raw.csv"))
+    return [g for g in GROUPS if g in found] + [g for g in found if g not in GROUPS]
 
 
 def cause_key(result: dict[str, Any]) -> str:
@@ -137,10 +152,8 @@ def analyze(corpus: Path, min_speedup: float, config: Path | None = None) -> lis
         pipe = Pipeline(plugins, cfg.profiling.classifier, None, cfg.profiling.block_micro_profilers,
                         settings["heuristics"], settings["classifier"], settings["micro_profilers"])
     out: list[dict[str, Any]] = []
-    for group in GROUPS:
+    for group in groups(corpus):
         raw = corpus / f"{group}.raw.csv"
-        if not raw.exists():
-            continue
         kernels, meta = parse_raw_csv(raw.read_text())
         ids = [r[0] for r in _rows(raw)[1:] if r and r[0].strip().isdigit()]
         names = workloads(corpus / f"{group}.ranges.csv")
@@ -166,6 +179,9 @@ def analyze(corpus: Path, min_speedup: float, config: Path | None = None) -> lis
                 "roofline_fraction": bottleneck.roofline_fraction if bottleneck else None,
                 "findings": ours, "ncu_rules": theirs, "notes": notes,
             })
+    if out and all(r["half"] is None for r in out):  # a corpus split.json does not cover
+        for r in out:
+            r["half"] = VALIDATION
     return out
 
 
@@ -218,7 +234,7 @@ def markdown(rows: list[dict[str, Any]], summary: dict[str, Any]) -> str:
         ours = ", ".join(sorted({f["tool"] for f in r["findings"]})) or "-"
         theirs = ", ".join(f"{x['rule']} {x['speedup']:.0f}{'' if x['matched'] else ' (missed)'}"
                            for x in r["ncu_rules"]) or "-"
-        half = {"tuning": "T", "held_out": "H"}.get(r.get("half") or "", "-")
+        half = {"tuning": "T", "held_out": "H", VALIDATION: "V"}.get(r.get("half") or "", "-")
         lines.append(f"| {half} | {r['workload']} | `{r['kernel'][:40]}` | {r['duration_us']:.1f} | {frac} | "
                      f"{r['bottleneck'] or '-'} | {ours} | {theirs} |")
     return "\n".join(lines) + "\n"
@@ -233,8 +249,8 @@ def main() -> int:
     ap.add_argument("--half", choices=("all",) + HALVES, default="all")
     ap.add_argument("--config", type=Path, help="a KernelPro YAML: its profiling settings set the pipeline up")
     args = ap.parse_args()
-    if not (args.corpus / "eager.raw.csv").exists():
-        print(f"error: no corpus at {args.corpus} (expected eager.raw.csv)", file=sys.stderr)
+    if not groups(args.corpus):
+        print(f"error: no corpus at {args.corpus} (expected <group>.raw.csv files)", file=sys.stderr)
         return 2
     try:
         rows = analyze(args.corpus, args.min_speedup, args.config)
@@ -247,10 +263,17 @@ def main() -> int:
                   file=sys.stderr)
             return 2
         raise
+    unsplit = bool(rows) and all(r["half"] == VALIDATION for r in rows)
+    if unsplit and args.half != "all":
+        print(f"error: --half {args.half}: {args.corpus} is not in split.json, it has no halves "
+              f"(every kernel is {VALIDATION}); run without --half", file=sys.stderr)
+        return 2
     if args.half != "all":
         rows = [r for r in rows if r["half"] == args.half]
     summary = summarize(rows)
-    if args.half == "all":
+    if unsplit:
+        summary = {"half": VALIDATION, **summary}
+    elif args.half == "all":
         summary["halves"] = {h: summarize([r for r in rows if r["half"] == h]) for h in HALVES}
     if args.json:
         args.json.write_text(json.dumps({"summary": summary, "kernels": rows}, indent=1))
