@@ -138,3 +138,36 @@ def test_benchmark_refuses_a_folder_that_is_not_a_capture(tmp_path):
     assert out.returncode == 2
     assert out.stderr.strip().startswith(f"error: {tmp_path} is not a calibration capture (missing timings.json")
     assert "Traceback" not in out.stderr
+
+
+def test_benchmark_joins_findings_and_times(tmp_path, bench):
+    """A capture made of two corpus kernels renamed as the before sides of two pairs: the
+    benchmark takes each before kernel's findings, the realized gain from the times, and
+    reports the pairs it has no record of as errors."""
+    import json
+
+    corpus = REPO / "tests" / "ncu" / "corpus" / "h200"
+    for kind in ("raw", "rules"):
+        (tmp_path / f"pairs.{kind}.csv").write_text((corpus / f"eager.{kind}.csv").read_text())
+    ranges = (corpus / "eager.ranges.csv").read_text()
+    ranges = ranges.replace('"softmax_rows@large/', '"softmax_eager:before/').replace(
+        '"layer_norm@large/', '"layer_norm_eager:before/').replace('"softmax_rows@small/', '"softmax_eager:after/')
+    (tmp_path / "pairs.ranges.csv").write_text(ranges)
+    timings = {"softmax_eager": {"before_ms": 2.0, "after_ms": 1.5, "realized_gain": 0.25, "agree": True},
+               "layer_norm_eager": {"before_ms": 1.0, "after_ms": 0.9, "realized_gain": 0.1, "agree": True},
+               "fma": {"before_ms": 1.0, "after_ms": 0.5, "realized_gain": 0.5, "agree": False, "max_abs_err": 3.0}}
+    (tmp_path / "timings.json").write_text(json.dumps({"pairs": timings}))
+    rows = {r["pair"]: r for r in bench.analyze(tmp_path)}
+    soft, norm = rows["softmax_eager"], rows["layer_norm_eager"]
+    assert soft["realized"] == 0.25 and norm["realized"] == 0.1
+    assert "cunn_SoftMaxForward" in soft["kernel"]
+    for r in (soft, norm):  # the estimate is the largest gain among the findings the rewrite acts on
+        acting = [g for t, g in r["findings"].items() if t in r["acts_on"]]
+        assert r["estimated"] == pytest.approx(max(acting, default=0.0), abs=1e-3)
+        assert r["fired"] == bool(acting)
+    assert soft["after_findings"] is not None  # the small softmax stands in for the after side
+    assert rows["fma"]["error"].startswith("before and after disagree")
+    assert rows["tail_wave"]["error"] == "not timed"
+    s = bench.summarize(list(rows.values()))
+    assert s["measured"] == 2 and s["pairs"] == len(rows)
+    assert s["spearman_estimated"] is None  # two pairs are too few for a rank correlation

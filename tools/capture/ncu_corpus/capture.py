@@ -52,7 +52,7 @@ OUT = Path(os.environ.get("OUT") or tempfile.mkdtemp(prefix="kp_corpus_out_"))
 STAGE = Path(tempfile.mkdtemp(prefix="kp_corpus_")) / "ncu_corpus"
 # each group's workloads stop starting at the first number; the profiler is stopped at the second
 GROUP_LIMIT_S = {"eager": (140.0, 180.0), "template": (55.0, 85.0), "compiled": (80.0, 120.0),
-                 "eager_v2": (150.0, 200.0), "compiled_v2": (100.0, 140.0)}
+                 "eager_v2": (125.0, 165.0), "compiled_v2": (65.0, 95.0)}
 #: the groups whose torch.compile-generated Triton sources are kept
 COMPILED_GROUPS = ("compiled", "compiled_v2")
 #: the archive written to $OUT
