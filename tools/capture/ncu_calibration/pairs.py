@@ -14,7 +14,8 @@ same operation.
     python3 pairs.py run --lib libkpc_pairs.so                       # under ncu (capture.py)
 
 ``time`` checks that before and after agree, then times them alternately (CUDA events
-around single calls, the L2 flushed before each, median); ``run`` calls each variant once
+around single calls, the L2 flushed and the GPU kept busy for about 1 ms before each, so
+that no launch time falls between the events; median); ``run`` calls each variant once
 inside an NVTX range ``<pair>:<before|after>`` between ``cudaProfilerStart`` and
 ``cudaProfilerStop``, after warm-up calls.
 """
@@ -280,6 +281,10 @@ def _flusher(torch) -> Callable[[], None]:
     return flush
 
 
+#: about 1 ms of GPU spinning before each timed call (more than any launch's CPU time here)
+SLEEP_CYCLES = 2_000_000
+
+
 def time_pairs(lib, names: list[str], reps: int) -> dict[str, Any]:
     import torch
 
@@ -303,6 +308,9 @@ def time_pairs(lib, names: list[str], reps: int) -> dict[str, Any]:
                     for side in ("before", "after"):
                         fn = pair.before if side == "before" else pair.after
                         flush()
+                        # keep the GPU busy while the start event and the call are enqueued, so
+                        # that the launch's CPU time (large for torch.compile's wrapper) is not timed
+                        torch.cuda._sleep(SLEEP_CYCLES)
                         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                         start.record()
                         fn(lib, torch, *xs)
