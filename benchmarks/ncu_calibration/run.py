@@ -33,6 +33,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 CAPTURE = REPO / "tests" / "ncu" / "calibration" / "h200"
+SMS = 132  # the H200's SMs: the capture's GPU sizes tail_wave's inputs by them
 
 
 def _load(name: str, path: Path):
@@ -80,9 +81,12 @@ def spearman(xs: list[float], ys: list[float]) -> float | None:
 
 def analyze(capture: Path, config: Path | None = None) -> list[dict[str, Any]]:
     corpus = corpus_module()
-    pairs = pairs_module().PAIRS
+    pmod = pairs_module()
+    pairs = pmod.PAIRS
     timings = json.loads((capture / "timings.json").read_text())["pairs"]
-    kernels = corpus.analyze(capture, 0.0, config)
+    # each side's forward sizes, as the evaluator passes them to the micro-profilers
+    io = {f"{name}:{side}": pmod.io_bytes(pair, SMS) for name, pair in pairs.items() for side in ("before", "after")}
+    kernels = corpus.analyze(capture, 0.0, config, io)
     by_range: dict[str, list[dict[str, Any]]] = {}
     for k in kernels:
         by_range.setdefault(k["workload"], []).append(k)
@@ -102,12 +106,18 @@ def analyze(capture: Path, config: Path | None = None) -> list[dict[str, Any]]:
             rows.append(row)
             continue
         before = side["before"]
+        # the kernels' own times under ncu (every kernel of each side's range), a second view
+        # of the realized gain without any launch time in it
+        ncu_us = {s: sum(k["duration_us"] for k in by_range.get(f"{name}:{s}", [])) for s in ("before", "after")}
         gains = {f["tool"]: f["gain"] or 0.0 for f in before["findings"]}
         acting = [g for tool, g in gains.items() if tool in pair.acts_on]
         causes = {rule for rule, tools in corpus.CAUSES.items() if set(tools) & set(pair.acts_on)}
         ncu = [r["speedup"] / 100 for r in before["ncu_rules"] if corpus.cause_key(r) in causes]
         row.update({
             "before_ms": t["before_ms"], "after_ms": t["after_ms"], "realized": t["realized_gain"],
+            "ncu_before_us": ncu_us["before"], "ncu_after_us": ncu_us["after"],
+            "realized_ncu": 1 - ncu_us["after"] / ncu_us["before"] if ncu_us["before"] > 0 and ncu_us["after"] > 0
+            else None,
             "kernel": before["kernel"], "bottleneck": before["bottleneck"],
             "roofline_fraction": before["roofline_fraction"],
             "findings": {tool: round(g, 3) for tool, g in sorted(gains.items())},
@@ -125,13 +135,17 @@ def analyze(capture: Path, config: Path | None = None) -> list[dict[str, Any]]:
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     ok = [r for r in rows if "error" not in r]
     real = [r["realized"] for r in ok]
+    by_ncu = [r for r in ok if r.get("realized_ncu") is not None]
 
-    def rho(key: str) -> float | None:
-        return spearman([r[key] for r in ok], real)
+    def rho(key: str, against: str = "realized") -> float | None:
+        rs = ok if against == "realized" else by_ncu
+        return spearman([r[key] for r in rs], [r[against] for r in rs])
     return {
         "pairs": len(rows), "measured": len(ok), "fired": sum(r["fired"] for r in ok),
         "spearman_estimated": rho("estimated"), "spearman_any_finding": rho("any_finding"),
         "spearman_ncu": rho("ncu"),
+        "spearman_estimated_vs_ncu_times": rho("estimated", "realized_ncu"),
+        "spearman_ncu_vs_ncu_times": rho("ncu", "realized_ncu"),
         "mean_abs_error": sum(abs(r["estimated"] - r["realized"]) for r in ok) / len(ok) if ok else None,
         "errors": {r["pair"]: r["error"] for r in rows if "error" in r},
     }
@@ -143,17 +157,19 @@ def markdown(rows: list[dict[str, Any]], s: dict[str, Any]) -> str:
     lines = [f"Pairs measured: {s['measured']} of {s['pairs']}; the finding the rewrite acts on fired on "
              f"{s['fired']}. Spearman with the realized gain: ours {f(s['spearman_estimated'])}, any finding "
              f"{f(s['spearman_any_finding'])}, ncu's rules {f(s['spearman_ncu'])}; mean absolute error of ours "
-             f"{f(s['mean_abs_error'])}.", "",
-             "| pair | before ms | after ms | realized | ours (acts on) | any finding | ncu | before: bottleneck, "
-             "roofline | findings on before | after: roofline, findings |", "|---|---|---|---|---|---|---|---|---|---|"]
+             f"{f(s['mean_abs_error'])}. Against the kernels' times under ncu: ours "
+             f"{f(s['spearman_estimated_vs_ncu_times'])}, ncu's rules {f(s['spearman_ncu_vs_ncu_times'])}.", "",
+             "| pair | before ms | after ms | realized | realized, ncu times | ours (acts on) | any finding | ncu | before: bottleneck, "
+             "roofline | findings on before | after: roofline, findings |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if "error" in r:
-            lines.append(f"| {r['pair']} | {r['error']} | | | | | | | | |")
+            lines.append(f"| {r['pair']} | {r['error']} | | | | | | | | | |")
             continue
         finds = ", ".join(f"{k} {v:.0%}" for k, v in r["findings"].items()) or "-"
         after = (f"{r['after_roofline_fraction']:.0%}, " if r["after_roofline_fraction"] is not None else "") + (
             ", ".join(r["after_findings"] or []) or "-")
-        lines.append(f"| {r['pair']} | {r['before_ms']:.3f} | {r['after_ms']:.3f} | {r['realized']:.0%} | "
+        rn = "-" if r.get("realized_ncu") is None else f"{r['realized_ncu']:.0%}"
+        lines.append(f"| {r['pair']} | {r['before_ms']:.3f} | {r['after_ms']:.3f} | {r['realized']:.0%} | {rn} | "
                      f"{r['estimated']:.0%} ({', '.join(r['acts_on'])}) | {r['any_finding']:.0%} | {r['ncu']:.0%} | "
                      f"{r['bottleneck']}, {r['roofline_fraction']:.0%} | {finds} | {after} |")
     return "\n".join(lines) + "\n"

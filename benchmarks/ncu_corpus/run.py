@@ -130,11 +130,14 @@ def _split() -> tuple[dict[str, Any], Any]:
     return (mod.load() if mod.SPLIT.exists() else {"families": {}}), mod.family
 
 
-def analyze(corpus: Path, min_speedup: float, config: Path | None = None) -> list[dict[str, Any]]:
+def analyze(corpus: Path, min_speedup: float, config: Path | None = None,
+            io_by_workload: dict[str, dict[str, float]] | None = None) -> list[dict[str, Any]]:
     """One row per corpus kernel. ``config``: a KernelPro YAML whose ``profiling`` section
     (classifier, classifier_params, micro_profiler_params, block_micro_profilers) and
     ``heuristic_params`` set the pipeline up as ``kernelpro analyze`` would; without it the
-    defaults."""
+    defaults. ``io_by_workload``: per workload, the forward's input / parameter / output bytes
+    as the evaluator records them (the micro-profilers that compare DRAM traffic with the
+    problem's size need them; the corpus has none)."""
     from kernelpro.api import ProfileContext
     from kernelpro.plugins import installed
     from kernelpro.profile.pipeline import Profiler as Pipeline
@@ -162,7 +165,9 @@ def analyze(corpus: Path, min_speedup: float, config: Path | None = None) -> lis
         gpu = plugins.gpu_for(device)
         context = ProfileContext(gpu=gpu, device="cuda")
         for kid, k in zip(ids, kernels):
-            profile = ProfileData(level="kernel", collector="ncu", kernels=(k,), device_name=device)
+            io = (io_by_workload or {}).get(names.get(kid, "?"))
+            profile = ProfileData(level="kernel", collector="ncu", kernels=(k,), device_name=device,
+                                  payload={"io": io} if io else None)
             analysis = pipe.analyze_profile(profile, context)
             bottleneck, findings, notes = analysis.bottleneck, analysis.findings, list(analysis.notes)
             ours = [{"tool": f.tool, "title": f.title, "gain": f.estimated_gain, "action": bool(f.action)}

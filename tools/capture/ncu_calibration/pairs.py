@@ -45,11 +45,13 @@ class Pair:
     name: str
     acts_on: tuple[str, ...]  # micro-profilers whose action the "after" carries out
     action: str
-    inputs: Callable[[Any], list]  # (torch) -> tensors on the GPU
+    inputs: Callable[..., list]  # (torch, device="cuda") -> the inputs
     before: Callable[..., Any]  # (lib, torch, *inputs) -> output
     after: Callable[..., Any]
     rtol: float = 1e-5
     atol: float = 1e-5
+    #: elements of the output, from the inputs (default: as many as the first input)
+    output_numel: Callable[[list], int] = lambda xs: xs[0].numel()
 
 
 def _stream(torch) -> ctypes.c_void_p:
@@ -133,9 +135,9 @@ def _units(dealt: int):
     return go
 
 
-def _units_inputs(torch):
-    wave = 2 * _sms(torch)
-    return [torch.randn((wave + 8) * 8 * 1024, device="cuda")]
+def _units_inputs(torch, device="cuda", sms=None):
+    wave = 2 * (sms or _sms(torch))
+    return [torch.randn((wave + 8) * 8 * 1024, device=device)]
 
 
 def _staged(smem_bytes: int):
@@ -211,7 +213,7 @@ def _template_softmax(lib, torch, x):
 
 
 def _randn(*shape):
-    return lambda torch: [torch.randn(*shape, device="cuda")]
+    return lambda torch, device="cuda": [torch.randn(*shape, device=device)]
 
 
 PAIRS: dict[str, Pair] = {p.name: p for p in (
@@ -225,8 +227,9 @@ PAIRS: dict[str, Pair] = {p.name: p for p in (
          _randn(4 * M), _unary("kpc_decay_run", _const(256), _const(0)),
          _unary("kpc_decay_run", _const(256), _const(1)), 1e-4, 1e-5),
     Pair("gemm_tensor_cores", ("tensor_cores_idle",), "run the GEMM on tensor cores (cuBLAS, TF32)",
-         lambda torch: [torch.randn(4096, 4096, device="cuda"), torch.randn(4096, 4096, device="cuda")],
-         _gemm_ffma, _gemm_tf32, 2e-2, 0.5),
+         lambda torch, device="cuda": [torch.randn(4096, 4096, device=device),
+                                       torch.randn(4096, 4096, device=device)],
+         _gemm_ffma, _gemm_tf32, 2e-2, 0.5, lambda xs: xs[0].shape[0] * xs[1].shape[1]),
     Pair("grid_too_small", ("small_grid",), "launch enough blocks to fill every SM",
          _randn(16 * M), _unary("kpc_affine_run", _const(4), _const(128)),
          _unary("kpc_affine_run", lambda torch: 8 * _sms(torch), _const(256)), 0.0, 0.0),
@@ -251,17 +254,27 @@ PAIRS: dict[str, Pair] = {p.name: p for p in (
          _unary("kpc_bias_relu_run", lambda torch: 8 * _sms(torch)), 0.0, 0.0),
     Pair("broadcast_add_eager", ("warp_stalls", "issue_slots", "uncoalesced_global"),
          "torch.compile's Triton kernel for the same broadcast add (vectorized, more bytes in flight)",
-         lambda torch: [torch.randn(8192, 4096, device="cuda"), torch.randn(4096, device="cuda")],
+         lambda torch, device="cuda": [torch.randn(8192, 4096, device=device), torch.randn(4096, device=device)],
          _broadcast_add, _compiled("broadcast_add", _broadcast_add), 1e-6, 1e-6),
     Pair("layer_norm_eager", ("warp_stalls", "issue_slots", "uncoalesced_global"),
          "torch.compile's Triton kernel for the same layer norm",
-         lambda torch: [torch.randn(16384, 4096, device="cuda"), torch.randn(4096, device="cuda"),
-                        torch.randn(4096, device="cuda")],
+         lambda torch, device="cuda": [torch.randn(16384, 4096, device=device), torch.randn(4096, device=device),
+                                       torch.randn(4096, device=device)],
          _layer_norm, _compiled("layer_norm", _layer_norm), 1e-4, 1e-4),
     Pair("softmax_eager", ("warp_stalls", "issue_slots"),
          "the expert generator's row-softmax kernel for the same softmax",
          _randn(4096, 16384), _eager_softmax, _template_softmax, 1e-4, 1e-6),
 )}
+
+
+def io_bytes(pair: Pair, sms: int) -> dict[str, float]:
+    """The pair's input and output bytes (fp32), as the evaluator records a forward's, worked
+    out on the meta device (``sms``: the GPU's SM count, which sizes ``tail_wave``)."""
+    import torch
+
+    xs = _units_inputs(torch, "meta", sms) if pair.inputs is _units_inputs else pair.inputs(torch, "meta")
+    return {"input_bytes": float(sum(x.numel() * x.element_size() for x in xs)), "param_bytes": 0.0,
+            "output_bytes": float(pair.output_numel(xs) * 4)}
 
 
 def load_lib(path: str) -> ctypes.CDLL:

@@ -117,8 +117,11 @@ CASES: dict[str, Case] = {c.name: c for c in (
          lambda e, x: e.chain_unfused(x), lambda x: (x * 1.5 + 0.25).clamp_min(0),
          expect=("dram_excess",), note="three element-wise kernels through DRAM"),
     Case("chain_fused", r"kp_chain_fused", lambda: [_randn(M64)],
-         lambda e, x: e.chain_fused(x), lambda x: (x * 1.5 + 0.25).clamp_min(0), good=True,
-         note="the same chain in one kernel"),
+         lambda e, x: e.chain_fused(x), lambda x: (x * 1.5 + 0.25).clamp_min(0),
+         expect=("warp_stalls",),
+         note="the same chain in one kernel; one scalar load per thread keeps too few bytes in flight "
+              "(designed as a good kernel; the calibration pair bytes_in_flight, the same kernel, ran "
+              "34 % faster with float4 loads)"),
     Case("strided_reuse", r"kp_strided_reuse", lambda: [_randn(M64)],
          lambda e, x: e.strided_reuse(x), None, expect=("cache_hit_rate", "dram_excess"),
          note="every element read 8 times, 32 MiB apart in time"),
