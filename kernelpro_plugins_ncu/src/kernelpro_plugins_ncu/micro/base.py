@@ -47,6 +47,19 @@ def clip(x: float, lo: float = 0.0, hi: float = 1.0) -> float:
     return max(lo, min(hi, x))
 
 
+#: the share of its roofline a well-written kernel reaches in practice: the rewrites of the
+#: calibration pairs reached 72-86 % (docs/validation/ncu_corpus.md, "Calibrated gains")
+REACHABLE_FRACTION = 0.8
+
+
+def headroom(bottleneck: Bottleneck | None, kept: float = 1.0) -> float:
+    """The largest share of a kernel's time a rewrite can save when the rewritten kernel still
+    moves ``kept`` of its bytes (or does ``kept`` of its work) and reaches
+    :data:`REACHABLE_FRACTION` of the roofline: ``1 - fraction * kept / REACHABLE_FRACTION``."""
+    fraction = (bottleneck.roofline_fraction or 0.0) if bottleneck is not None else 0.0
+    return clip(1 - fraction * clip(kept) / REACHABLE_FRACTION)
+
+
 class KernelMicroProfiler(MicroProfiler):
     """Per-kernel micro-profiler: subclasses implement :meth:`check`."""
 

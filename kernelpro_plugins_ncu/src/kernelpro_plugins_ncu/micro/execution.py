@@ -7,7 +7,7 @@ import attrs
 
 from kernelpro.api import Bottleneck, Finding, ProfileContext, ProfileData
 
-from kernelpro_plugins_ncu.micro.base import M, KernelMicroProfiler, clip, io_bytes, metric
+from kernelpro_plugins_ncu.micro.base import REACHABLE_FRACTION, M, KernelMicroProfiler, clip, headroom, io_bytes, metric
 
 STALL_ADVICE = {
     "long_scoreboard": ("waiting for global/local memory (L1TEX) results",
@@ -50,9 +50,11 @@ class WarpStallSettings:
     # schedulers issuing this often hide their stalls; a compute pipe this busy is the limit
     max_issue_pct: float = 80.0
     max_pipe_pct: float = 80.0
-    # in a forward bound by DRAM (at least this fraction of its roofline) waiting for memory
-    # is the classification itself, not a further finding
-    memory_bound_fraction: float = 0.5
+    # a memory-bound kernel at this fraction of its roofline or more waits on DRAM by design
+    # (at_roofline's own threshold); below it, waiting for memory means too few bytes in
+    # flight (the calibration pairs: a scalar-load stream at 55 % of its roofline ran 34 %
+    # faster with float4 loads)
+    memory_bound_fraction: float = 0.75
 
 
 class WarpStallReasons(KernelMicroProfiler):
@@ -95,7 +97,9 @@ class WarpStallReasons(KernelMicroProfiler):
                  f"{STALL_ADVICE.get(r, ('', ''))[0]})" for r, v in top]
         issue_txt = f" Issue slots are busy {issue:.0f}% of cycles." if issue is not None else ""
         stall_share = top[0][1] / total
-        gain = share * 0.5 * stall_share * clip(1 - (issue or 0.0) / 100)
+        # half the dominant stall's share of the idle issue comes back, never more than what
+        # reaching the practical share of the roofline would save
+        gain = share * min(0.5 * stall_share * clip(1 - (issue or 0.0) / 100), headroom(bottleneck))
         lines = self.hot_lines(profile, index, M.pcsamp_metric(top[0][0]))
         return self.finding(
             kernel, share, index, profile, gain, source_lines=lines,
@@ -117,10 +121,9 @@ class IssueSlotSettings:
     # near its roofline or with the tensor pipe this busy is not starved
     max_roofline_fraction: float = 0.75
     max_tensor_pipe_pct: float = 50.0
-    # a memory-bound kernel at this fraction of its roofline or more waits on DRAM by
-    # definition: idle schedulers there are the classification, not a further finding (as
-    # warp_stalls' memory_bound_fraction)
-    memory_bound_fraction: float = 0.5
+    # a memory-bound kernel at this fraction of its roofline or more waits on DRAM by design:
+    # idle schedulers there are the classification, not a further finding (as warp_stalls')
+    memory_bound_fraction: float = 0.75
 
 
 class IssueSlotUtilization(KernelMicroProfiler):
@@ -156,8 +159,7 @@ class IssueSlotUtilization(KernelMicroProfiler):
             f"IPC {ipc:.2f}" if ipc is not None else "") if x)
         # at most half the idle issue share comes back (more ready warps overlap, they do not
         # remove the latency), and never more than the kernel's headroom below its roofline
-        fraction = (bottleneck.roofline_fraction or 0.0) if bottleneck is not None else 0.0
-        gain = share * min(0.5 * clip(1 - issue / self.settings.max_issue_pct), clip(1 - fraction))
+        gain = share * min(0.5 * clip(1 - issue / self.settings.max_issue_pct), headroom(bottleneck))
         return self.finding(
             kernel, share, index, profile, gain,
             message=(f"the warp schedulers issue an instruction in only {issue:.1f}% of cycles ({extra}): "
@@ -204,7 +206,7 @@ class IssueBound(KernelMicroProfiler):
             return None
         # with only the busiest pipe's instructions left the time could fall to that pipe's
         # share; half of that bound, and never more than the headroom below the roofline
-        gain = share * min(0.5 * clip(1 - pct / 100.0), clip(1 - fraction))
+        gain = share * min(0.5 * clip(1 - pct / 100.0), headroom(bottleneck))
         inst = metric(kernel, M.INST_EXECUTED)
         inst_txt = f" ({inst:.3g} warp instructions)" if inst else ""
         return self.finding(
@@ -309,7 +311,17 @@ class TensorCoresIdle(KernelMicroProfiler):
         rate = fp32 / seconds / 1e12 if seconds > 0 else None
         rate_txt = f" at {rate:.1f} TFLOP/s" if rate else ""
         fma_txt = f", FMA pipe {fma_pct:.0f}% busy" if fma_pct is not None else ""
-        gain = share * clip(max(fp32_fraction, (fma_pct or 0.0) / 100.0)) * (1 - 1 / speedup)
+        if gpu is not None and seconds > 0:
+            # a tensor-core rewrite replaces the whole GEMM-like kernel, its address math and
+            # shared-memory traffic with it: its time is the FLOPs at the TF32 rate or the
+            # DRAM bytes this kernel moves (a better-tiled rewrite moves no more), each at the
+            # practical share of its peak (the calibration pair: 92 % saved on a scalar FFMA
+            # GEMM; counting only the FFMA time, the old estimate said 44 %)
+            math_s = fp32 / (gpu.tf32_tflops * 1e12 * REACHABLE_FRACTION)
+            bytes_s = M.dram_bytes(kernel.metrics) / (gpu.dram_bandwidth_gbs * 1e9 * REACHABLE_FRACTION)
+            gain = share * clip(1 - max(math_s, bytes_s) / seconds)
+        else:
+            gain = share * clip(max(fp32_fraction, (fma_pct or 0.0) / 100.0)) * (1 - 1 / speedup)
         return self.finding(
             kernel, share, index, profile, gain,
             message=(f"{fp32 / 1e9:.2f} GFLOP of scalar FP32 math{rate_txt}{fma_txt} and no tensor-core "

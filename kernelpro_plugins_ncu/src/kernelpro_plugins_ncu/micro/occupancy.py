@@ -9,7 +9,7 @@ import attrs
 
 from kernelpro.api import Bottleneck, Finding, ProfileContext, ProfileData
 
-from kernelpro_plugins_ncu.micro.base import M, KernelMicroProfiler, clip, metric, severity_for
+from kernelpro_plugins_ncu.micro.base import M, KernelMicroProfiler, clip, headroom, metric, severity_for
 
 
 def _sm_count(kernel, context: ProfileContext, profile: ProfileData) -> float | None:
@@ -76,7 +76,7 @@ class OccupancyLimiter(KernelMicroProfiler):
             f"{block:.0f} threads per block" if block else "",
             f"{regs:.0f} registers per thread" if regs else "",
             f"{smem / 1024:.1f} KiB shared memory per block" if smem else "") if x)
-        gain = share * 0.5 * clip(1 - theo / self.settings.max_theoretical_pct)
+        gain = share * min(0.5 * clip(1 - theo / self.settings.max_theoretical_pct), headroom(bottleneck))
         return self.finding(
             kernel, share, index, profile, gain,
             message=(f"theoretical occupancy is {theo:.1f}%: {what} allow only {low:.0f} block(s) per SM "
@@ -112,7 +112,7 @@ class AchievedOccupancyGap(KernelMicroProfiler):
         if gap < self.settings.min_gap_points or achieved / theo > self.settings.max_ratio:
             return None
         waves = metric(kernel, M.WAVES_PER_SM)
-        gain = share * 0.5 * clip(gap / theo)
+        gain = share * min(0.5 * clip(gap / theo), headroom(bottleneck))
         if waves is not None and waves < 1.0:
             cause = (f"the grid fills only {waves:.2f} of one wave, so most warp slots never get a warp")
             action = ("Launch enough blocks to fill every SM's warp slots (at least one full wave), or give "
@@ -162,7 +162,7 @@ class TailEffect(KernelMicroProfiler):
         grid = metric(kernel, M.GRID_SIZE)
         per_wave = grid / waves if grid else None
         per_wave_txt = f" ({per_wave:.0f} blocks fill one wave)" if per_wave else ""
-        gain = share * idle
+        gain = share * min(idle, headroom(bottleneck))
         return self.finding(
             kernel, share, index, profile, gain,
             message=(f"{waves:.2f} waves{per_wave_txt}: the last wave has only {partial:.0%} of a wave's "
@@ -216,7 +216,7 @@ class UnitImbalance(KernelMicroProfiler):
         if not parts:
             return None
         return self.finding(
-            kernel, share, index, profile, share * gain,
+            kernel, share, index, profile, share * min(gain, headroom(bottleneck)),
             message="; ".join(parts) + ". Spread evenly, the work would end sooner (the estimate is that bound).",
             action=("Give every SM the same amount of work: enough blocks of equal size for all SMs (with fewer "
                     "blocks than SMs, split each block's rows or tiles over more blocks); for uneven items "
@@ -260,7 +260,7 @@ class SmallGrid(KernelMicroProfiler):
                    f"resident threads: too few warps per SM to hide latency.")
         else:
             return None
-        gain = share * clip(idle, 0, 0.95)
+        gain = share * min(clip(idle, 0, 0.95), headroom(bottleneck))
         return self.finding(
             kernel, share, index, profile, gain, message=msg,
             action=("Launch more parallel work: at least 2-4 blocks per SM (split rows/tiles across blocks, "
