@@ -78,3 +78,23 @@ def test_kernels_at_their_roofline_get_little_else(corpus_run):
     assert summary["at_roofline"] > 0
     assert len(summary["at_roofline_with_other_findings"]) <= MAX_AT_ROOFLINE_WITH_OTHERS, \
         summary["at_roofline_with_other_findings"]
+
+
+# the second corpus (other operator families, fixed before its capture), measured once at
+# a69fff1 (docs/validation/ncu_corpus.md, "Validation corpus v2")
+CORPUS_V2 = REPO / "tests" / "ncu" / "corpus" / "h200_v2"
+MIN_KERNELS_V2 = 78
+MIN_COVERAGE_V2 = 1.0  # 61 of 61
+MIN_RECALL_V2 = 0.72  # 274 of 378
+
+
+def test_second_corpus_coverage_and_agreement_do_not_drop():
+    mod = _load("run")
+    rows = mod.analyze(CORPUS_V2, 10.0)
+    s = mod.summarize(rows)
+    assert s["kernels"] >= MIN_KERNELS_V2
+    assert {r["group"] for r in rows} == {"eager_v2", "compiled_v2"}
+    assert {r["half"] for r in rows} == {"validation"}
+    assert s["coverage"] >= MIN_COVERAGE_V2, s["uncovered"]
+    assert s["recall"] >= MIN_RECALL_V2, s["recall_by_rule"]
+    assert not s["at_roofline_with_other_findings"], s["at_roofline_with_other_findings"]
