@@ -212,3 +212,19 @@ def test_uncoalesced_partial_stores_that_waste_nothing_that_matters_are_not_repo
     (f,) = run(Mem.UncoalescedGlobalAccess, kernel("k", 1e6, **many))
     check_finding(f, Mem.UncoalescedGlobalAccess)
     assert "stores use 12.5%" in f.message
+
+
+def test_tensor_cores_idle_needs_contraction_intensity_and_counts_the_whole_kernel():
+    gemm_like = {M.FFMA: 8.6e9, M.SHARED_LD_INST: 1.3e8, M.GLOBAL_LD_INST: 1e6, M.PIPE_FMA_PCT: 70.0}
+    fp32 = 2 * 8.6e9
+    # a reduction or normalization whose load-to-FFMA ratio looks GEMM-like does a few FLOPs
+    # per DRAM byte: tensor cores cannot speed it up
+    norm = kernel("k", 1e6, **gemm_like, **{M.DRAM_READ_BYTES: fp32 / 4, M.DRAM_WRITE_BYTES: 0.0})
+    assert run(X.TensorCoresIdle, norm, bottleneck=bn("memory", 0.5)) == []
+    # a contraction: the rewrite's time is its FLOPs at the TF32 rate or its DRAM bytes,
+    # each at 80 % of the peak, against the kernel's 1 ms
+    dram = fp32 / 400
+    gemm = kernel("k", 1e6, **gemm_like, **{M.DRAM_READ_BYTES: dram, M.DRAM_WRITE_BYTES: 0.0})
+    f = run(X.TensorCoresIdle, gemm, bottleneck=bn("compute", 0.3))[0]
+    floor = max(fp32 / (H200.tf32_tflops * 1e12 * 0.8), dram / (H200.dram_bandwidth_gbs * 1e9 * 0.8))
+    assert f.estimated_gain == pytest.approx(1 - floor / 1e-3, abs=1e-3)

@@ -268,6 +268,11 @@ class TensorIdleSettings:
     min_loads_per_ffma: float = 1 / 32
     max_loads_per_ffma: float = 2.0
     min_fp32_flops: float = 1e8
+    # FP32 FLOPs per DRAM byte at least this: a contraction reuses each operand byte many
+    # times (a 4096^3 scalar GEMM: hundreds), while reductions, normalizations and pooling,
+    # whose load-to-FFMA ratios can look GEMM-like, do a few FLOPs per byte; below the FP32
+    # ridge point (H200: 67 TFLOP/s over 4.8 TB/s, 14) tensor cores cannot help
+    min_flops_per_dram_byte: float = 8.0
     # a kernel at this fraction of its roofline or more gets at_roofline's finding only
     # (at_roofline's own threshold): faster math cannot move a kernel held by its ceiling
     max_roofline_fraction: float = 0.75
@@ -280,7 +285,8 @@ class TensorCoresIdle(KernelMicroProfiler):
     Settings = TensorIdleSettings
     applies_to = frozenset({"compute", "latency", "memory"})
     metrics = (M.FFMA, M.FADD, M.FMUL, M.SHARED_LD_INST, M.GLOBAL_LD_INST, M.PIPE_FMA_PCT,
-               M.PIPE_TENSOR_HMMA_PCT, M.PIPE_TENSOR_PCT, *[n for v in M.TENSOR_OPS.values() for n in v])
+               M.PIPE_TENSOR_HMMA_PCT, M.PIPE_TENSOR_PCT, M.DRAM_READ_BYTES, M.DRAM_WRITE_BYTES,
+               *[n for v in M.TENSOR_OPS.values() for n in v])
 
     def check(self, kernel, share, index, profile, bottleneck, context):
         if bottleneck is not None and (bottleneck.roofline_fraction or 0.0) >= self.settings.max_roofline_fraction:
@@ -292,6 +298,9 @@ class TensorCoresIdle(KernelMicroProfiler):
             return None
         tensor = sum(M.tensor_ops_by_type(m).values())
         if tensor > 0.01 * fp32 or M.tensor_pipe_pct(m) > 1.0:
+            return None
+        dram = M.dram_bytes(m)
+        if dram > 0 and fp32 / dram < self.settings.min_flops_per_dram_byte:
             return None
         loads = 32.0 * (M.get(m, M.SHARED_LD_INST) + M.get(m, M.GLOBAL_LD_INST))
         loads_per_ffma = loads / ffma
