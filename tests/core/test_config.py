@@ -149,3 +149,10 @@ def test_misspelt_keys_and_plugin_names_get_a_suggestion(tmp_path, text, expecte
     assert len(errors) == 1 and errors[0].startswith(expected), errors
     if "zzz" in text:
         assert "did you mean" not in errors[0]
+
+
+def test_measure_within_is_a_non_negative_number_or_null(tmp_path):
+    assert cfg.load_config(_write(tmp_path, {"evaluator": {"measure_within": 0.1}})).evaluator.measure_within == 0.1
+    assert cfg.load_config(_write(tmp_path, {"evaluator": {"measure_within": None}})).evaluator.measure_within is None
+    problems = _problems(tmp_path, {"evaluator": {"measure_within": -0.5}})
+    assert len(problems) == 1 and "measure_within: expected a number >= 0 or null, got -0.5" in problems[0]

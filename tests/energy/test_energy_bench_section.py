@@ -131,3 +131,17 @@ def test_the_gpu_benchmark_draws_8_problems_from_the_validation_sample():
     assert len(picked) == 8 and all(p in validation for p in picked)
     assert [p["level"] for p in picked] == [1] * 4 + [2] * 4
     assert picked == script.draw(validation)  # the fixed seed draws the same problems every time
+
+
+def test_candidates_skipped_by_measure_within_count_in_the_cost_line(tmp_path):
+    slow = _rec("slow", 2.0, None)
+    slow["flags"] = ["measurement_skipped: energy: 2 ms is more than 1.1 ms (evaluator.measure_within over the "
+                     "fastest candidate so far)"]
+    run = _write_run(tmp_path / "r", [_rec("fast", 1.00, 9.0), slow, _rec("near", 1.015, 7.0)])
+    n = problem_numbers(read_run_records(run), 0.02, "timing")
+    assert n["skipped"] == 1 and n["energy_id"] == "near"
+    # the skipped candidate's evaluation counts, its energy seconds are none
+    assert n["energy_seconds"] == pytest.approx(12.0) and n["evaluate_seconds"] == pytest.approx(30.0)
+    text = bench_section([{"name": "p", "run_dir": str(run)}])
+    assert ("Energy measurement: 12.0 s of 30.0 s of evaluation (40 %; the rest of the evaluations took 18.0 s; "
+            "1 candidates slower than `evaluator.measure_within` allows were timed but not measured).") in text

@@ -115,6 +115,10 @@ class EvaluatorConfig:
     # CPU the candidate's process may use between its calls, beyond the reference's (share of a core)
     idle_cpu_share: float = 0.2
     noisy_cv: float = 0.2  # a timing with a larger coefficient of variation is flagged noisy_timing
+    # the extra measurements (energy, ...) only for candidates at most this much slower than
+    # the run's fastest correct candidate so far (0.1: 10 %); the others are timed and checked
+    # but not measured (flag measurement_skipped). null: every candidate is measured
+    measure_within: float | None = None
     # auto: Landlock where the kernel has it, and a watch of the files around; landlock: refuse to
     # evaluate without it; detect: the watch only (no Landlock)
     write_guard: str = "auto"
@@ -150,6 +154,8 @@ class EvaluatorConfig:
                      "noisy_cv"):
             if not getattr(self, name) >= 0:
                 raise ValueError(f"{name}: expected a number >= 0, got {getattr(self, name)}")
+        if self.measure_within is not None and not self.measure_within >= 0:
+            raise ValueError(f"measure_within: expected a number >= 0 or null, got {self.measure_within}")
         if self.write_guard not in ("auto", "landlock", "detect"):
             raise ValueError(f"write_guard: expected one of auto, landlock, detect, got {self.write_guard!r}")
         if not re.fullmatch(r"auto|\d+\.\d+a?", self.cuda_arch):

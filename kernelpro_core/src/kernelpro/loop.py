@@ -471,7 +471,17 @@ class Optimizer:
                             language=self._language(cid, pending.get("language")),
                             reference_flops=self._reference_flops(), compiled=compiled, profile=profile,
                             ceilings=self.gpu, prestart=self.next_problem or len(self.records) + 1 < self.config.budget,
-                            next_is_baseline=self.next_problem and len(self.records) + 1 >= self.config.budget)
+                            next_is_baseline=self.next_problem and len(self.records) + 1 >= self.config.budget,
+                            measure_max_ms=self._measure_max_ms())
+
+    def _measure_max_ms(self) -> float | None:
+        """The slowest time a new candidate may have and still get the extra measurements:
+        ``evaluator.measure_within`` over the fastest correct candidate so far (None: all)."""
+        within = self.config.evaluator.measure_within
+        times = [r["runtime_ms"] for r in self.records if r.get("correct") and r.get("runtime_ms")]
+        if within is None or not self.measurements or not times:
+            return None
+        return min(times) * (1 + within)
 
     def _profile_call(self, cid: str, result: EvalResult | None = None, parent: str | None = None) -> ProfileCall:
         if parent is None and cid in self.tree:

@@ -62,6 +62,9 @@ def problem_numbers(records: Sequence[Mapping[str, Any]], max_slowdown: float,
         "energy_j": chosen.energy_j, "energy_j_sd": chosen.energy_sd_j,
         "diff_j": de.value, "diff_j_spread": de.spread, "diff_rel": de.relative, "resolved": de.resolved,
         "diff_ms_rel": dt.relative, "candidates": len(cands),
+        # timed but not measured: slower than evaluator.measure_within allows
+        "skipped": sum(1 for r in records if any(str(f).startswith("measurement_skipped: energy")
+                                                 for f in r.get("flags") or ())),
         "energy_seconds": sum(seconds) if seconds else None, "evaluate_seconds": sum(evaluate) if evaluate else None,
     }
 
@@ -121,6 +124,10 @@ def bench_section(problems: Sequence[Mapping[str, Any]], max_slowdown: float = 0
     v_s = [n["evaluate_seconds"] for n in done if n["evaluate_seconds"] is not None]
     if e_s and v_s:
         total_e, total_v = sum(e_s), sum(v_s)
+        skipped = sum(n.get("skipped", 0) for n in done)
+        skip_txt = (f"; {skipped} candidates slower than `evaluator.measure_within` allows were timed but not "
+                    f"measured" if skipped else "")
         out.append(f"Energy measurement: {total_e:.1f} s of {total_v:.1f} s of evaluation "
-                   f"({total_e / total_v * 100:.0f} %; the rest of the evaluations took {total_v - total_e:.1f} s).")
+                   f"({total_e / total_v * 100:.0f} %; the rest of the evaluations took {total_v - total_e:.1f} s"
+                   f"{skip_txt}).")
     return "\n".join(out) + "\n"

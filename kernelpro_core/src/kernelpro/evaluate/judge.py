@@ -1202,6 +1202,13 @@ class Judge:
     def measure(self) -> None:
         """Extra measurements (energy, ...): the judge runs them, the harnesses make the calls."""
         self.measurements: dict[str, dict[str, float]] = {}
+        limit = self.job.get("measure_max_ms")
+        median = self.summaries["candidate"].stats.median_ms
+        if limit is not None and self.job.get("measurements") and median > limit:
+            for spec in self.job["measurements"]:
+                self.flags.append(f"measurement_skipped: {spec['name']}: {median:.4g} ms is more than "
+                                  f"{limit:.4g} ms (evaluator.measure_within over the fastest candidate so far)")
+            return
         for spec in self.job.get("measurements", []):
             self.status(f"measure:{spec['name']}")
             try:

@@ -120,6 +120,7 @@ def evaluate(
     env: dict[str, str] | None = None,
     prestart: bool = False,
     next_is_baseline: bool = False,
+    measure_max_ms: float | None = None,
 ) -> EvalResult:
     """Evaluate ``candidate_path`` against ``problem_path`` (see the module docstring).
 
@@ -136,7 +137,9 @@ def evaluate(
     the evaluation to one GPU). ``prestart``: more evaluations on this device follow, so
     start the next one's processes now (``config.prestart`` must allow it);
     ``next_is_baseline``: the next is another problem's baseline job (a bench), whose
-    reference harness then imports ``torch.compile``'s stack while it waits."""
+    reference harness then imports ``torch.compile``'s stack while it waits.
+    ``measure_max_ms``: the ``measurements`` are taken only when the candidate's median time
+    is at most this (flag ``measurement_skipped`` otherwise)."""
     workdir = Path(workdir).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
@@ -147,7 +150,8 @@ def evaluate(
     result = _evaluate(problem_path, candidate_path, device=device, config=config, workdir=workdir, seed=seed,
                        measurements=measurements, build_dir=build_dir, language=language, compiled=compiled,
                        reference_flops=reference_flops, ceilings=ceilings, extra_env=env or {},
-                       prestart=prestart and config.prestart, next_is_baseline=next_is_baseline)
+                       prestart=prestart and config.prestart, next_is_baseline=next_is_baseline,
+                       measure_max_ms=measure_max_ms)
     changed = guard.changed() if candidate_path is not None else []
     if changed:
         result = EvalResult(verdict=Verdict.INTEGRITY, reason="the candidate changed files outside its directory: "
@@ -159,7 +163,7 @@ def _evaluate(problem_path: Path, candidate_path: Path | None, *, device: str, c
               workdir: Path, seed: int, measurements: Sequence[tuple[type[Measurement], Any]], build_dir: Path | None,
               language: str, compiled: build.CompileOutcome | None, reference_flops: float | None,
               ceilings: Any = None, extra_env: dict[str, str] | None = None, prestart: bool = False,
-              next_is_baseline: bool = False) -> EvalResult:
+              next_is_baseline: bool = False, measure_max_ms: float | None = None) -> EvalResult:
     t0 = time.monotonic()
     stage_info: dict[str, Any] = {}
     what = Path(candidate_path).stem if candidate_path is not None else "reference"
@@ -221,6 +225,7 @@ def _evaluate(problem_path: Path, candidate_path: Path | None, *, device: str, c
         ],
         "status": str(workdir / "status.txt"),
         "reference_flops": reference_flops,
+        "measure_max_ms": measure_max_ms,
         "ceilings": unstructure(ceilings) if ceilings is not None else None,
         # the variables of the candidate's build: the judge starts before its job is known,
         # so each harness is told them with its hello

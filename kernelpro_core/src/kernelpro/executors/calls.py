@@ -127,6 +127,8 @@ class EvaluateCall:
     prestart: bool = False
     #: what follows on this worker is another problem's baseline job (a bench)
     next_is_baseline: bool = False
+    #: the measurements run only if the candidate's time is at most this (evaluator.measure_within)
+    measure_max_ms: float | None = None
 
     def __call__(self, slot: Slot) -> dict[str, Any]:
         from kernelpro.evaluate.runner import evaluate
@@ -143,7 +145,8 @@ class EvaluateCall:
                           workdir=self.workdir, seed=self.seed, measurements=self.measurements,
                           build_dir=self.build_dir, language=self.language, compiled=compiled,
                           reference_flops=self.reference_flops, env=dict(slot.env), ceilings=self.ceilings,
-                          prestart=self.prestart, next_is_baseline=self.next_is_baseline)
+                          prestart=self.prestart, next_is_baseline=self.next_is_baseline,
+                          measure_max_ms=self.measure_max_ms)
         t1 = time.monotonic()
         profiled = None
         if self.profile is not None and result.correct:
