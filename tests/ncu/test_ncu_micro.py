@@ -228,3 +228,20 @@ def test_tensor_cores_idle_needs_contraction_intensity_and_counts_the_whole_kern
     f = run(X.TensorCoresIdle, gemm, bottleneck=bn("compute", 0.3))[0]
     floor = max(fp32 / (H200.tf32_tflops * 1e12 * 0.8), dram / (H200.dram_bandwidth_gbs * 1e9 * 0.8))
     assert f.estimated_gain == pytest.approx(1 - floor / 1e-3, abs=1e-3)
+
+
+def test_occupancy_limiter_gain_follows_the_resident_blocks_without_the_limiter():
+    # shared memory allows 1 block per SM; registers 8, block size 16; the grid gives each of
+    # 132 SMs 4 blocks: without the limiter 4 blocks are resident, a latency-bound kernel's
+    # time falls to about a quarter
+    low = {M.THEORETICAL_OCCUPANCY_PCT: 6.25, M.LIMIT_SMEM: 1, M.LIMIT_REGISTERS: 8, M.LIMIT_WARPS: 16,
+           M.GRID_SIZE: 4 * 132, M.SM_COUNT: 132}
+    f = run(O.OccupancyLimiter, kernel("k", 1e6, **low), bottleneck=bn("latency", 0.05))[0]
+    assert f.estimated_gain == pytest.approx(0.75)
+    # a memory-bound kernel: no more than reaching 80 % of its roofline
+    f = run(O.OccupancyLimiter, kernel("k", 1e6, **low), bottleneck=bn("memory", 0.5))[0]
+    assert f.estimated_gain == pytest.approx(1 - 0.5 / 0.8)
+    # without the other limits or the grid: half the missing theoretical occupancy, as before
+    bare = {M.THEORETICAL_OCCUPANCY_PCT: 12.5, M.LIMIT_REGISTERS: 2}
+    f = run(O.OccupancyLimiter, kernel("k", 1e6, **bare), bottleneck=bn("latency", 0.05))[0]
+    assert f.estimated_gain == pytest.approx(0.5 * (1 - 12.5 / 50))
