@@ -54,18 +54,8 @@ def pairs_module():
 
 
 def ranks(xs: list[float]) -> list[float]:
-    """1-based ranks, ties given the mean of the ranks they span."""
-    order = sorted(range(len(xs)), key=lambda i: xs[i])
-    out = [0.0] * len(xs)
-    i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and xs[order[j + 1]] == xs[order[i]]:
-            j += 1
-        for k in range(i, j + 1):
-            out[order[k]] = (i + j) / 2 + 1
-        i = j + 1
-    return out
+    """1-based ranks, ties given the mean of the ranks they span (the search benchmark's)."""
+    return list(_load("kp_search_sim_stats", REPO / "benchmarks" / "search_sim" / "stats.py").ranks(xs))
 
 
 def spearman(xs: list[float], ys: list[float]) -> float | None:

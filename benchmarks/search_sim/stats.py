@@ -23,7 +23,9 @@ class WilcoxonResult:
     method: str  # exact | normal
 
 
-def _ranks(values: Sequence[float]) -> list[float]:
+def ranks(values: Sequence[float]) -> list[float]:
+    """1-based ranks, ties given the mean of the ranks they span (also used by
+    benchmarks/ncu_calibration/run.py's Spearman correlation)."""
     order = sorted(range(len(values)), key=lambda i: values[i])
     ranks = [0.0] * len(values)
     i = 0
@@ -47,8 +49,8 @@ def wilcoxon_signed_rank(x: Sequence[float], y: Sequence[float]) -> WilcoxonResu
     if n == 0:
         return WilcoxonResult(0, 0.0, 1.0, "exact")
     abs_d = [abs(d) for d in diffs]
-    ranks = _ranks(abs_d)
-    w_plus = sum(r for r, d in zip(ranks, diffs) if d > 0)
+    ranked = ranks(abs_d)
+    w_plus = sum(r for r, d in zip(ranked, diffs) if d > 0)
     has_ties = len(set(abs_d)) < n
     if n <= 25 and not has_ties:
         # counts[s] = number of sign assignments with W+ = s
