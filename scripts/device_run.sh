@@ -4,7 +4,7 @@
 # STEPFILE has one step a line: "NAME TIMEOUT_S COMMAND...". Each step's output is written as
 # it comes to $OUT/kp-logs/NAME.log (so a call stopped at the device's limit still returns
 # what ran); the last lines are printed. Keep the steps' limits together under the call's.
-# Installs carried wheels (.whl/) into /tmp/site and every distribution of the repo
+# Installs carried wheels (.whl/, and build/ray_whl/ from scripts/ray_wheels.sh) into /tmp/site and every distribution of the repo
 # (editable, no dependencies) first.
 set -u
 export PYTHONUNBUFFERED=1
@@ -14,6 +14,13 @@ if ls .whl/*.whl >/dev/null 2>&1; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
         > "$LOGS/wheels.log" 2>&1 || { echo "wheel install failed"; tail -5 "$LOGS/wheels.log"; }
     export PYTHONPATH=/tmp/site
+fi
+# Ray and its dependencies, when the call carries build/ray_whl (bash scripts/ray_wheels.sh)
+if ls build/ray_whl/*.whl >/dev/null 2>&1; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
+        build/ray_whl/*.whl >> "$LOGS/wheels.log" 2>&1 || { echo "ray wheel install failed"; tail -5 "$LOGS/wheels.log"; }
+    export PYTHONPATH=/tmp/site
+    export PATH="/tmp/site/bin:$PATH"
 fi
 for d in kernelpro_core kernelpro_plugins_ncu kernelpro_plugins_sass kernelpro_plugins_nsys \
          kernelpro_plugins_energy kernelpro_plugins_expert kernelpro_cute tests/plugin_dist; do
