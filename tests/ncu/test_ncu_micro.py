@@ -101,6 +101,10 @@ def test_cache_hit_rate_needs_reuse_and_misses():
     assert run(Mem.CacheHitRate, kernel("k", 1e6, **{**ks, M.DRAM_READ_BYTES: 2.7e8}), io=io) == []
     # no I/O sizes: cannot tell reuse from streaming
     assert run(Mem.CacheHitRate, kernel("k", 1e6, **ks)) == []
+    # the gain: the kernel's 1 ms against reading the inputs and writing the outputs once at
+    # 80 % of the DRAM bandwidth
+    floor = (2.68e8 + 2.68e8) / (H200.dram_bandwidth_gbs * 1e9 * 0.8)
+    assert f[0].estimated_gain == pytest.approx(1 - floor / 1e-3, abs=1e-3)
 
 
 def test_dram_excess_counts_all_kernels_against_io():
