@@ -249,3 +249,22 @@ def test_occupancy_limiter_gain_follows_the_resident_blocks_without_the_limiter(
     bare = {M.THEORETICAL_OCCUPANCY_PCT: 12.5, M.LIMIT_REGISTERS: 2}
     f = run(O.OccupancyLimiter, kernel("k", 1e6, **bare), bottleneck=bn("latency", 0.05))[0]
     assert f.estimated_gain == pytest.approx(0.5 * (1 - 12.5 / 50))
+
+
+def test_the_reachable_share_of_the_roofline_is_a_setting(tmp_path):
+    starved = kernel("k", 1e6, **{M.ISSUE_ACTIVE_PCT: 10.0, M.ELIGIBLE_WARPS: 0.2})
+    mp = X.IssueSlotUtilization(X.IssueSlotSettings(reachable_fraction=0.9))
+    f = mp.analyze(profile(starved), bn("latency", 0.7), CTX)[0]
+    assert f.estimated_gain == pytest.approx(1 - 0.7 / 0.9, abs=1e-4)
+    # from YAML, and a value outside (0, 1] is one line naming the key
+    from kernelpro import config as cfg
+    from kernelpro.plugins import Plugins
+
+    good = cfg.load_config(overrides={"profiling": {"micro_profiler_params": {"issue_slots": {"reachable_fraction": 0.9}}}})
+    cfg.validate(good, Plugins())
+    bad = cfg.load_config(overrides={"profiling": {"micro_profiler_params": {"tail_effect": {"reachable_fraction": 1.5}}}})
+    with pytest.raises(cfg.ConfigError) as exc:
+        cfg.validate(bad, Plugins())
+    assert len(exc.value.problems) == 1
+    assert "tail_effect" in exc.value.problems[0] and "reachable_fraction: expected a fraction in (0, 1], got 1.5" \
+        in exc.value.problems[0]

@@ -52,12 +52,18 @@ def clip(x: float, lo: float = 0.0, hi: float = 1.0) -> float:
 REACHABLE_FRACTION = 0.8
 
 
-def headroom(bottleneck: Bottleneck | None, kept: float = 1.0) -> float:
+def headroom(bottleneck: Bottleneck | None, kept: float = 1.0, reach: float = REACHABLE_FRACTION) -> float:
     """The largest share of a kernel's time a rewrite can save when the rewritten kernel still
-    moves ``kept`` of its bytes (or does ``kept`` of its work) and reaches
-    :data:`REACHABLE_FRACTION` of the roofline: ``1 - fraction * kept / REACHABLE_FRACTION``."""
+    moves ``kept`` of its bytes (or does ``kept`` of its work) and reaches ``reach`` of the
+    roofline: ``1 - fraction * kept / reach``."""
     fraction = (bottleneck.roofline_fraction or 0.0) if bottleneck is not None else 0.0
-    return clip(1 - fraction * clip(kept) / REACHABLE_FRACTION)
+    return clip(1 - fraction * clip(kept) / reach)
+
+
+def reachable(instance: Any, attribute: Any, value: float) -> None:
+    """attrs validator of a ``reachable_fraction`` setting: a share of the roofline in (0, 1]."""
+    if not 0 < value <= 1:
+        raise ValueError(f"{attribute.name}: expected a fraction in (0, 1], got {value!r}")
 
 
 class KernelMicroProfiler(MicroProfiler):
@@ -71,6 +77,14 @@ class KernelMicroProfiler(MicroProfiler):
     source_metrics: ClassVar[tuple[str, ...]] = ()
     #: at most this many findings (the largest gains) per profile
     max_findings: ClassVar[int] = 3
+
+    def reach(self) -> float:
+        """The share of the roofline a rewrite is assumed to reach (the setting
+        ``reachable_fraction`` where this micro-profiler has one)."""
+        return float(getattr(self.settings, "reachable_fraction", REACHABLE_FRACTION))
+
+    def headroom(self, bottleneck: Bottleneck | None, kept: float = 1.0) -> float:
+        return headroom(bottleneck, kept, self.reach())
 
     def analyze(self, profile: ProfileData, bottleneck: Bottleneck | None,
                 context: ProfileContext) -> list[Finding]:

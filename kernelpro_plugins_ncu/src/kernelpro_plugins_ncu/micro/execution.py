@@ -7,7 +7,8 @@ import attrs
 
 from kernelpro.api import Bottleneck, Finding, ProfileContext, ProfileData
 
-from kernelpro_plugins_ncu.micro.base import REACHABLE_FRACTION, M, KernelMicroProfiler, clip, headroom, io_bytes, metric
+from kernelpro_plugins_ncu.micro.base import (REACHABLE_FRACTION, M, KernelMicroProfiler, clip, io_bytes, metric,
+                                              reachable)
 
 STALL_ADVICE = {
     "long_scoreboard": ("waiting for global/local memory (L1TEX) results",
@@ -55,6 +56,9 @@ class WarpStallSettings:
     # flight (the calibration pairs: a scalar-load stream at 55 % of its roofline ran 34 %
     # faster with float4 loads)
     memory_bound_fraction: float = 0.75
+    # the share of its roofline a rewrite is assumed to reach: gains stop there (the
+    # calibration pairs' rewrites reached 72-86 %)
+    reachable_fraction: float = attrs.field(default=REACHABLE_FRACTION, validator=reachable)
 
 
 class WarpStallReasons(KernelMicroProfiler):
@@ -99,7 +103,7 @@ class WarpStallReasons(KernelMicroProfiler):
         stall_share = top[0][1] / total
         # half the dominant stall's share of the idle issue comes back, never more than what
         # reaching the practical share of the roofline would save
-        gain = share * min(0.5 * stall_share * clip(1 - (issue or 0.0) / 100), headroom(bottleneck))
+        gain = share * min(0.5 * stall_share * clip(1 - (issue or 0.0) / 100), self.headroom(bottleneck))
         lines = self.hot_lines(profile, index, M.pcsamp_metric(top[0][0]))
         return self.finding(
             kernel, share, index, profile, gain, source_lines=lines,
@@ -124,6 +128,9 @@ class IssueSlotSettings:
     # a memory-bound kernel at this fraction of its roofline or more waits on DRAM by design:
     # idle schedulers there are the classification, not a further finding (as warp_stalls')
     memory_bound_fraction: float = 0.75
+    # the share of its roofline a rewrite is assumed to reach: gains stop there (the
+    # calibration pairs' rewrites reached 72-86 %)
+    reachable_fraction: float = attrs.field(default=REACHABLE_FRACTION, validator=reachable)
 
 
 class IssueSlotUtilization(KernelMicroProfiler):
@@ -159,7 +166,7 @@ class IssueSlotUtilization(KernelMicroProfiler):
             f"IPC {ipc:.2f}" if ipc is not None else "") if x)
         # at most half the idle issue share comes back (more ready warps overlap, they do not
         # remove the latency), and never more than the kernel's headroom below its roofline
-        gain = share * min(0.5 * clip(1 - issue / self.settings.max_issue_pct), headroom(bottleneck))
+        gain = share * min(0.5 * clip(1 - issue / self.settings.max_issue_pct), self.headroom(bottleneck))
         return self.finding(
             kernel, share, index, profile, gain,
             message=(f"the warp schedulers issue an instruction in only {issue:.1f}% of cycles ({extra}): "
@@ -179,6 +186,9 @@ class IssueBoundSettings:
     max_pipe_pct: float = 80.0
     # a kernel at this fraction of its roofline or more is left to at_roofline
     max_roofline_fraction: float = 0.75
+    # the share of its roofline a rewrite is assumed to reach: gains stop there (the
+    # calibration pairs' rewrites reached 72-86 %)
+    reachable_fraction: float = attrs.field(default=REACHABLE_FRACTION, validator=reachable)
 
 
 class IssueBound(KernelMicroProfiler):
@@ -206,7 +216,7 @@ class IssueBound(KernelMicroProfiler):
             return None
         # with only the busiest pipe's instructions left the time could fall to that pipe's
         # share; half of that bound, and never more than the headroom below the roofline
-        gain = share * min(0.5 * clip(1 - pct / 100.0), headroom(bottleneck))
+        gain = share * min(0.5 * clip(1 - pct / 100.0), self.headroom(bottleneck))
         inst = metric(kernel, M.INST_EXECUTED)
         inst_txt = f" ({inst:.3g} warp instructions)" if inst else ""
         return self.finding(
@@ -276,6 +286,9 @@ class TensorIdleSettings:
     # a kernel at this fraction of its roofline or more gets at_roofline's finding only
     # (at_roofline's own threshold): faster math cannot move a kernel held by its ceiling
     max_roofline_fraction: float = 0.75
+    # the share of its roofline a rewrite is assumed to reach: gains stop there (the
+    # calibration pairs' rewrites reached 72-86 %)
+    reachable_fraction: float = attrs.field(default=REACHABLE_FRACTION, validator=reachable)
 
 
 class TensorCoresIdle(KernelMicroProfiler):
@@ -326,8 +339,8 @@ class TensorCoresIdle(KernelMicroProfiler):
             # DRAM bytes this kernel moves (a better-tiled rewrite moves no more), each at the
             # practical share of its peak (the calibration pair: 92 % saved on a scalar FFMA
             # GEMM; counting only the FFMA time, the old estimate said 44 %)
-            math_s = fp32 / (gpu.tf32_tflops * 1e12 * REACHABLE_FRACTION)
-            bytes_s = M.dram_bytes(kernel.metrics) / (gpu.dram_bandwidth_gbs * 1e9 * REACHABLE_FRACTION)
+            math_s = fp32 / (gpu.tf32_tflops * 1e12 * self.reach())
+            bytes_s = M.dram_bytes(kernel.metrics) / (gpu.dram_bandwidth_gbs * 1e9 * self.reach())
             gain = share * clip(1 - max(math_s, bytes_s) / seconds)
         else:
             gain = share * clip(max(fp32_fraction, (fma_pct or 0.0) / 100.0)) * (1 - 1 / speedup)

@@ -6,8 +6,8 @@ import attrs
 
 from kernelpro.api import Bottleneck, Finding, KernelProfile, ProfileContext, ProfileData
 
-from kernelpro_plugins_ncu.micro.base import (REACHABLE_FRACTION, M, KernelMicroProfiler, clip, headroom, io_bytes,
-                                              metric, short_name)
+from kernelpro_plugins_ncu.micro.base import (REACHABLE_FRACTION, M, KernelMicroProfiler, clip, io_bytes, metric,
+                                              reachable, short_name)
 
 
 def _mem_factor(kernel: KernelProfile) -> float:
@@ -38,6 +38,9 @@ class UncoalescedSettings:
     # at_roofline's finding only: bytes do not set its time (at_roofline's own threshold;
     # a memory-bound kernel keeps the finding, its wasted bytes are the ones to cut)
     max_roofline_fraction_not_memory: float = 0.75
+    # the share of its roofline a rewrite is assumed to reach: gains stop there (the
+    # calibration pairs' rewrites reached 72-86 %)
+    reachable_fraction: float = attrs.field(default=REACHABLE_FRACTION, validator=reachable)
 
 
 class UncoalescedGlobalAccess(KernelMicroProfiler):
@@ -91,7 +94,7 @@ class UncoalescedGlobalAccess(KernelMicroProfiler):
                                             (M.GST_BYTES_PER_SECTOR_PCT, M.GST_SECTORS)))
         dram = M.dram_bytes(kernel.metrics)
         dram_waste = clip((dram - useful) / dram) if dram > 0 else 0.0
-        gain = share * min(waste * _mem_factor(kernel), headroom(bottleneck, kept=1 - dram_waste))
+        gain = share * min(waste * _mem_factor(kernel), self.headroom(bottleneck, kept=1 - dram_waste))
         return self.finding(
             kernel, share, index, profile, gain,
             message="; ".join(parts) + f". {waste:.0%} of the global sectors moved are wasted bytes.",
@@ -109,6 +112,9 @@ class BankConflictSettings:
     max_wavefronts_per_inst: float = 1.5
     # share of shared wavefronts caused by bank conflicts above which we report
     min_conflict_share: float = 0.3
+    # the share of its roofline a rewrite is assumed to reach: gains stop there (the
+    # calibration pairs' rewrites reached 72-86 %)
+    reachable_fraction: float = attrs.field(default=REACHABLE_FRACTION, validator=reachable)
 
 
 class SharedBankConflicts(KernelMicroProfiler):
@@ -140,7 +146,7 @@ class SharedBankConflicts(KernelMicroProfiler):
         excess = 1 - 1 / per_inst
         l1 = clip(kernel.metrics.get(M.L1_THROUGHPUT_PCT, 50.0) / 100.0, 0.3, 1.0)
         # the DRAM bytes stay: no more than reaching the practical share of the roofline
-        gain = share * min(excess * l1, headroom(bottleneck))
+        gain = share * min(excess * l1, self.headroom(bottleneck))
         return self.finding(
             kernel, share, index, profile, gain,
             message=(f"{'; '.join(parts)} (1.0 is conflict-free); {conflict_share:.0%} of the "
@@ -159,6 +165,9 @@ class LocalMemorySettings:
     min_local_share: float = 0.01
     # as uncoalesced_global's: a compute-bound kernel at its roofline gets at_roofline only
     max_roofline_fraction_not_memory: float = 0.75
+    # the share of its roofline a rewrite is assumed to reach: gains stop there (the
+    # calibration pairs' rewrites reached 72-86 %)
+    reachable_fraction: float = attrs.field(default=REACHABLE_FRACTION, validator=reachable)
 
 
 class LocalMemorySpilling(KernelMicroProfiler):
@@ -186,7 +195,7 @@ class LocalMemorySpilling(KernelMicroProfiler):
         regs_txt = f" with {regs:.0f} registers per thread" if regs else ""
         # the local traffic goes away with the spills: the bytes left are the global ones (the
         # calibration pair: 95 % saved where the old 0.6 cap estimated 60 %)
-        gain = share * min(clip(local_share, 0.0, 0.9), headroom(bottleneck, kept=1 - local_share))
+        gain = share * min(clip(local_share, 0.0, 0.9), self.headroom(bottleneck, kept=1 - local_share))
         return self.finding(
             kernel, share, index, profile, gain,
             message=(f"{local:.3g} local-memory sectors ({local_share:.0%} of global+local sector traffic) "
@@ -206,6 +215,9 @@ class CacheHitRateSettings:
     max_l2_hit_pct: float = 50.0
     # DRAM reads above this multiple of the forward's inputs+parameters mean data is re-read
     min_reread_factor: float = 1.5
+    # the share of its roofline a rewrite is assumed to reach: gains stop there (the
+    # calibration pairs' rewrites reached 72-86 %)
+    reachable_fraction: float = attrs.field(default=REACHABLE_FRACTION, validator=reachable)
 
 
 class CacheHitRate(KernelMicroProfiler):
@@ -237,7 +249,7 @@ class CacheHitRate(KernelMicroProfiler):
             # where re-read share x memory busyness said 41 %: the rewrite also dropped the
             # redundant loads' L1/L2 traffic, not only their DRAM bytes)
             minimum = unique_in + io.get("output_bytes", 0.0)
-            floor_s = minimum / (context.gpu.dram_bandwidth_gbs * 1e9 * REACHABLE_FRACTION)
+            floor_s = minimum / (context.gpu.dram_bandwidth_gbs * 1e9 * self.reach())
             gain = clip(1 - floor_s / seconds, 0, 0.9)
         gain *= share
         return self.finding(

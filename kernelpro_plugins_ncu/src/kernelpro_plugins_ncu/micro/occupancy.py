@@ -9,7 +9,8 @@ import attrs
 
 from kernelpro.api import Bottleneck, Finding, ProfileContext, ProfileData
 
-from kernelpro_plugins_ncu.micro.base import M, KernelMicroProfiler, clip, headroom, metric, severity_for
+from kernelpro_plugins_ncu.micro.base import (REACHABLE_FRACTION, M, KernelMicroProfiler, clip, metric, reachable,
+                                              severity_for)
 
 
 def _sm_count(kernel, context: ProfileContext, profile: ProfileData) -> float | None:
@@ -29,6 +30,9 @@ class OccupancyLimiterSettings:
     # a kernel at this fraction of its roofline or more gets at_roofline's finding only (its
     # threshold): a GEMM's tiles trade occupancy for reuse and still reach the ceiling
     max_roofline_fraction: float = 0.75
+    # the share of its roofline a rewrite is assumed to reach: gains stop there (the
+    # calibration pairs' rewrites reached 72-86 %)
+    reachable_fraction: float = attrs.field(default=REACHABLE_FRACTION, validator=reachable)
 
 
 _LIMITERS = {
@@ -88,7 +92,7 @@ class OccupancyLimiter(KernelMicroProfiler):
             raw = 1 - low / after
         else:
             raw = 0.5 * clip(1 - theo / self.settings.max_theoretical_pct)
-        gain = share * min(raw, headroom(bottleneck))
+        gain = share * min(raw, self.headroom(bottleneck))
         return self.finding(
             kernel, share, index, profile, gain,
             message=(f"theoretical occupancy is {theo:.1f}%: {what} allow only {low:.0f} block(s) per SM "
@@ -105,6 +109,9 @@ class OccupancyGapSettings:
     # ratio of it: warps finish unevenly or blocks start late
     min_gap_points: float = 20.0
     max_ratio: float = 0.7
+    # the share of its roofline a rewrite is assumed to reach: gains stop there (the
+    # calibration pairs' rewrites reached 72-86 %)
+    reachable_fraction: float = attrs.field(default=REACHABLE_FRACTION, validator=reachable)
 
 
 class AchievedOccupancyGap(KernelMicroProfiler):
@@ -124,7 +131,7 @@ class AchievedOccupancyGap(KernelMicroProfiler):
         if gap < self.settings.min_gap_points or achieved / theo > self.settings.max_ratio:
             return None
         waves = metric(kernel, M.WAVES_PER_SM)
-        gain = share * min(0.5 * clip(gap / theo), headroom(bottleneck))
+        gain = share * min(0.5 * clip(gap / theo), self.headroom(bottleneck))
         if waves is not None and waves < 1.0:
             cause = (f"the grid fills only {waves:.2f} of one wave, so most warp slots never get a warp")
             action = ("Launch enough blocks to fill every SM's warp slots (at least one full wave), or give "
@@ -150,6 +157,9 @@ class TailEffectSettings:
     # share of the kernel's time spent in a partial last wave above which we report
     min_idle_share: float = 0.15
     max_waves: float = 20.0  # beyond this the partial wave is negligible
+    # the share of its roofline a rewrite is assumed to reach: gains stop there (the
+    # calibration pairs' rewrites reached 72-86 %)
+    reachable_fraction: float = attrs.field(default=REACHABLE_FRACTION, validator=reachable)
 
 
 class TailEffect(KernelMicroProfiler):
@@ -174,7 +184,7 @@ class TailEffect(KernelMicroProfiler):
         grid = metric(kernel, M.GRID_SIZE)
         per_wave = grid / waves if grid else None
         per_wave_txt = f" ({per_wave:.0f} blocks fill one wave)" if per_wave else ""
-        gain = share * min(idle, headroom(bottleneck))
+        gain = share * min(idle, self.headroom(bottleneck))
         return self.finding(
             kernel, share, index, profile, gain,
             message=(f"{waves:.2f} waves{per_wave_txt}: the last wave has only {partial:.0%} of a wave's "
@@ -191,6 +201,9 @@ class UnitImbalanceSettings:
     # the busiest SM (or L2 slice) active this much longer than the average one: at least
     # this share of the unit-time between the first start and the last finish is idle
     min_idle_share: float = 0.2
+    # the share of its roofline a rewrite is assumed to reach: gains stop there (the
+    # calibration pairs' rewrites reached 72-86 %)
+    reachable_fraction: float = attrs.field(default=REACHABLE_FRACTION, validator=reachable)
 
 
 class UnitImbalance(KernelMicroProfiler):
@@ -228,7 +241,7 @@ class UnitImbalance(KernelMicroProfiler):
         if not parts:
             return None
         return self.finding(
-            kernel, share, index, profile, share * min(gain, headroom(bottleneck)),
+            kernel, share, index, profile, share * min(gain, self.headroom(bottleneck)),
             message="; ".join(parts) + ". Spread evenly, the work would end sooner (the estimate is that bound).",
             action=("Give every SM the same amount of work: enough blocks of equal size for all SMs (with fewer "
                     "blocks than SMs, split each block's rows or tiles over more blocks); for uneven items "
@@ -245,6 +258,9 @@ class UnitImbalance(KernelMicroProfiler):
 class SmallGridSettings:
     # fewer resident-thread waves than this: the grid cannot fill the GPU
     max_waves: float = 0.5
+    # the share of its roofline a rewrite is assumed to reach: gains stop there (the
+    # calibration pairs' rewrites reached 72-86 %)
+    reachable_fraction: float = attrs.field(default=REACHABLE_FRACTION, validator=reachable)
 
 
 class SmallGrid(KernelMicroProfiler):
@@ -272,7 +288,7 @@ class SmallGrid(KernelMicroProfiler):
                    f"resident threads: too few warps per SM to hide latency.")
         else:
             return None
-        gain = share * min(clip(idle, 0, 0.95), headroom(bottleneck))
+        gain = share * min(clip(idle, 0, 0.95), self.headroom(bottleneck))
         return self.finding(
             kernel, share, index, profile, gain, message=msg,
             action=("Launch more parallel work: at least 2-4 blocks per SM (split rows/tiles across blocks, "
