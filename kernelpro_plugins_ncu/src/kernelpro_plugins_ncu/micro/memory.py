@@ -245,7 +245,7 @@ class CacheHitRate(KernelMicroProfiler):
         if context.gpu is not None and seconds > 0:
             # a rewrite that reads each input once and writes each output once cannot beat
             # those bytes at the practical share of the bandwidth; it saves the rest of the
-            # kernel's time (the calibration pair: 88 % estimated this way, 87 % realized,
+            # kernel's time (the calibration pair: 87 % estimated this way, 87 % realized,
             # where re-read share x memory busyness said 41 %: the rewrite also dropped the
             # redundant loads' L1/L2 traffic, not only their DRAM bytes)
             minimum = unique_in + io.get("output_bytes", 0.0)
