@@ -35,7 +35,9 @@ def test_a_run_evaluates_on_the_gpu_through_ray_actors(tmp_path):
         # on failure, each candidate's verdict, reason and flags (the H200's first run, step BB,
         # failed here with only the records' first fields shown)
         assert summary["evaluated"] == 2 and all(r["verdict"] == "correct" for r in records), \
-            [(r["id"], r["verdict"], r.get("reason"), r.get("flags"), r.get("worker")) for r in records]
+            [(r["id"], r["verdict"], r.get("reason"), r.get("flags"), r.get("worker"),
+              ((r.get("result") or {}).get("correctness") or {}).get("message"),
+              str(((r.get("result") or {}).get("compile") or {}).get("log"))[-600:]) for r in records]
         assert all(r["worker"].startswith("ray") for r in records), [r["worker"] for r in records]
         # timed on the GPU by the judge the actor ran
         assert all(str(r["result"]["device"]).startswith("cuda") for r in records), [r["result"]["device"]
