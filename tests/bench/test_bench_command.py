@@ -232,3 +232,28 @@ def test_a_bench_starts_the_next_problems_baseline_judge_ahead(tmp_path, monkeyp
     # baseline job -> first candidate (a candidate's judge), first candidate -> second, the
     # second (last) -> the next problem's baseline job, and the problem's end for it again
     assert calls == [False, False, True, True], calls
+
+
+def test_means_with_the_reference_kept_where_no_candidate_beat_eager():
+    rows = [
+        # beats eager and torch.compile: counted as measured
+        {"correct": True, "speedup_eager": 4.0, "speedup_compiled": 2.0, "eager_ms": 4.0, "compiled_ms": 2.0,
+         "roofline_fraction": None},
+        # correct but 4x slower than eager: the run advises keeping the reference, whose own
+        # time against torch.compile's is 3 ms / 2 ms
+        {"correct": True, "speedup_eager": 0.25, "speedup_compiled": 0.125, "eager_ms": 3.0, "compiled_ms": 2.0,
+         "roofline_fraction": None},
+        # no correct candidate: already the reference's times (problem_row)
+        {"correct": False, "speedup_eager": None, "speedup_compiled": 0.5, "eager_ms": None, "compiled_ms": None,
+         "roofline_fraction": None},
+    ]
+    s = bench.level_summary(rows)
+    # the headline means count the slower candidate as measured
+    assert s["geomean_speedup_eager"] == pytest.approx((4.0 * 0.25 * 1.0) ** (1 / 3))
+    assert s["geomean_speedup_compiled"] == pytest.approx((2.0 * 0.125 * 0.5) ** (1 / 3))
+    # the second reading keeps the reference on the second problem
+    assert s["kept_reference"] == 1
+    assert s["geomean_delivered_eager"] == pytest.approx((4.0 * 1.0 * 1.0) ** (1 / 3))
+    assert s["geomean_delivered_compiled"] == pytest.approx((2.0 * (2.0 / 3.0) * 0.5) ** (1 / 3))
+    table = bench.kept_table({"1": s})
+    assert "| 1 | 1 | 1.59x | 0.87x |" in table

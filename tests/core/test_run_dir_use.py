@@ -85,3 +85,21 @@ def test_a_noisy_best_is_timed_again_before_it_wins(tmp_path):
     assert "★ best" in best_row and "timed again" in best_row
     # the search tree's section names the same best, at the re-timed speedup
     assert f"best {summary['best_id']} at {summary['best_speedup']:.2f}x" in report
+
+
+@pytest.mark.slow
+def test_a_run_whose_candidates_are_all_slower_advises_keeping_the_reference(tmp_path):
+    cfg = tmp_path / "c.yaml"  # each candidate computes the forward 200 times: correct, and much slower
+    cfg.write_text(FAST.read_text() + "generator:\n  name: testplugin_echo\n  params: {repeat: 200}\n")
+    run = tmp_path / "run"
+    res = kernelpro("optimize", PROBLEM, "-c", str(cfg), "--device", "cpu", "--budget", "1", "-o", str(run))
+    assert res.returncode == 0, res.stderr  # a correct candidate: the run itself succeeded
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["best_id"] and summary["best_speedup"] < 1.0
+    assert summary["faster_than_reference"] is False
+    assert "no candidate was faster than the reference: keep the reference" in res.stdout
+    assert "**No candidate was faster than the reference: keep the reference.**" in (run / "report.md").read_text()
+    # --json says it too (here for the finished run, continued with nothing left to do)
+    as_json = kernelpro("optimize", "--resume", str(run), "--device", "cpu", "--budget", "1", "--json")
+    assert as_json.returncode == 0, as_json.stderr
+    assert json.loads(as_json.stdout)["faster_than_reference"] is False

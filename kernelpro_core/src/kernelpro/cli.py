@@ -255,6 +255,7 @@ def _print_run_summary(summary: dict[str, Any], run_path: Path, noisy_cv: float,
             "exit_code": code, "run_dir": str(run_path), "evaluated": summary["evaluated"],
             "correct": summary["correct"], "stopped_because": summary["stopped_because"],
             "wall_s": summary.get("wall_s"), "noisy_cv": noisy_cv, "best": best_summary(best, noisy_cv),
+            "faster_than_reference": summary.get("faster_than_reference"),
             "report": str(run_path / "report.md"),
         }, indent=2))
         return
@@ -263,6 +264,8 @@ def _print_run_summary(summary: dict[str, Any], run_path: Path, noisy_cv: float,
 
         cand, ref = record_timings(best)
         head = f"best {best['id']}: {speedup_line(best['speedup'], cand, ref, noisy_cv)} (same evaluation)"
+        if summary.get("faster_than_reference") is False:
+            head += "; no candidate was faster than the reference: keep the reference"
     else:
         head = "no correct candidate"
     click.echo(f"{summary['evaluated']} candidates, {summary['correct']} correct; {head}; "

@@ -240,5 +240,6 @@ def kernelpro_run_finished(run: "RunInfo", summary: "RunSummary") -> None:
     ``report.md`` was written.
 
     :param run: the run's :class:`kernelpro.api.RunInfo`.
-    :param summary: ``{"best_id", "best_speedup", "evaluated", "correct", "stopped_because"}``.
+    :param summary: ``{"best_id", "best_speedup", "faster_than_reference", "evaluated", "correct",
+        "stopped_because"}``.
     """

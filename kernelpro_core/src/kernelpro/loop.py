@@ -895,6 +895,9 @@ class Optimizer:
         summary = {
             "best_id": best["id"] if best else None,
             "best_speedup": best["speedup"] if best else None,
+            # False: the best is no faster than the eager reference, so the run advises keeping
+            # the reference (report.md says so); None: no correct candidate, or untimed
+            "faster_than_reference": (best["speedup"] > 1.0) if best and best["speedup"] is not None else None,
             "evaluated": len(self.records),
             "correct": sum(1 for r in self.records if r["correct"]),
             "stopped_because": self.stopped_because,

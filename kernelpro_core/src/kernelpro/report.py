@@ -192,6 +192,9 @@ def _what_happened(opt: "Optimizer", summary: dict[str, Any], best: dict[str, An
     out.append(f"- Best: `{best['id']}` ({_one_line(best['description'], 80)}): "
                f"**{speedup_line(best['speedup'], result.timing, result.baseline, noisy_cv)}**, "
                f"both timed in the same evaluation. Saved as `best.py`.")
+    if best["speedup"] is not None and best["speedup"] <= 1.0:
+        out.append("- **No candidate was faster than the reference: keep the reference.** `best.py` is the "
+                   "best candidate by the run's reward, to study, not to use in its place.")
     after = opt.analyses.get(best["id"])
     before_id = _profiled_ancestor(opt, best["id"])
     if after is not None and after.bottleneck is not None:

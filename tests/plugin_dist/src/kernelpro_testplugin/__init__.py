@@ -23,6 +23,7 @@ if os.environ.get("KERNELPRO_TESTPLUGIN_FAIL"):
 @attrs.frozen
 class EchoSettings:
     broken: bool = False  # emit candidates that compute the wrong thing
+    repeat: int = 1  # compute the forward this many times: a correct candidate, slower than the reference
 
 
 class EchoGenerator(Generator):
@@ -33,6 +34,9 @@ class EchoGenerator(Generator):
     def generate(self, request):
         body = "        return super().forward(*args) + 1.0\n" if self.settings.broken else \
             "        return super().forward(*args)\n"
+        if self.settings.repeat > 1 and not self.settings.broken:
+            body = (f"        for _ in range({self.settings.repeat - 1}):\n"
+                    "            super().forward(*args)\n" + body)
         source = (request.problem.source.rstrip() + "\n\n\nclass ModelNew(Model):\n"
                   "    def forward(self, *args):\n" + body)
         n = len(request.tried)
