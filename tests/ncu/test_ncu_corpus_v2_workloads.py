@@ -65,7 +65,7 @@ def _listed() -> dict[str, set[str]]:
 
 def test_list_names_every_v2_workload_at_both_sizes_and_none_collides_with_the_first_corpus(wl):
     listed = _listed()
-    assert set(listed) == set(OLD_GROUPS + V2_GROUPS)
+    assert set(OLD_GROUPS + V2_GROUPS) <= set(listed)  # and later corpora (v3)
     assert len(wl.EAGER_V2) >= 20 and len(wl.COMPILED_V2) >= 6
     assert set(wl.COMPILED_V2) <= set(wl.EAGER_V2)
     expected = {"eager_v2": {f"{n}@{s}" for n in wl.EAGER_V2 for s in ("large", "small")},

@@ -15,6 +15,9 @@ corpora in one call keeps both:
     KP_CORPUS_GROUPS=eager_v2,compiled_v2 KP_CORPUS_TAR=ncu_corpus_v2.tar.gz \
         python3 tools/capture/ncu_corpus/capture.py
 
+Corpus v3 (``validation_v3.md``) is the group ``eager_v3``, likewise
+(``KP_CORPUS_GROUPS=eager_v3 KP_CORPUS_TAR=ncu_corpus_v3.tar.gz``).
+
 Writes ``$OUT/$KP_CORPUS_TAR`` (default ``ncu_corpus.tar.gz``; its top directory is the
 archive's name without ``.tar.gz``) holding, per group:
 
@@ -52,7 +55,7 @@ OUT = Path(os.environ.get("OUT") or tempfile.mkdtemp(prefix="kp_corpus_out_"))
 STAGE = Path(tempfile.mkdtemp(prefix="kp_corpus_")) / "ncu_corpus"
 # each group's workloads stop starting at the first number; the profiler is stopped at the second
 GROUP_LIMIT_S = {"eager": (140.0, 180.0), "template": (55.0, 85.0), "compiled": (80.0, 120.0),
-                 "eager_v2": (125.0, 165.0), "compiled_v2": (65.0, 95.0)}
+                 "eager_v2": (125.0, 165.0), "compiled_v2": (65.0, 95.0), "eager_v3": (100.0, 140.0)}
 #: the groups whose torch.compile-generated Triton sources are kept
 COMPILED_GROUPS = ("compiled", "compiled_v2")
 #: the archive written to $OUT

@@ -9,7 +9,8 @@ Run under Nsight Compute with ``--profile-from-start off`` (``capture.py`` does)
 
 GROUP is ``eager``, ``compiled`` or ``template`` (the first corpus), or ``eager_v2`` or
 ``compiled_v2`` (the validation corpus v2: other operator families, fixed before its capture
-and never tuned on; ``benchmarks/ncu_corpus/validation_v2.md``). Each workload is built,
+and never tuned on; ``benchmarks/ncu_corpus/validation_v2.md``), or ``eager_v3`` (corpus v3,
+``validation_v3.md``: families neither has, after v2 became tuning data). Each workload is built,
 run three times (warm-up, torch.compile's compilation and autotuning happen there), then
 run once inside an NVTX range named ``<workload>@<size>`` between ``cudaProfilerStart`` and
 ``cudaProfilerStop``: the kernels of that one call are the ones profiled. ``--sources DIR``
@@ -368,14 +369,98 @@ TEMPLATE: dict[str, dict[str, str]] = {
 }
 
 
+# ---- validation corpus v3 (benchmarks/ncu_corpus/validation_v3.md): families neither the
+# first corpus nor v2 has, fixed on 2026-12-04 before its capture
+
+
+def _roll_cols(t, rows, cols):
+    x = t.randn(rows, cols, device=DEVICE)
+    return lambda: t.roll(x, 7, 1)
+
+
+def _unfold(t, n, c, hw):
+    x = t.randn(n, c, hw, hw, device=DEVICE)
+    return lambda: t.nn.functional.unfold(x, 3, padding=1)
+
+
+def _histc(t, n):
+    x = t.randn(n, device=DEVICE)
+    return lambda: t.histc(x, bins=256, min=-4.0, max=4.0)
+
+
+def _embedding_bag(t, vocab, dim, bags, per_bag):
+    w = t.randn(vocab, dim, device=DEVICE)
+    idx = t.randint(0, vocab, (bags, per_bag), device=DEVICE)
+    return lambda: t.nn.functional.embedding_bag(idx, w, mode="mean")
+
+
+def _grid_sample(t, n, c, hw):
+    x = t.randn(n, c, hw, hw, device=DEVICE)
+    grid = t.rand(n, hw, hw, 2, device=DEVICE) * 2 - 1
+    return lambda: t.nn.functional.grid_sample(x, grid, mode="bilinear", align_corners=False)
+
+
+def _cdist_p1(t, m, n, d):
+    x, y = t.randn(m, d, device=DEVICE), t.randn(n, d, device=DEVICE)
+    return lambda: t.cdist(x, y, p=1.0)
+
+
+def _rfft_rows(t, rows, cols):
+    x = t.randn(rows, cols, device=DEVICE)
+    return lambda: t.fft.rfft(x, dim=-1)
+
+
+def _sdpa_bf16(t, b, h, s, d):
+    q, k, v = (t.randn(b, h, s, d, device=DEVICE, dtype=t.bfloat16) for _ in range(3))
+    return lambda: t.nn.functional.scaled_dot_product_attention(q, k, v)
+
+
+def _mv_fp32(t, rows, cols):
+    a, v = t.randn(rows, cols, device=DEVICE), t.randn(cols, device=DEVICE)
+    return lambda: t.mv(a, v)
+
+
+def _dropout_train(t, n):
+    x = t.randn(n, device=DEVICE)
+    return lambda: t.nn.functional.dropout(x, 0.1, training=True)
+
+
+def _searchsorted(t, edges, n):
+    b = t.sort(t.randn(edges, device=DEVICE)).values
+    v = t.randn(n, device=DEVICE)
+    return lambda: t.searchsorted(b, v)
+
+
+def _nonzero(t, n):
+    x = t.randn(n, device=DEVICE)
+    return lambda: t.nonzero(x > 0)
+
+
+EAGER_V3: dict[str, dict[str, Any]] = {
+    "roll_cols": _eager({"large": (8192, 8192), "small": (256, 256)}, _roll_cols),
+    "unfold_im2col": _eager({"large": (16, 64, 64), "small": (1, 4, 16)}, _unfold),
+    "histc": _eager({"large": (64 << 20,), "small": (1 << 16,)}, _histc),
+    "embedding_bag_mean": _eager({"large": (262144, 256, 8192, 32), "small": (1024, 64, 16, 8)}, _embedding_bag),
+    "grid_sample_bilinear": _eager({"large": (32, 64, 128), "small": (1, 4, 16)}, _grid_sample),
+    "cdist_p1": _eager({"large": (4096, 16384, 64), "small": (64, 64, 16)}, _cdist_p1),
+    "rfft_rows": _eager({"large": (8192, 4096), "small": (64, 256)}, _rfft_rows),
+    "sdpa_bf16": _eager({"large": (16, 16, 2048, 64), "small": (1, 2, 64, 64)}, _sdpa_bf16),
+    "mv_fp32": _eager({"large": (16384, 8192), "small": (256, 256)}, _mv_fp32),
+    "dropout_train": _eager({"large": (64 << 20,), "small": (1 << 16,)}, _dropout_train),
+    "searchsorted": _eager({"large": (1 << 20, 64 << 20), "small": (1024, 1 << 16)}, _searchsorted),
+    "nonzero": _eager({"large": (64 << 20,), "small": (1 << 16,)}, _nonzero),
+}
+
+
 #: group -> its table of eager builders and the prefix of its workload names (``template``
 #: has its own table of problem sources)
 TABLES: dict[str, tuple[dict[str, dict[str, Any]], str]] = {
     "eager": (EAGER, ""), "compiled": (COMPILED, "tc_"),
     "eager_v2": (EAGER_V2, ""), "compiled_v2": (COMPILED_V2, "tc2_"),
+    "eager_v3": (EAGER_V3, ""),
 }
 COMPILED_GROUPS = ("compiled", "compiled_v2")
-GROUPS = ("eager", "compiled", "template", "eager_v2", "compiled_v2")
+GROUPS = ("eager", "compiled", "template", "eager_v2", "compiled_v2", "eager_v3")
 
 
 def workloads(group: str) -> list[tuple[str, str]]:
