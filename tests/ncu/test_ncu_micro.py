@@ -251,6 +251,17 @@ def test_occupancy_limiter_gain_follows_the_resident_blocks_without_the_limiter(
     assert f.estimated_gain == pytest.approx(0.5 * (1 - 12.5 / 50))
 
 
+def test_occupancy_limiter_speaks_at_half_occupancy_and_not_above():
+    # the shape of PyTorch's im2col on the H200 (corpus v3): 1024-thread blocks, registers
+    # allow one per SM (50 %), the warps two, the grid two per SM: half the warps it could hold
+    half = {M.THEORETICAL_OCCUPANCY_PCT: 50.0, M.LIMIT_REGISTERS: 1, M.LIMIT_WARPS: 2, M.LIMIT_SMEM: 8,
+            M.LIMIT_BLOCKS: 32, M.BLOCK_SIZE: 1024, M.REGISTERS_PER_THREAD: 58, M.GRID_SIZE: 256, M.SM_COUNT: 132}
+    (f,) = run(O.OccupancyLimiter, kernel("k", 1e6, **half), bottleneck=bn("latency", 0.03))
+    assert f.estimated_gain == pytest.approx(0.5) and "registers" in f.message
+    above = {**half, M.THEORETICAL_OCCUPANCY_PCT: 62.5}
+    assert run(O.OccupancyLimiter, kernel("k", 1e6, **above), bottleneck=bn("latency", 0.03)) == []
+
+
 def test_the_reachable_share_of_the_roofline_is_a_setting(tmp_path):
     starved = kernel("k", 1e6, **{M.ISSUE_ACTIVE_PCT: 10.0, M.ELIGIBLE_WARPS: 0.2})
     mp = X.IssueSlotUtilization(X.IssueSlotSettings(reachable_fraction=0.9))

@@ -24,8 +24,9 @@ def _sm_count(kernel, context: ProfileContext, profile: ProfileData) -> float | 
 
 @attrs.frozen
 class OccupancyLimiterSettings:
-    # theoretical occupancy below this percentage leaves too few warps to hide latency
-    # (Nsight Compute's occupancy rule reports any limiter; 50% is a common practical floor)
+    # theoretical occupancy at or below this percentage leaves too few warps to hide latency
+    # (Nsight Compute's occupancy rule reports any limiter; 50% is a common practical floor,
+    # and a kernel held to half the SM's warps by one limiter is named)
     max_theoretical_pct: float = 50.0
     # a kernel at this fraction of its roofline or more gets at_roofline's finding only (its
     # threshold): a GEMM's tiles trade occupancy for reuse and still reach the ceiling
@@ -64,7 +65,7 @@ class OccupancyLimiter(KernelMicroProfiler):
         if bottleneck is not None and (bottleneck.roofline_fraction or 0.0) >= self.settings.max_roofline_fraction:
             return None
         theo = metric(kernel, M.THEORETICAL_OCCUPANCY_PCT)
-        if theo is None or theo >= self.settings.max_theoretical_pct:
+        if theo is None or theo > self.settings.max_theoretical_pct:
             return None
         limits = {name: metric(kernel, name) for name in _LIMITERS}
         known = {k: v for k, v in limits.items() if v is not None}
