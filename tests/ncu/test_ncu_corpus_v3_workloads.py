@@ -5,13 +5,11 @@ it (small)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from test_ncu_corpus_v2_workloads import L2_BYTES, MAX_LARGE_BYTES, WORKLOADS, _bytes_created, _load
+from test_ncu_corpus_v2_workloads import L2_BYTES, MAX_LARGE_BYTES, WORKLOADS, _bytes_created, _listed, _load
 
 EARLIER = ("eager", "compiled", "template", "eager_v2", "compiled_v2")
 
@@ -22,12 +20,7 @@ def wl():
 
 
 def test_v3_is_listed_at_both_sizes_and_shares_no_family_with_earlier_corpora(wl):
-    out = subprocess.run([sys.executable, str(WORKLOADS), "list"], capture_output=True, text=True,
-                         timeout=120, check=True).stdout
-    listed: dict[str, set[str]] = {}
-    for line in out.splitlines():
-        group, workload = line.split()
-        listed.setdefault(group, set()).add(workload)
+    listed = _listed()
     assert listed["eager_v3"] == {f"{n}@{s}" for n in wl.EAGER_V3 for s in ("large", "small")}
     assert len(wl.EAGER_V3) >= 12
     earlier = {w.split("@")[0].removeprefix("tc2_").removeprefix("tc_").removeprefix("tpl_")
