@@ -58,3 +58,12 @@ def test_large_is_past_l2_and_small_far_inside_it(wl, monkeypatch, name):
         pytest.skip(f"{name}: not measurable on the meta device: {str(exc)[:200]}")
     print(f"{name}: large {large / 1e6:.0f} MB, small {small / 1e6:.2f} MB")
     assert 3 * L2_BYTES <= large <= MAX_LARGE_BYTES and small <= 4e6
+
+
+def test_a_capture_can_continue_with_the_families_it_did_not_reach(wl):
+    rest = "cdist_p1,rfft_rows,sdpa_bf16,mv_fp32,dropout_train,searchsorted,nonzero"
+    picked = wl.selected("eager_v3", rest)
+    assert [n for n, _ in picked][::2] == rest.split(",") and len(picked) == 14
+    assert wl.selected("eager_v3", None) == wl.workloads("eager_v3")
+    with pytest.raises(SystemExit, match="names no workload of eager_v3: rfft"):
+        wl.selected("eager_v3", "rfft, roll_cols")

@@ -16,7 +16,9 @@ corpora in one call keeps both:
         python3 tools/capture/ncu_corpus/capture.py
 
 Corpus v3 (``validation_v3.md``) is the group ``eager_v3``, likewise
-(``KP_CORPUS_GROUPS=eager_v3 KP_CORPUS_TAR=ncu_corpus_v3.tar.gz``).
+(``KP_CORPUS_GROUPS=eager_v3 KP_CORPUS_TAR=ncu_corpus_v3.tar.gz``). ``KP_CORPUS_WORKLOADS``
+(comma-separated family names) captures only those, for the workloads a capture did not
+reach (``validation_v3.md``: the rest of v3 goes to ``ncu_corpus_v3b.tar.gz``).
 
 Writes ``$OUT/$KP_CORPUS_TAR`` (default ``ncu_corpus.tar.gz``; its top directory is the
 archive's name without ``.tar.gz``) holding, per group:

@@ -502,6 +502,20 @@ def _build(group: str, name: str, size: str, sources: Path | None) -> Callable[[
     return lambda: model(*inputs)
 
 
+def selected(group: str, only: str | None = None) -> list[tuple[str, str]]:
+    """The group's workloads, or those of the families named in ``only`` (comma-separated,
+    ``KP_CORPUS_WORKLOADS``): a capture that ran out of time continues with the rest in a
+    later call (its own archive), in the group's order."""
+    every = workloads(group)
+    if not only:
+        return every
+    wanted = [w.strip() for w in only.split(",") if w.strip()]
+    unknown = sorted(set(wanted) - {name for name, _ in every})
+    if unknown:
+        raise SystemExit(f"error: KP_CORPUS_WORKLOADS names no workload of {group}: {', '.join(unknown)}")
+    return [(name, size) for name, size in every if name in wanted]
+
+
 def run(group: str, sources: Path | None) -> int:
     import torch
 
@@ -510,7 +524,7 @@ def run(group: str, sources: Path | None) -> int:
     # KP_CORPUS_DEADLINE (seconds since the epoch): no workload starts after it, so that the
     # profiler ends normally and writes its report
     deadline = float(os.environ.get("KP_CORPUS_DEADLINE", "inf"))
-    for name, size in workloads(group):
+    for name, size in selected(group, os.environ.get("KP_CORPUS_WORKLOADS")):
         label = f"{name}@{size}"
         if time.time() > deadline:
             done.append({"workload": label, "ok": False, "error": "skipped: the capture's time was up"})
