@@ -242,7 +242,9 @@ def geomean(values: list[float]) -> float | None:
 def kept_reference(row: dict[str, Any]) -> bool:
     """A problem whose correct candidates are all no faster than the eager reference: the
     run advises keeping the reference (report.md, ``kernelpro optimize``)."""
-    return bool(row.get("correct")) and (row.get("speedup_eager") or 0.0) <= 1.0
+    from kernelpro.report import faster_than_reference
+
+    return bool(row.get("correct")) and faster_than_reference(row.get("speedup_eager") or 0.0) is False
 
 
 def delivered_compiled(row: dict[str, Any]) -> float | None:

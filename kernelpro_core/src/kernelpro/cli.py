@@ -246,7 +246,7 @@ def _check_run_dir(path: Path) -> None:
 def _print_run_summary(summary: dict[str, Any], run_path: Path, noisy_cv: float, as_json: bool, code: int) -> None:
     """The run's last word: one line for a person, or with --json one JSON object on stdout
     (the best's speedup with both times it divides and their spread)."""
-    from kernelpro.report import best_summary, read_records, speedup_line
+    from kernelpro.report import KEEP_REFERENCE, best_summary, read_records, speedup_line
 
     records = {r["id"]: r for r in read_records(run_path)}
     best = records.get(summary["best_id"]) if summary.get("best_id") else None
@@ -265,7 +265,7 @@ def _print_run_summary(summary: dict[str, Any], run_path: Path, noisy_cv: float,
         cand, ref = record_timings(best)
         head = f"best {best['id']}: {speedup_line(best['speedup'], cand, ref, noisy_cv)} (same evaluation)"
         if summary.get("faster_than_reference") is False:
-            head += "; no candidate was faster than the reference: keep the reference"
+            head += f"; {KEEP_REFERENCE}"
     else:
         head = "no correct candidate"
     click.echo(f"{summary['evaluated']} candidates, {summary['correct']} correct; {head}; "

@@ -888,6 +888,8 @@ class Optimizer:
                                       f"{_first_line(str(exc))}")
 
     def _finish(self) -> dict[str, Any]:
+        from kernelpro.report import faster_than_reference
+
         best = self._choose_best()
         if best is not None:
             self._profile_late(best["id"], "winner")
@@ -897,7 +899,7 @@ class Optimizer:
             "best_speedup": best["speedup"] if best else None,
             # False: the best is no faster than the eager reference, so the run advises keeping
             # the reference (report.md says so); None: no correct candidate, or untimed
-            "faster_than_reference": (best["speedup"] > 1.0) if best and best["speedup"] is not None else None,
+            "faster_than_reference": faster_than_reference(best["speedup"] if best else None),
             "evaluated": len(self.records),
             "correct": sum(1 for r in self.records if r["correct"]),
             "stopped_because": self.stopped_because,

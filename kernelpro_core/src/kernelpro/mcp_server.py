@@ -555,8 +555,10 @@ class KernelProTools:
         state = "running" if out["running"] else ("finished" if out["finished"] else "stopped")
         best_text = (f"best {out['best_id']}: {out['best_speedup']:.2f}x" if out["best_speedup"]
                      else "no correct candidate yet")
-        if out["best_speedup"] and out["best_speedup"] <= 1.0:
-            best_text += " (no faster than the reference: keep the reference)"
+        from kernelpro.report import KEEP_REFERENCE, faster_than_reference
+
+        if out["best_speedup"] and faster_than_reference(out["best_speedup"]) is False:
+            best_text += f" ({KEEP_REFERENCE})"
         text = (f"{out['run_dir']}: {state}; {out['evaluated']} evaluated"
                 + (f" of {out['budget']}" if out["budget"] else "") + f", {out['correct']} correct; {best_text}")
         return text, out

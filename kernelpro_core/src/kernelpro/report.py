@@ -65,6 +65,15 @@ def is_noisy(cv: Any, noisy_cv: float | None) -> bool:
     return isinstance(cv, (int, float)) and noisy_cv is not None and cv > noisy_cv
 
 
+KEEP_REFERENCE = "no candidate was faster than the reference: keep the reference"
+
+
+def faster_than_reference(speedup: float | None) -> bool | None:
+    """Whether a best candidate's speedup over the eager reference (same evaluation) makes it
+    worth using: False means keep the reference; None when there is no timed best."""
+    return None if speedup is None else speedup > 1.0
+
+
 def speedup_line(speedup: float | None, candidate: Any, reference: Any, noisy_cv: float | None) -> str:
     """``2.91x = reference 131.9 ms (...) / candidate 45.30 ms (...)``: the one form every
     speedup of a candidate takes in the report (and in ``kernelpro optimize``'s output)."""
@@ -192,9 +201,9 @@ def _what_happened(opt: "Optimizer", summary: dict[str, Any], best: dict[str, An
     out.append(f"- Best: `{best['id']}` ({_one_line(best['description'], 80)}): "
                f"**{speedup_line(best['speedup'], result.timing, result.baseline, noisy_cv)}**, "
                f"both timed in the same evaluation. Saved as `best.py`.")
-    if best["speedup"] is not None and best["speedup"] <= 1.0:
-        out.append("- **No candidate was faster than the reference: keep the reference.** `best.py` is the "
-                   "best candidate by the run's reward, to study, not to use in its place.")
+    if summary.get("faster_than_reference") is False:
+        out.append(f"- **{KEEP_REFERENCE[0].upper()}{KEEP_REFERENCE[1:]}.** `best.py` is the best candidate by "
+                   "the run's reward, to study, not to use in its place.")
     after = opt.analyses.get(best["id"])
     before_id = _profiled_ancestor(opt, best["id"])
     if after is not None and after.bottleneck is not None:
