@@ -276,6 +276,13 @@ def test_run_status_and_best_read_a_run_directory(tmp_path):
             res = await client.call_tool("best", {"run_dir": "runs/r1"})
             out = res.structured_content
             assert out["final"] is True and out["id"] == "c1" and out["source"] == "# c1\n"
+            assert "keep the reference" not in _text(await client.call_tool("run_status", {"run_dir": "runs/r1"}))
+            # a finished run whose best is slower than the reference says to keep the reference
+            (run / "summary.json").write_text(json.dumps({"best_id": "c1", "best_speedup": 0.5, "evaluated": 3,
+                                                          "correct": 2, "stopped_because": "budget",
+                                                          "faster_than_reference": False}))
+            res = await client.call_tool("run_status", {"run_dir": "runs/r1"})
+            assert "best c1: 0.50x (no candidate was faster than the reference: keep the reference)" in _text(res)
             # best.py may not lead out of the workspace
             (run / "best.py").unlink()
             (run / "best.py").symlink_to(tmp_path / "elsewhere.py")
