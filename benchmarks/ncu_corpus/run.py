@@ -75,7 +75,7 @@ DISPUTED: dict[str, str] = {
                            "all-zero data (tests/ncu/calibration/h200/l2_compression.json)",
 }
 #: the order groups are read in; a corpus's other groups follow in name order
-GROUPS = ("eager", "compiled", "template", "eager_v2", "compiled_v2", "eager_v3")
+GROUPS = ("eager", "compiled", "template", "eager_v2", "compiled_v2", "eager_v3", "eager_v4")
 #: the ``half`` of every kernel of a corpus that is not in split.json
 VALIDATION = "validation"
 

@@ -28,7 +28,7 @@ def test_v3_is_listed_at_both_sizes_and_shares_no_family_with_earlier_corpora(wl
     assert not earlier & set(wl.EAGER_V3)
     # the run script reads the group (and orders it after the earlier ones)
     run = _load(Path(WORKLOADS).parents[3] / "benchmarks" / "ncu_corpus" / "run.py", "ncu_corpus_run_v3_test")
-    assert run.GROUPS[-1] == "eager_v3"
+    assert "eager_v3" in run.GROUPS
 
 
 @pytest.mark.parametrize("name", list(_load(WORKLOADS, "ncu_corpus_workloads_v3_names").EAGER_V3))

@@ -19,6 +19,9 @@ Corpus v3 (``validation_v3.md``) is the group ``eager_v3``, likewise
 (``KP_CORPUS_GROUPS=eager_v3 KP_CORPUS_TAR=ncu_corpus_v3.tar.gz``). ``KP_CORPUS_WORKLOADS``
 (comma-separated family names) captures only those, for the workloads a capture did not
 reach (``validation_v3.md``: the rest of v3 goes to ``ncu_corpus_v3b.tar.gz``).
+``KP_CORPUS_LIMIT_S=START,STOP`` replaces the group's limits (seconds after which no workload
+starts, and after which the profiler is stopped), for such a continuation whose workloads are
+not the group's first ones. Corpus v4 (``validation_v4.md``) is the group ``eager_v4``.
 
 Writes ``$OUT/$KP_CORPUS_TAR`` (default ``ncu_corpus.tar.gz``; its top directory is the
 archive's name without ``.tar.gz``) holding, per group:
@@ -57,7 +60,22 @@ OUT = Path(os.environ.get("OUT") or tempfile.mkdtemp(prefix="kp_corpus_out_"))
 STAGE = Path(tempfile.mkdtemp(prefix="kp_corpus_")) / "ncu_corpus"
 # each group's workloads stop starting at the first number; the profiler is stopped at the second
 GROUP_LIMIT_S = {"eager": (140.0, 180.0), "template": (55.0, 85.0), "compiled": (80.0, 120.0),
-                 "eager_v2": (125.0, 165.0), "compiled_v2": (65.0, 95.0), "eager_v3": (100.0, 140.0)}
+                 "eager_v2": (125.0, 165.0), "compiled_v2": (65.0, 95.0), "eager_v3": (100.0, 140.0),
+                 "eager_v4": (150.0, 200.0)}
+
+
+def limits(group: str) -> tuple[float, float]:
+    """The group's (start, stop) limits in seconds, or ``KP_CORPUS_LIMIT_S``'s."""
+    given = os.environ.get("KP_CORPUS_LIMIT_S")
+    if not given:
+        return GROUP_LIMIT_S[group]
+    try:
+        start, stop = (float(x) for x in given.split(","))
+    except ValueError:
+        raise SystemExit(f"error: KP_CORPUS_LIMIT_S must be START,STOP in seconds, not {given!r}") from None
+    if not 0 < start < stop:
+        raise SystemExit(f"error: KP_CORPUS_LIMIT_S: need 0 < START < STOP, got {given!r}")
+    return start, stop
 #: the groups whose torch.compile-generated Triton sources are kept
 COMPILED_GROUPS = ("compiled", "compiled_v2")
 #: the archive written to $OUT
@@ -167,18 +185,18 @@ def capture(group: str, ncu: str, metrics: list[str], work: Path) -> None:
     sources.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(work / f"inductor_{group}"),
            "TORCHINDUCTOR_COMPILE_THREADS": "1", "PYTHONUNBUFFERED": "1",
-           "KP_CORPUS_DEADLINE": str(time.time() + GROUP_LIMIT_S[group][0])}
+           "KP_CORPUS_DEADLINE": str(time.time() + limits(group)[0])}
     cmd = [ncu, "--clock-control", "none", "--profile-from-start", "off", "--target-processes", "all",
            "--cache-control", "all", "--set", "full", "--metrics", ",".join(metrics), "--nvtx",
            "--import-source", "no", "-f", "-o", str(rep.with_suffix("")),
            sys.executable, str(HERE / "workloads.py"), "run", group, "--sources", str(sources)]
     log(f"{group}: profiling")
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=GROUP_LIMIT_S[group][1], env=env)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=limits(group)[1], env=env)
         output, rc = proc.stdout + proc.stderr, proc.returncode
     except subprocess.TimeoutExpired as exc:
         output = (exc.stdout or b"").decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
-        output += f"\n<stopped at the group's limit of {GROUP_LIMIT_S[group][1]:.0f} s>"
+        output += f"\n<stopped at the group's limit of {limits(group)[1]:.0f} s>"
         rc = -1
     (STAGE / f"{group}.log").write_text(output[-200_000:])
     log(f"{group}: ncu exit {rc}; {sum(1 for l in output.splitlines() if l.startswith('{'))} workload lines")

@@ -10,7 +10,8 @@ Run under Nsight Compute with ``--profile-from-start off`` (``capture.py`` does)
 GROUP is ``eager``, ``compiled`` or ``template`` (the first corpus), or ``eager_v2`` or
 ``compiled_v2`` (the validation corpus v2: other operator families, fixed before its capture
 and never tuned on; ``benchmarks/ncu_corpus/validation_v2.md``), or ``eager_v3`` (corpus v3,
-``validation_v3.md``: families neither has, after v2 became tuning data). Each workload is built,
+``validation_v3.md``: families neither has, after v2 became tuning data), or ``eager_v4``
+(corpus v4, ``validation_v4.md``: families none of them has, after v3 became tuning data). Each workload is built,
 run three times (warm-up, torch.compile's compilation and autotuning happen there), then
 run once inside an NVTX range named ``<workload>@<size>`` between ``cudaProfilerStart`` and
 ``cudaProfilerStop``: the kernels of that one call are the ones profiled. ``--sources DIR``
@@ -452,15 +453,73 @@ EAGER_V3: dict[str, dict[str, Any]] = {
 }
 
 
+def _sort_rows(t, rows, cols):
+    x = t.randn(rows, cols, device=DEVICE)
+    return lambda: t.sort(x, dim=-1)
+
+
+def _index_put_acc(t, table, n):
+    base = t.zeros(table, device=DEVICE)
+    idx = t.randint(0, table, (n,), device=DEVICE)
+    vals = t.randn(n, device=DEVICE)
+    return lambda: base.index_put((idx,), vals, accumulate=True)
+
+
+def _kthvalue_rows(t, rows, cols):
+    x = t.randn(rows, cols, device=DEVICE)
+    return lambda: t.kthvalue(x, cols // 2, dim=-1)
+
+
+def _reflection_pad2d(t, n, c, hw):
+    x = t.randn(n, c, hw, hw, device=DEVICE)
+    return lambda: t.nn.functional.pad(x, (3, 3, 3, 3), mode="reflect")
+
+
+def _triu(t, rows, cols):
+    x = t.randn(rows, cols, device=DEVICE)
+    return lambda: t.triu(x, 1)
+
+
+def _lstm(t, seq, batch, hidden):
+    lstm = t.nn.LSTM(hidden, hidden).to(DEVICE)
+    x = t.randn(seq, batch, hidden, device=DEVICE)
+    return lambda: lstm(x)[0]
+
+
+def _conv3d(t, n, cin, d, hw):
+    x = t.randn(n, cin, d, hw, hw, device=DEVICE)
+    w = t.randn(cin, cin, 3, 3, 3, device=DEVICE) * 0.05
+    return lambda: t.nn.functional.conv3d(x, w, padding=1)
+
+
+def _max_pool3d(t, n, c, d, hw):
+    x = t.randn(n, c, d, hw, hw, device=DEVICE)
+    return lambda: t.nn.functional.max_pool3d(x, 2)
+
+
+#: corpus v4 (``benchmarks/ncu_corpus/validation_v4.md``): families none of v1-v3 has, fixed
+#: before its capture and before the micro-profiler changes of the session that captured it
+EAGER_V4: dict[str, dict[str, Any]] = {
+    "sort_rows": _eager({"large": (4096, 8192), "small": (64, 256)}, _sort_rows),
+    "index_put_acc": _eager({"large": (1 << 20, 16 << 20), "small": (1024, 4096)}, _index_put_acc),
+    "kthvalue_rows": _eager({"large": (8192, 8192), "small": (64, 256)}, _kthvalue_rows),
+    "reflection_pad2d": _eager({"large": (32, 64, 128), "small": (1, 4, 16)}, _reflection_pad2d),
+    "triu": _eager({"large": (8192, 8192), "small": (256, 256)}, _triu),
+    "lstm_cudnn": _eager({"large": (256, 64, 1024), "small": (8, 2, 32)}, _lstm),
+    "conv3d": _eager({"large": (8, 32, 32, 64), "small": (1, 4, 4, 8)}, _conv3d),
+    "max_pool3d": _eager({"large": (16, 32, 32, 64), "small": (1, 4, 4, 8)}, _max_pool3d),
+}
+
+
 #: group -> its table of eager builders and the prefix of its workload names (``template``
 #: has its own table of problem sources)
 TABLES: dict[str, tuple[dict[str, dict[str, Any]], str]] = {
     "eager": (EAGER, ""), "compiled": (COMPILED, "tc_"),
     "eager_v2": (EAGER_V2, ""), "compiled_v2": (COMPILED_V2, "tc2_"),
-    "eager_v3": (EAGER_V3, ""),
+    "eager_v3": (EAGER_V3, ""), "eager_v4": (EAGER_V4, ""),
 }
 COMPILED_GROUPS = ("compiled", "compiled_v2")
-GROUPS = ("eager", "compiled", "template", "eager_v2", "compiled_v2", "eager_v3")
+GROUPS = ("eager", "compiled", "template", "eager_v2", "compiled_v2", "eager_v3", "eager_v4")
 
 
 def workloads(group: str) -> list[tuple[str, str]]:
