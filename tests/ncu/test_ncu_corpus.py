@@ -19,7 +19,7 @@ BENCH = REPO / "benchmarks" / "ncu_corpus"
 # (2026-12-03) both halves are tuning data and corpus v2 is the validation set.
 MIN_KERNELS = 80
 MIN_COVERAGE = 1.0  # 53 of 53
-MIN_RECALL = 0.68  # 277 of 405
+MIN_RECALL = 0.71  # 291 of 405 (session 13; 277 before)
 MIN_COVERAGE_HELD_OUT = 1.0  # 25 of 25
 MIN_RECALL_HELD_OUT = 0.66  # 129 of 195
 # kernels at their roofline get at_roofline's finding only
@@ -85,7 +85,7 @@ def test_kernels_at_their_roofline_get_little_else(corpus_run):
 CORPUS_V2 = REPO / "tests" / "ncu" / "corpus" / "h200_v2"
 MIN_KERNELS_V2 = 78
 MIN_COVERAGE_V2 = 1.0  # 61 of 61
-MIN_RECALL_V2 = 0.72  # 274 of 378
+MIN_RECALL_V2 = 0.75  # 287 of 378 (session 13; 274 before)
 
 
 def test_second_corpus_coverage_and_agreement_do_not_drop():
@@ -104,7 +104,7 @@ def test_second_corpus_coverage_and_agreement_do_not_drop():
 # coverage 30 of 30, recall 57 of 105; then occupancy_limiter was made to speak at 50 %
 # theoretical occupancy too (73 of 105), so v3 is tuning data from that change on
 CORPUS_V3 = REPO / "tests" / "ncu" / "corpus" / "h200_v3"
-MIN_RECALL_V3 = 0.69  # 73 of 105
+MIN_RECALL_V3 = 0.74  # 78 of 105 (session 13; 73 before)
 
 
 def test_third_corpus_coverage_and_agreement_do_not_drop():

@@ -25,9 +25,11 @@ def _sm_count(kernel, context: ProfileContext, profile: ProfileData) -> float | 
 @attrs.frozen
 class OccupancyLimiterSettings:
     # theoretical occupancy at or below this percentage leaves too few warps to hide latency
-    # (Nsight Compute's occupancy rule reports any limiter; 50% is a common practical floor,
-    # and a kernel held to half the SM's warps by one limiter is named)
-    max_theoretical_pct: float = 50.0
+    # on a latency- or memory-bound kernel below its roofline (Nsight Compute's occupancy rule
+    # reports any limiter; a kernel held to three quarters of the SM's warps by one limiter is
+    # named, with the gain of the warps it would add). A limiter the grid never reaches (no
+    # SM gets more blocks than it allows) is not named: lifting it adds no warps
+    max_theoretical_pct: float = 75.0
     # a kernel at this fraction of its roofline or more gets at_roofline's finding only (its
     # threshold): a GEMM's tiles trade occupancy for reuse and still reach the ceiling
     max_roofline_fraction: float = 0.75
@@ -87,12 +89,14 @@ class OccupancyLimiter(KernelMicroProfiler):
         others = [v for k, v in known.items() if k not in limiting]
         grid, sms = metric(kernel, M.GRID_SIZE), _sm_count(kernel, context, profile)
         if grid and sms:
+            if math.ceil(grid / sms) <= low:  # the grid gives no SM more blocks than the limit
+                return None
             others.append(math.ceil(grid / sms))
         after = min(others) if others else None
         if after is not None and after > low > 0:
             raw = 1 - low / after
         else:
-            raw = 0.5 * clip(1 - theo / self.settings.max_theoretical_pct)
+            raw = 0.5 * clip(1 - theo / 100.0)  # unknown grid: half the warp slots left empty
         gain = share * min(raw, self.headroom(bottleneck))
         return self.finding(
             kernel, share, index, profile, gain,
@@ -106,10 +110,15 @@ class OccupancyLimiter(KernelMicroProfiler):
 
 @attrs.frozen
 class OccupancyGapSettings:
-    # achieved occupancy this many percentage points under theoretical, and below this
-    # ratio of it: warps finish unevenly or blocks start late
-    min_gap_points: float = 20.0
-    max_ratio: float = 0.7
+    # achieved occupancy more than this many percentage points under theoretical, and below
+    # this ratio of it: warps finish unevenly or blocks start late
+    # (Nsight Compute reports a gap worth 10 % or more; below 10 points the warps that could
+    # be added are too few to matter on a kernel below its roofline)
+    min_gap_points: float = 10.0
+    max_ratio: float = 0.9
+    # a kernel at this fraction of its roofline or more gets at_roofline's finding only (its
+    # threshold): warps added there find the memory or the pipes already busy
+    max_roofline_fraction: float = 0.75
     # the share of its roofline a rewrite is assumed to reach: gains stop there (the
     # calibration pairs' rewrites reached 72-86 %)
     reachable_fraction: float = attrs.field(default=REACHABLE_FRACTION, validator=reachable)
@@ -124,12 +133,14 @@ class AchievedOccupancyGap(KernelMicroProfiler):
     metrics = (M.ACHIEVED_OCCUPANCY_PCT, M.THEORETICAL_OCCUPANCY_PCT, M.WAVES_PER_SM)
 
     def check(self, kernel, share, index, profile, bottleneck, context):
+        if bottleneck is not None and (bottleneck.roofline_fraction or 0.0) >= self.settings.max_roofline_fraction:
+            return None
         theo = metric(kernel, M.THEORETICAL_OCCUPANCY_PCT)
         achieved = metric(kernel, M.ACHIEVED_OCCUPANCY_PCT)
         if theo is None or achieved is None or theo <= 0:
             return None
         gap = theo - achieved
-        if gap < self.settings.min_gap_points or achieved / theo > self.settings.max_ratio:
+        if gap <= self.settings.min_gap_points or achieved / theo >= self.settings.max_ratio:
             return None
         waves = metric(kernel, M.WAVES_PER_SM)
         gain = share * min(0.5 * clip(gap / theo), self.headroom(bottleneck))
