@@ -115,3 +115,29 @@ def test_third_corpus_coverage_and_agreement_do_not_drop():
     assert s["coverage"] == 1.0, s["uncovered"]
     assert s["recall"] >= MIN_RECALL_V3, s["recall_by_rule"]
     assert not s["at_roofline_with_other_findings"], s["at_roofline_with_other_findings"]
+
+
+# v3's seven families its first capture did not reach (v3b) and corpus v4 (validation_v4.md,
+# fixed before session 13 changed any micro-profiler), captured once on the H200 and scored
+# once at 77b34a0 (docs/validation/ncu_corpus.md, "Corpora v3b and v4"): out of sample there.
+CORPUS_V3B = REPO / "tests" / "ncu" / "corpus" / "h200_v3b"
+CORPUS_V4 = REPO / "tests" / "ncu" / "corpus" / "h200_v4"
+
+
+@pytest.mark.parametrize("corpus,kernels,min_covered,below,min_recall", [
+    (CORPUS_V3B, 22, 18, 18, 0.78),  # coverage 18 of 18, recall 89 of 113
+    (CORPUS_V4, 91, 83, 84, 0.70),  # coverage 83 of 84, recall 328 of 466
+], ids=["v3b", "v4"])
+def test_out_of_sample_corpora_coverage_and_agreement_do_not_drop(corpus, kernels, min_covered, below, min_recall):
+    mod = _load("run")
+    rows = mod.analyze(corpus, 10.0)
+    s = mod.summarize(rows)
+    assert s["kernels"] == kernels and {r["half"] for r in rows} == {"validation"}
+    assert s["below_60pct"] == below and s["covered"] >= min_covered, s["uncovered"]
+    assert s["recall"] >= min_recall, s["recall_by_rule"]
+    # v4 found two kernels (PyTorch's reduction inside index_put, memory-bound at 77 % of the
+    # DRAM roofline, partial stores using 4 of 32 bytes) where uncoalesced_global speaks beside
+    # at_roofline: a memory-bound kernel keeps that finding by design (its wasted sectors count
+    # in the DRAM fraction). Open (ncu_corpus.md, "Corpora v3b and v4"); no new such kernel
+    others = [x.rsplit(": ", 1)[0] for x in s["at_roofline_with_other_findings"]]
+    assert all(x.startswith("index_put_acc@large void native::reduce_kernel") for x in others), others
