@@ -62,7 +62,7 @@ CAUSES: dict[str, tuple[str, ...]] = {
     # two forms (see pipe_form): one pipe is the busiest and near its limit -> move work to
     # another pipe or accept the limit; every pipe is under-used -> too little work or too few
     # warps issuing (a kernel at its memory roofline: the memory, not the pipes, is the limit)
-    "HighPipeUtilization": ("tensor_cores_idle", "unfused_fp32", "at_roofline"),
+    "HighPipeUtilization": ("tensor_cores_idle", "unfused_fp32", "pipe_bound", "at_roofline"),
     "HighPipeUtilization/under-utilized": ("small_grid", "issue_slots", "at_roofline"),
     "MemoryL2Compression": (),  # no KernelPro micro-profiler looks at L2 compression
 }

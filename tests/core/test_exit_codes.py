@@ -131,11 +131,13 @@ def test_profile_on_a_cpu_with_a_system_finding_prints_it_warns_and_exits_0(tmp_
 
     if torch.cuda.is_available():
         pytest.skip("this machine has a CUDA GPU")
+    # 400k iterations: tens of ms of Python per call, more than a small operator takes even
+    # when a loaded host stalls its thread pool (seen: erf at 27 ms)
     cand = tmp_path / "python_heavy.py"
     cand.write_text((DATA / "good.py").read_text().replace(
         "    def forward(self, x):\n",
-        "    def forward(self, x):\n        acc = 0\n        for i in range(20000):\n            acc += i % 7\n"))
-    assert "range(20000)" in cand.read_text()
+        "    def forward(self, x):\n        acc = 0\n        for i in range(400000):\n            acc += i % 7\n"))
+    assert "range(400000)" in cand.read_text()
     res = kernelpro("profile", PROBLEM, str(cand), "-c", str(FAST), "--device", "cpu", "--json")
     assert res.returncode == 0, (res.stdout, res.stderr)
     out = json.loads(res.stdout)

@@ -71,6 +71,8 @@ CASES = [
      {M.ISSUE_ACTIVE_PCT: 70.0, M.ELIGIBLE_WARPS: 3.0}),
     (X.IssueBound, {M.ISSUE_ACTIVE_PCT: 84.0, M.PIPE_ALU_PCT: 59.0, M.PIPE_FMA_PCT: 33.0, M.INST_EXECUTED: 8.7e7},
      {M.ISSUE_ACTIVE_PCT: 84.0, M.PIPE_ALU_PCT: 90.0}),
+    (X.PipeBound, {M.PIPE_ALU_PCT: 82.0, M.PIPE_FMA_PCT: 14.6, M.ISSUE_ACTIVE_PCT: 73.0},
+     {M.PIPE_ALU_PCT: 40.0, M.PIPE_LSU_PCT: 30.0, M.PIPE_FMA_PCT: 90.0}),
     (X.ThreadDivergence, {M.THREADS_PER_INST: 4.0, M.BRANCH_DIVERGENT: 1e5, M.BRANCH_TARGETS: 2e5},
      {M.THREADS_PER_INST: 31.9}),
     (X.TensorCoresIdle,
@@ -172,6 +174,22 @@ def test_only_at_roofline_speaks_at_the_roofline():
     assert run(Mem.UncoalescedGlobalAccess, kernel("k", 1e6, **strided), bottleneck=bn("memory", 0.8))
     spill = {M.LOCAL_LD_SECTORS: 5e6, M.LOCAL_ST_SECTORS: 4e6, M.GLD_SECTORS: 1e6}
     assert run(Mem.LocalMemorySpilling, kernel("k", 1e6, **spill), bottleneck=bn("compute", 0.8)) == []
+
+
+def test_pipe_bound_names_the_pipe_and_its_gain_stops_at_the_next_pipe():
+    # PyTorch's kthvalue on the H200 (corpus v4): ALU 82 %, FMA 14.6 %, 4.6 % of the FLOP roofline
+    (f,) = run(X.PipeBound, kernel("k", 1e6, **{M.PIPE_ALU_PCT: 82.0, M.PIPE_FMA_PCT: 14.6}),
+               bottleneck=bn("compute", 0.046))
+    assert "ALU" in f.message and "integer" in f.action
+    assert f.estimated_gain == pytest.approx(0.5 * (1 - 14.6 / 82.0), abs=1e-3)
+    # LSU-bound with the ALU close behind: little to gain from moving work between them
+    (f,) = run(X.PipeBound, kernel("k", 1e6, **{M.PIPE_LSU_PCT: 85.0, M.PIPE_ALU_PCT: 80.0}),
+               bottleneck=bn("compute", 0.2))
+    assert "LSU" in f.message and f.estimated_gain == pytest.approx(0.5 * (1 - 80.0 / 85.0), abs=1e-3)
+    # at its roofline, or bound by memory (the pipeline gates on applies_to): not this finding's
+    busy = {M.PIPE_ALU_PCT: 90.0}
+    assert run(X.PipeBound, kernel("k", 1e6, **busy), bottleneck=bn("compute", 0.8)) == []
+    assert X.PipeBound.applies_to == {"compute", "latency"}
 
 
 def test_warp_stalls_quiet_at_the_roofline():

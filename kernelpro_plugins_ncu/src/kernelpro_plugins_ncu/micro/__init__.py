@@ -5,6 +5,7 @@ from kernelpro_plugins_ncu.micro.execution import (
     AtRoofline,
     IssueBound,
     IssueSlotUtilization,
+    PipeBound,
     TensorCoresIdle,
     ThreadDivergence,
     UnfusedFp32,
@@ -29,7 +30,7 @@ from kernelpro_plugins_ncu.micro.occupancy import (
 ALL_MICRO_PROFILERS = (
     UncoalescedGlobalAccess, SharedBankConflicts, LocalMemorySpilling, CacheHitRate, DramTrafficExcess,
     OccupancyLimiter, AchievedOccupancyGap, TailEffect, UnitImbalance, SmallGrid, LaunchDominated,
-    WarpStallReasons, IssueSlotUtilization, IssueBound, ThreadDivergence, TensorCoresIdle, UnfusedFp32, AtRoofline,
+    WarpStallReasons, IssueSlotUtilization, IssueBound, PipeBound, ThreadDivergence, TensorCoresIdle, UnfusedFp32, AtRoofline,
 )
 
 __all__ = [cls.__name__ for cls in ALL_MICRO_PROFILERS] + ["ALL_MICRO_PROFILERS"]

@@ -232,6 +232,79 @@ class IssueBound(KernelMicroProfiler):
 
 
 @attrs.frozen
+class PipeBoundSettings:
+    # a non-floating-point pipe this busy sets the time (IssueBound's "near its limit")
+    min_pipe_pct: float = 80.0
+    # a kernel at this fraction of its roofline or more is left to at_roofline
+    max_roofline_fraction: float = 0.75
+    # the share of its roofline a rewrite is assumed to reach: gains stop there (the
+    # calibration pairs' rewrites reached 72-86 %)
+    reachable_fraction: float = attrs.field(default=REACHABLE_FRACTION, validator=reachable)
+
+
+_PIPE_ADVICE = {
+    "ALU": ("integer and logic instructions",
+            "Issue fewer integer and logic instructions per element: 32-bit instead of 64-bit index "
+            "arithmetic, index and address computations hoisted out of inner loops, divisions and "
+            "modulos by runtime sizes replaced by multiply-shift or power-of-two shapes, and for "
+            "selection and sorting kernels fewer passes over the data (wider radix digits, one pass "
+            "where k is small)."),
+    "LSU": ("load, store and shared-memory instructions",
+            "Issue fewer, wider memory instructions: 16-byte vector loads and stores, values kept in "
+            "registers across loop iterations instead of reloaded, warp shuffles instead of shared "
+            "memory for exchanges within a warp."),
+    "FP64": ("double-precision instructions",
+             "Move the double-precision work off the FP64 pipe: FP32 where the tolerance allows, "
+             "compensated FP32 sums where it almost does, the tensor cores (DMMA) for FP64 matrix "
+             "products."),
+}
+
+
+class PipeBound(KernelMicroProfiler):
+    name = "pipe_bound"
+    title = "Bound by one non-floating-point pipe"
+    description = "the integer (ALU), memory-instruction (LSU) or FP64 pipe is near its limit"
+    Settings = PipeBoundSettings
+    # the FLOP roofline does not count integer or memory instructions: a kernel held by them
+    # shows far below its roofline with a busy SM (PyTorch's kthvalue, corpus v4: ALU 82 %,
+    # 4.6 % of the FLOP roofline). FMA- and tensor-bound kernels have their own findings
+    applies_to = frozenset({"compute", "latency"})
+    metrics = (M.PIPE_ALU_PCT, M.PIPE_LSU_PCT, M.PIPE_FP64_PCT, M.PIPE_FMA_PCT, M.PIPE_TENSOR_HMMA_PCT,
+               M.PIPE_TENSOR_PCT, M.ISSUE_ACTIVE_PCT)
+
+    def check(self, kernel, share, index, profile, bottleneck, context):
+        s = self.settings
+        fraction = (bottleneck.roofline_fraction or 0.0) if bottleneck is not None else 0.0
+        if fraction >= s.max_roofline_fraction:
+            return None
+        pipes = {"ALU": metric(kernel, M.PIPE_ALU_PCT), "LSU": metric(kernel, M.PIPE_LSU_PCT),
+                 "FP64": metric(kernel, M.PIPE_FP64_PCT)}
+        known = {k: v for k, v in pipes.items() if v is not None}
+        if not known:
+            return None
+        busiest, pct = max(known.items(), key=lambda kv: kv[1])
+        if pct < s.min_pipe_pct:
+            return None
+        others = [v for k, v in known.items() if k != busiest]
+        others += [M.get(kernel.metrics, M.PIPE_FMA_PCT), M.tensor_pipe_pct(kernel.metrics)]
+        second = max(others)
+        # moving work off the busiest pipe helps until the next pipe is the limit: half of that
+        # bound, never more than the headroom below the roofline
+        gain = share * min(0.5 * clip(1 - second / pct), self.headroom(bottleneck))
+        what, action = _PIPE_ADVICE[busiest]
+        issue = metric(kernel, M.ISSUE_ACTIVE_PCT)
+        issue_txt = f"; the schedulers issue in {issue:.0f}% of cycles" if issue is not None else ""
+        return self.finding(
+            kernel, share, index, profile, gain,
+            message=(f"the {busiest} pipe ({what}) is {pct:.0f}% busy while the next busiest pipe is at "
+                     f"{second:.0f}%{issue_txt}: {what} set the time, and the FLOP roofline "
+                     f"({100 * fraction:.1f}%) does not count them."),
+            action=action,
+            evidence={"busiest_pipe_pct": pct, "next_pipe_pct": second, "issue_active_pct": issue,
+                      **{f"pipe_{k.lower()}_pct": v for k, v in known.items()}})
+
+
+@attrs.frozen
 class DivergenceSettings:
     # average active threads per executed warp instruction below this (of 32): Nsight
     # Compute's thread-divergence guidance flags low warp execution efficiency
