@@ -3,8 +3,9 @@
     python benchmarks/energy_fidelity.py [--repeats 5] [--size 8192] [--json out.json]
 
 Measures a bf16 size^3 cuBLAS matmul (about 1.5 ms per call at 8192 on an H200)
-``--repeats`` times with the default EnergyMeasurement settings (1.5 s windows, 5 trials,
-each window aligned to counter updates) and prints each measurement's joules per call and
+``--repeats`` times with the default EnergyMeasurement settings (0.75 s windows, at most 5
+trials, stopping at 3 that agree within 2 %, each window aligned to counter updates; 1.5 s
+and 1 % before session 13) and prints each measurement's joules per call and
 their spread, (max - min) / median; the target is <= 2 %. The same code
 (kernelpro_plugins_energy.bench.fidelity) runs in tools/capture/energy/gpu_capture.py,
 whose recorded output is in docs/validation/energy.md. Exit status 1 with one line when

@@ -16,7 +16,11 @@ def _no_visible_devices(monkeypatch):
 
 
 def _meter(device: SimDevice, nvml: FakeNvml | None = None, **settings) -> EnergyMeasurement:
+    # the algorithm's tests run at 1.5 s windows stopping at 1 % (the defaults until session
+    # 13); the defaults themselves have their own test below
     settings.setdefault("sample_power", False)
+    settings.setdefault("window_s", 1.5)
+    settings.setdefault("stop_spread", 0.01)
     meter = EnergyMeasurement(EnergySettings(**settings), nvml=nvml or FakeNvml(device),
                               clock=device.clock, sleep=device.sleep)
     assert meter.unavailable_reason("cuda") is None
@@ -207,3 +211,23 @@ def test_windows_that_disagree_are_all_taken_and_agreeing_ones_stop_early():
     # stop_spread 0: every window, as before
     steady = SimDevice(call_s=1e-3)
     assert _meter(steady, stop_spread=0.0).measure(steady.call, steady.sync)["trials"] == 5
+
+
+@pytest.mark.parametrize("call_s", [1e-4, 1e-3, 7e-3])
+@pytest.mark.parametrize("phase_s", [0.0, 0.061])
+def test_the_default_short_windows_still_recover_the_simulated_truth(call_s, phase_s):
+    """The defaults (0.75 s windows, stop at 2 %; chosen on the H200, energy.md "Shorter
+    windows"): aligned to the counter's updates, each window still holds ~7 of them and the
+    energy per call is the truth within half a percent, in about half the seconds."""
+    assert (EnergySettings().window_s, EnergySettings().stop_spread) == (0.75, 0.02)
+    device = SimDevice(call_s=call_s, phase_s=phase_s, sync_s=1e-5, read_s=2e-5)
+    meter = EnergyMeasurement(EnergySettings(sample_power=False), nvml=FakeNvml(device),
+                              clock=device.clock, sleep=device.sleep)
+    out = meter.measure(device.call, device.sync)
+    assert out["energy_j_per_call"] == pytest.approx(device.true_energy_j_per_call, rel=0.005)
+    assert out["trials"] == 3 and 0.75 <= out["window_s"] < 1.0
+    assert out["counter_updates"] >= 7
+    slow_device = SimDevice(call_s=call_s, phase_s=phase_s, sync_s=1e-5, read_s=2e-5)
+    slow = _meter(slow_device).measure(slow_device.call, slow_device.sync)  # 1.5 s, stop at 1 %
+    assert slow["energy_j_per_call"] == pytest.approx(out["energy_j_per_call"], rel=0.005)
+    assert out["measure_s"] < 0.7 * slow["measure_s"]

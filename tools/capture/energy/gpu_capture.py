@@ -146,6 +146,7 @@ def capture_counter(counter, results: dict) -> None:
 
 def capture_fidelity(counter, results: dict) -> None:
     from kernelpro_plugins_energy.bench import bf16_matmul_call, fidelity, run_for, time_call_ms
+    from kernelpro_plugins_energy.measure import EnergySettings
 
     call = bf16_matmul_call()
     state_cold = gpu_state(counter)
@@ -158,7 +159,9 @@ def capture_fidelity(counter, results: dict) -> None:
     fid["timing"] = timing
     fid["preheat"] = {"seconds": PREHEAT_S, "calls": preheat_calls, "state_before": state_cold}
     fid["kernel"] = "torch.matmul bf16 8192x8192x8192 (cuBLAS), fixed inputs, out= preallocated"
-    fid["settings"] = "EnergySettings() defaults: window_s=1.5, trials=5, sample_power=True"
+    d = EnergySettings()
+    fid["settings"] = (f"EnergySettings() defaults: window_s={d.window_s}, trials={d.trials}, "
+                       f"stop_spread={d.stop_spread}, sample_power={d.sample_power}")
     results["fidelity"] = fid
     save()
     log(f"fidelity: spread {fid['spread']*100:.3f} %  cv {fid['cv']*100:.3f} %  "
