@@ -74,6 +74,31 @@ DISPUTED: dict[str, str] = {
     "MemoryL2Compression": "compressible buffers no faster on random data (within 0.6 %), 1.14-1.48x on "
                            "all-zero data (tests/ncu/calibration/h200/l2_compression.json)",
 }
+
+
+def disagreement(result: dict[str, Any], kernel: Any, tools: set[str], fraction: float | None,
+                 sm_count: float | None) -> str | None:
+    """Why ours, by rule, does not name an ncu result, where the kernel's own numbers show
+    the result's advice cannot pay: ``at roofline`` (the kernel gets at_roofline's finding
+    only, the issue's own rule for kernels at their roofline) or ``grid-bound`` (a
+    TheoreticalOccupancy result where the grid gives no SM more blocks than the limiter
+    allows, so lifting the limit adds no warp). None for the other misses."""
+    from kernelpro_plugins_ncu import metrics as M
+
+    if result["matched"]:
+        return None
+    if "at_roofline" in tools:
+        return "at roofline"
+    if result["rule"] == "TheoreticalOccupancy":
+        limits = [v for v in (M.get(kernel.metrics, name, 0.0) for name in
+                              (M.LIMIT_REGISTERS, M.LIMIT_SMEM, M.LIMIT_WARPS, M.LIMIT_BLOCKS)) if v > 0]
+        grid = M.get(kernel.metrics, M.GRID_SIZE, 0.0)
+        sms = M.get(kernel.metrics, M.SM_COUNT, 0.0) or (sm_count or 0.0)
+        if limits and grid > 0 and sms > 0 and -(-grid // sms) <= min(limits):
+            return "grid-bound"
+    return None
+
+
 #: the order groups are read in; a corpus's other groups follow in name order
 GROUPS = ("eager", "compiled", "template", "eager_v2", "compiled_v2", "eager_v3", "eager_v4")
 #: the ``half`` of every kernel of a corpus that is not in split.json
@@ -184,6 +209,8 @@ def analyze(corpus: Path, min_speedup: float, config: Path | None = None,
             theirs = ncu_rules.get(kid, [])
             for r in theirs:
                 r["matched"] = bool(set(CAUSES.get(cause_key(r), ())) & tools)
+                r["disagreement"] = disagreement(r, k, tools, bottleneck.roofline_fraction if bottleneck else None,
+                                                 float(gpu.sm_count) if gpu is not None else None)
             out.append({
                 "group": group, "id": kid, "workload": names.get(kid, "?"),
                 "half": split["families"].get(family(names.get(kid, "?")), {}).get("half"), "kernel": k.name[:120],
@@ -225,6 +252,12 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "recall_undisputed": (sum(x["matched"] for x in results if x["rule"] not in DISPUTED)
                               / max(1, sum(x["rule"] not in DISPUTED for x in results))) if results else None,
         "disputed_results": sum(x["rule"] in DISPUTED for x in results),
+        # misses where the kernel's own numbers show the advice cannot pay (``disagreement``),
+        # by reason, and recall over the rest (reported beside recall, never instead of it)
+        "disagreements": {reason: sum(x.get("disagreement") == reason for x in results)
+                          for reason in sorted({x["disagreement"] for x in results if x.get("disagreement")})},
+        "recall_without_disagreements": (len(matched) / max(1, sum(not x.get("disagreement") for x in results))
+                                         if results else None),
         "recall_by_rule": {k: {"results": v[0], "matched": v[1]} for k, v in sorted(by_rule.items())},
         "at_or_above_60pct": len(at_roof),
         "uncovered": [f"{r['workload']} {r['kernel'][:60]}" for r in below if r not in covered],
@@ -242,7 +275,9 @@ def markdown(rows: list[dict[str, Any]], summary: dict[str, Any]) -> str:
              f"{summary['ncu_results']}, named by one of our findings: {summary['matched']} "
              f"({summary['recall']:.0%}); without the {summary['disputed_results']} results of rules whose "
              f"advice was measured not to pay ({'; '.join(f'{k}: {v}' for k, v in sorted(DISPUTED.items()))}): "
-             f"{summary['recall_undisputed']:.0%}.", "",
+             f"{summary['recall_undisputed']:.0%}. Misses where the kernel's own numbers show the advice "
+             f"cannot pay: {', '.join(f'{k} {v}' for k, v in summary['disagreements'].items()) or 'none'}; "
+             f"recall without them: {summary['recall_without_disagreements']:.0%}.", "",
              "| rule | results | named by ours |", "|---|---|---|"]
     for rule, v in summary["recall_by_rule"].items():
         lines.append(f"| {rule} | {v['results']} | {v['matched']} |")
@@ -251,7 +286,8 @@ def markdown(rows: list[dict[str, Any]], summary: dict[str, Any]) -> str:
     for r in rows:
         frac = f"{r['roofline_fraction']:.0%}" if r["roofline_fraction"] is not None else "-"
         ours = ", ".join(sorted({f["tool"] for f in r["findings"]})) or "-"
-        theirs = ", ".join(f"{x['rule']} {x['speedup']:.0f}{'' if x['matched'] else ' (missed)'}"
+        theirs = ", ".join(f"{x['rule']} {x['speedup']:.0f}"
+                           + ("" if x["matched"] else f" (missed{': ' + x['disagreement'] if x.get('disagreement') else ''})")
                            for x in r["ncu_rules"]) or "-"
         half = {"tuning": "T", "held_out": "H", VALIDATION: "V"}.get(r.get("half") or "", "-")
         lines.append(f"| {half} | {r['workload']} | `{r['kernel'][:40]}` | {r['duration_us']:.1f} | {frac} | "
