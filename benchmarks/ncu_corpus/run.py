@@ -76,8 +76,7 @@ DISPUTED: dict[str, str] = {
 }
 
 
-def disagreement(result: dict[str, Any], kernel: Any, tools: set[str], fraction: float | None,
-                 sm_count: float | None) -> str | None:
+def disagreement(result: dict[str, Any], kernel: Any, tools: set[str], sm_count: float | None) -> str | None:
     """Why ours, by rule, does not name an ncu result, where the kernel's own numbers show
     the result's advice cannot pay: ``at roofline`` (the kernel gets at_roofline's finding
     only, the issue's own rule for kernels at their roofline) or ``grid-bound`` (a
@@ -209,8 +208,7 @@ def analyze(corpus: Path, min_speedup: float, config: Path | None = None,
             theirs = ncu_rules.get(kid, [])
             for r in theirs:
                 r["matched"] = bool(set(CAUSES.get(cause_key(r), ())) & tools)
-                r["disagreement"] = disagreement(r, k, tools, bottleneck.roofline_fraction if bottleneck else None,
-                                                 float(gpu.sm_count) if gpu is not None else None)
+                r["disagreement"] = disagreement(r, k, tools, float(gpu.sm_count) if gpu is not None else None)
             out.append({
                 "group": group, "id": kid, "workload": names.get(kid, "?"),
                 "half": split["families"].get(family(names.get(kid, "?")), {}).get("half"), "kernel": k.name[:120],

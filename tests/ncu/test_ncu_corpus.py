@@ -155,19 +155,19 @@ def test_a_miss_is_called_a_disagreement_only_where_the_kernels_numbers_show_the
     occ = {"rule": "TheoreticalOccupancy", "matched": False}
     # one block per SM allowed by registers; a grid of 132 blocks on 132 SMs never needs two
     grid_bound = kernel("k", **{M.LIMIT_REGISTERS: 1, M.LIMIT_WARPS: 2, M.GRID_SIZE: 132, M.SM_COUNT: 132})
-    assert run.disagreement(occ, grid_bound, {"small_grid"}, 0.01, 132.0) == "grid-bound"
+    assert run.disagreement(occ, grid_bound, {"small_grid"}, 132.0) == "grid-bound"
     # 264 blocks: two per SM wanted, one allowed: the limiter binds, the miss is ours
     binding = kernel("k", **{M.LIMIT_REGISTERS: 1, M.LIMIT_WARPS: 2, M.GRID_SIZE: 264, M.SM_COUNT: 132})
-    assert run.disagreement(occ, binding, {"warp_stalls"}, 0.03, 132.0) is None
+    assert run.disagreement(occ, binding, {"warp_stalls"}, 132.0) is None
     # without the SM count in the report, the GPU's
     no_sms = kernel("k", **{M.LIMIT_REGISTERS: 1, M.GRID_SIZE: 100})
-    assert run.disagreement(occ, no_sms, set(), 0.01, 132.0) == "grid-bound"
-    assert run.disagreement(occ, no_sms, set(), 0.01, None) is None
+    assert run.disagreement(occ, no_sms, set(), 132.0) == "grid-bound"
+    assert run.disagreement(occ, no_sms, set(), None) is None
     # at the roofline any miss is the rule; a matched result is no disagreement
     stall = {"rule": "CPIStall", "matched": False}
-    assert run.disagreement(stall, binding, {"at_roofline"}, 0.86, 132.0) == "at roofline"
-    assert run.disagreement(stall, binding, {"warp_stalls"}, 0.3, 132.0) is None
-    assert run.disagreement({**stall, "matched": True}, binding, {"at_roofline"}, 0.86, 132.0) is None
+    assert run.disagreement(stall, binding, {"at_roofline"}, 132.0) == "at roofline"
+    assert run.disagreement(stall, binding, {"warp_stalls"}, 132.0) is None
+    assert run.disagreement({**stall, "matched": True}, binding, {"at_roofline"}, 132.0) is None
 
 
 def test_the_summary_reports_recall_with_and_without_disagreements_side_by_side():

@@ -233,7 +233,7 @@ class IssueBound(KernelMicroProfiler):
 
 @attrs.frozen
 class PipeBoundSettings:
-    # a non-floating-point pipe this busy sets the time (IssueBound's "near its limit")
+    # the ALU, LSU or FP64 pipe this busy sets the time (IssueBound's "near its limit")
     min_pipe_pct: float = 80.0
     # a kernel at this fraction of its roofline or more is left to at_roofline
     max_roofline_fraction: float = 0.75
@@ -262,7 +262,7 @@ _PIPE_ADVICE = {
 
 class PipeBound(KernelMicroProfiler):
     name = "pipe_bound"
-    title = "Bound by one non-floating-point pipe"
+    title = "Bound by the integer, memory-instruction or FP64 pipe"
     description = "the integer (ALU), memory-instruction (LSU) or FP64 pipe is near its limit"
     Settings = PipeBoundSettings
     # the FLOP roofline does not count integer or memory instructions: a kernel held by them
