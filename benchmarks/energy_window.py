@@ -12,7 +12,7 @@ memory-bound affine pair of ``tools/capture/energy/pairs/`` (``triton_fma0``: y 
 over 1 GiB; ``triton_fma8``: the same pass with 8 redundant FMAs per element hidden under the
 DRAM time: the same speed, more energy). Each (kernel, window) is measured ``--repeats``
 times with the measurement's defaults otherwise (at most 5 windows, stop after 3 that agree
-within 1 %), the window lengths interleaved within each repeat so that the GPU's warm-up
+within ``--stop-spread`` or the item's own), the window lengths interleaved within each repeat so that the GPU's warm-up
 drift falls on all of them alike. Printed per kernel and window: joules per call (median),
 the spread of the repeats ((max - min) / median), the seconds one measurement took
 (``measure_s``: warm-up, edges and windows), and for the pair fma8 / fma0 - 1 with its
@@ -23,17 +23,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 PAIRS = REPO / "tools" / "capture" / "energy" / "pairs"
-
-
-def _spread(values: list[float]) -> float:
-    mid = statistics.median(values)
-    return (max(values) - min(values)) / mid if mid else float("nan")
 
 
 def _kernels(device: str) -> dict:
@@ -81,6 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     windows = list(configs)
 
     from kernelpro.api import MeasurementError
+    from kernelpro_plugins_energy import stats
     from kernelpro_plugins_energy.bench import measure_energy, time_call_ms
     from kernelpro_plugins_energy.measure import EnergySettings
     from kernelpro_plugins_energy.nvml_access import open_counter
@@ -116,8 +111,8 @@ def main(argv: list[str] | None = None) -> int:
         for w, runs in by_w.items():
             e = [r["energy_j_per_call"] for r in runs]
             cost = [r["measure_s"] for r in runs]
-            summary[name][w] = {"median_j_per_call": statistics.median(e), "spread": _spread(e),
-                                "measure_s_median": statistics.median(cost), "ms_per_call": timing[name]["median_ms"]}
+            summary[name][w] = {"median_j_per_call": stats.median(e), "spread": stats.spread(e),
+                                "measure_s_median": stats.median(cost), "ms_per_call": timing[name]["median_ms"]}
             s = summary[name][w]
             print(f"{name:<22} {w:>10} {s['median_j_per_call'] * 1e3:>10.3f} {s['spread'] * 100:>9.2f} "
                   f"{s['measure_s_median']:>10.2f}")
@@ -125,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     for w in raw["affine_triton_fma0"]:
         ratios = [b["energy_j_per_call"] / a["energy_j_per_call"] - 1
                   for a, b in zip(raw["affine_triton_fma0"][w], raw["affine_triton_fma8"][w])]
-        pair[w] = {"median": statistics.median(ratios), "min": min(ratios), "max": max(ratios)}
+        pair[w] = {"median": stats.median(ratios), "min": min(ratios), "max": max(ratios)}
         print(f"affine fma8 / fma0 - 1 at {w} s windows: {pair[w]['median'] * 100:+.2f} % "
               f"(repeats {pair[w]['min'] * 100:+.2f} .. {pair[w]['max'] * 100:+.2f} %)")
     print("time per call (ms): " + ", ".join(f"{k} {v['median_ms']:.4f}" for k, v in timing.items()))

@@ -160,6 +160,8 @@ def test_stats():
     assert stats.median(values) == 4.0
     assert stats.cv([2.0, 2.0]) == 0.0
     assert stats.cv([1.0, 3.0]) == pytest.approx(2 ** 0.5 / 2)
+    assert stats.spread(values) == pytest.approx(15.0 / 4.0)
+    assert stats.spread([0.0, 0.0, 1.0]) == float("inf")  # a median of 0: nothing agrees
     energy, seconds = stats.integrate_power_w([(0.0, 100.0), (1.0, 300.0), (3.0, 300.0)])
     assert (energy, seconds) == (200.0 + 600.0, 3.0)
     assert stats.integrate_power_w([(0.0, 1.0)]) is None

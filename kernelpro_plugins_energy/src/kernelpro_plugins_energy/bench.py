@@ -128,7 +128,7 @@ def fidelity(
         "measurements": runs,
         "energy_j_per_call": values,
         "median_j_per_call": mid,
-        "spread": (max(values) - min(values)) / mid if mid else float("nan"),
+        "spread": stats.spread(values),
         "cv": stats.cv(values),
         "wall_s": time.time() - started,
         "states": states,

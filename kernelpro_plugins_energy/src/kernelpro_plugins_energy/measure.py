@@ -103,9 +103,7 @@ class EnergySettings:
 
 def _spread(trials: list["Trial"]) -> float:
     """(max - min) / median of the trials' energies per call."""
-    per_call = [t.energy_j_per_call for t in trials]
-    mid = stats.median(per_call)
-    return (max(per_call) - min(per_call)) / mid if mid > 0 else float("inf")
+    return stats.spread([t.energy_j_per_call for t in trials])
 
 
 #: a batch never lasts longer than a quarter of the H200's ~100 ms counter update period

@@ -28,6 +28,12 @@ def iqr(values: Sequence[float]) -> float:
     return percentile(values, 75) - percentile(values, 25)
 
 
+def spread(values: Sequence[float]) -> float:
+    """(max - min) / median; infinite when the median is not positive (nothing agrees)."""
+    mid = median(values)
+    return (max(values) - min(values)) / mid if mid > 0 else float("inf")
+
+
 def cv(values: Sequence[float]) -> float:
     """Coefficient of variation: sample standard deviation / mean (0 for one value)."""
     if len(values) < 2:

@@ -76,6 +76,8 @@ def limits(group: str) -> tuple[float, float]:
     if not 0 < start < stop:
         raise SystemExit(f"error: KP_CORPUS_LIMIT_S: need 0 < START < STOP, got {given!r}")
     return start, stop
+
+
 #: the groups whose torch.compile-generated Triton sources are kept
 COMPILED_GROUPS = ("compiled", "compiled_v2")
 #: the archive written to $OUT
