@@ -64,7 +64,8 @@ def test_third_party_distribution_discovered():
     test = by_name["testplugin"]
     assert test["distribution"] == "kernelpro-testplugin"
     assert test["version"] == "0.0.1"
-    assert test["registers"] == {"generator": ["testplugin_echo"], "reward": ["testplugin_negated"]}
+    assert test["registers"] == {"generator": ["testplugin_echo"], "reward": ["testplugin_negated"],
+                                 "measurement": ["testplugin_wall"]}
     assert "kernelpro_run_started" in test["hooks"]
 
 

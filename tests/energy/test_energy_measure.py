@@ -233,3 +233,58 @@ def test_the_default_short_windows_still_recover_the_simulated_truth(call_s, pha
     slow = _meter(slow_device).measure(slow_device.call, slow_device.sync)  # 1.5 s, stop at 1 %
     assert slow["energy_j_per_call"] == pytest.approx(out["energy_j_per_call"], rel=0.005)
     assert out["measure_s"] < 0.7 * slow["measure_s"]
+
+
+# --- the reference beside a candidate: earlier windows pooled ---------------------------
+
+
+def _earlier(values: dict, age_s: float):
+    from kernelpro.api import EarlierMeasurement
+
+    return EarlierMeasurement(values=values, age_s=age_s)
+
+
+def test_a_reference_measured_before_gets_one_fresh_window_pooled_with_the_earlier_ones():
+    device = SimDevice(call_s=1e-3, busy_power_w=400.0)
+    meter = _meter(device)
+    first = meter.measure_reference(device.call, device.sync, [])
+    assert first["pooled_windows"] == 0 and first["trials"] == 3
+    assert [first[f"window_{i}_j_per_call"] for i in (1, 2, 3)] == pytest.approx([0.4] * 3, rel=0.005)
+    second = meter.measure_reference(device.call, device.sync, [_earlier(first, 12.0)])
+    assert second["trials"] == 1 and second["pooled_windows"] == 2 and second["pooled_age_s"] == 12.0
+    assert second["energy_j_per_call"] == pytest.approx(0.4, rel=0.005)
+    assert "window_2_j_per_call" not in second  # only its own windows, for the next one to pool
+    # one window instead of three: well under half the time of the full measurement
+    assert second["measure_s"] < 0.6 * first["measure_s"]
+
+
+def test_a_pool_that_disagrees_is_dropped_and_the_reference_measured_in_full():
+    device = SimDevice(call_s=1e-3, busy_power_w=400.0)
+    meter = _meter(device)
+    first = meter.measure(device.call, device.sync)
+    device.busy_power_w = 412.0  # the GPU warmed up: 3 % more power at the same speed
+    second = meter.measure_reference(device.call, device.sync, [_earlier(first, 30.0)])
+    assert second["pooled_windows"] == 0 and second["trials"] == 3
+    assert second["energy_j_per_call"] == pytest.approx(0.412, rel=0.005)
+
+
+@pytest.mark.parametrize("setting, age_s", [({}, 121.0), ({"reference_windows": 0}, 5.0),
+                                            ({"stop_spread": 0.0}, 5.0), ({"subtract_idle": True}, 5.0)])
+def test_earlier_windows_are_not_pooled_when_too_old_turned_off_or_of_another_kind(setting, age_s):
+    device = SimDevice(call_s=1e-3, busy_power_w=400.0)
+    first = _meter(device).measure(device.call, device.sync)  # no idle subtraction
+    meter = _meter(device, trials=3, **setting)
+    second = meter.measure_reference(device.call, device.sync, [_earlier(first, age_s)])
+    assert second["pooled_windows"] == 0 and second["trials"] == 3
+
+
+def test_the_pool_takes_the_newest_windows_first_and_reports_the_oldest_age():
+    device = SimDevice(call_s=1e-3, busy_power_w=400.0)
+    meter = _meter(device)
+    old = meter.measure(device.call, device.sync)
+    device.busy_power_w = 404.0
+    recent = meter.measure_reference(device.call, device.sync, [])
+    older_windows = {**old, **{f"window_{i}_j_per_call": 9.9 for i in (1, 2, 3)}}  # would never agree
+    out = meter.measure_reference(device.call, device.sync, [_earlier(older_windows, 60.0), _earlier(recent, 20.0)])
+    assert out["pooled_windows"] == 2 and out["pooled_age_s"] == 20.0
+    assert out["energy_j_per_call"] == pytest.approx(0.404, rel=0.005)

@@ -75,6 +75,18 @@ def test_section_table_and_front():
     assert "```text" in front_table and "runtime ms" in front_table
 
 
+def test_section_says_how_many_reference_measurements_pooled_earlier_windows():
+    records = [record("c1", 1.0, 0.0050), record("c2", 1.5, 0.0040), record("c3", 2.0, 0.0045)]
+    for rec, age in ((records[1], 14.2), (records[2], 31.7)):
+        rec["measurements"]["energy"].update(reference_pooled_windows=2.0, reference_trials=1.0,
+                                             reference_pooled_age_s=age)
+    text = plugin.kernelpro_report_sections(run=None, records=records)[0]
+    assert "2 of them took 1 fresh window(s) pooled" in text
+    assert "(oldest pooled window 32 s old;" in text
+    full = plugin.kernelpro_report_sections(run=None, records=records[:1])[0]
+    assert "pooled" not in full
+
+
 def test_ascii_plot_places_points():
     points = [Point("a", 1.0, 0.004), Point("b", 2.0, 0.002), Point("c", 2.0, 0.004)]
     front = pareto_front(points)

@@ -41,7 +41,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from kernelpro.problem import Problem
 
 #: the API's version, "MAJOR.MINOR" (see the module's docstring)
-API_VERSION = "1.4"
+API_VERSION = "1.5"
 
 
 @attrs.frozen
@@ -340,12 +340,30 @@ class ArchHeuristic(Plugin):
 # --- Measurements (taken by the evaluation's judge) ---------------------------------------
 
 
+@attrs.frozen
+class EarlierMeasurement:
+    """A measurement of the same reference, taken by an earlier evaluation of the same run
+    on the same worker (GPU): ``values`` as :meth:`Measurement.measure_reference` returned
+    them, ``age_s`` the seconds since it ended."""
+
+    values: Mapping[str, float]
+    age_s: float
+
+
 class Measurement(Plugin):
     """A measurement taken by the evaluation's judge for the reference and the candidate;
     each model's calls run in its own process (``call`` queues one there, ``sync`` waits)."""
 
     def unavailable_reason(self, device: str) -> str | None:
         return None
+
+    def measure_reference(self, call: Callable[[], Any], sync: Callable[[], None],
+                          earlier: Sequence[EarlierMeasurement]) -> dict[str, float]:
+        """Measure the reference beside a candidate. ``earlier``: this run's earlier
+        measurements of the same reference on this worker, newest first (API 1.5). A
+        measurement may spend less time here by pooling them with a shorter fresh one, as
+        long as it checks that they still agree. Default: :meth:`measure`, ignoring them."""
+        return self.measure(call, sync)
 
     @abc.abstractmethod
     def measure(self, call: Callable[[], Any], sync: Callable[[], None]) -> dict[str, float]:
@@ -549,7 +567,7 @@ __all__ = [
     "Collector", "CollectorError", "Analyzer", "ProfileTarget", "ProfileContext",
     "forward_command", "prepare_forward", "progress_stage", "ProgressDisplay",
     "BottleneckClassifier", "MicroProfiler", "ANY", "ArchHeuristic",
-    "Measurement", "MeasurementError",
+    "Measurement", "MeasurementError", "EarlierMeasurement",
     "LLMTool", "ToolContext", "ToolError",
     "Executor", "Slot", "Job", "JobOutcome",
     "RunInfo", "CandidateRecord", "RunSummary",

@@ -472,7 +472,29 @@ class Optimizer:
                             reference_flops=self._reference_flops(), compiled=compiled, profile=profile,
                             ceilings=self.gpu, prestart=self.next_problem or len(self.records) + 1 < self.config.budget,
                             next_is_baseline=self.next_problem and len(self.records) + 1 >= self.config.budget,
-                            measure_max_ms=self._measure_max_ms())
+                            measure_max_ms=self._measure_max_ms(), reference_history=self._reference_history())
+
+    #: earlier reference measurements handed to an evaluation, per worker and measurement
+    REFERENCE_HISTORY = 8
+
+    def _reference_history(self) -> dict[str, dict[str, list[dict[str, float]]]]:
+        """Per worker, per measurement: the reference's measurements taken beside this run's
+        latest candidates on that worker, newest first (from the records, so that a resumed
+        run has them too); a measurement plugin decides in the judge whether they still count."""
+        out: dict[str, dict[str, list[dict[str, float]]]] = {}
+        for record in reversed(self.records):
+            worker = record.get("worker")
+            if not worker:
+                continue
+            for name, values in (record.get("measurements") or {}).items():
+                if name == "evaluator" or not isinstance(values, dict):
+                    continue
+                ref = {k[len("reference_"):]: v for k, v in values.items()
+                       if k.startswith("reference_") and isinstance(v, (int, float)) and not isinstance(v, bool)}
+                entries = out.setdefault(worker, {}).setdefault(name, [])
+                if "measured_at_unix_s" in ref and len(entries) < self.REFERENCE_HISTORY:
+                    entries.append(ref)
+        return out
 
     def _measure_max_ms(self) -> float | None:
         """The slowest time a new candidate may have and still get the extra measurements:

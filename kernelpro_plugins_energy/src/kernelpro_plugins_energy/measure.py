@@ -32,6 +32,16 @@ most ``trials`` windows are taken; after ``min_trials`` the measurement stops as
 the windows' energies per call lie within ``stop_spread`` of their median (reported:
 ``trials``, ``trials_max``, ``trials_spread``).
 
+The reference beside a candidate (``measure_reference``): the judge hands over this run's
+earlier measurements of the same reference on the same GPU. When some are at most
+``reference_max_age_s`` old, the reference gets only ``reference_windows`` fresh windows
+(default 1), pooled with the newest earlier windows up to ``min_trials`` windows, provided
+the pool meets the early-stop rule (within ``stop_spread`` of its median); a pool that does
+not (the GPU warmed up, clocks changed) is dropped and the measurement goes on as a full
+one. Reported: ``pooled_windows`` (earlier windows used, 0 for a full measurement) and
+``pooled_age_s`` (the oldest one's age); every measurement lists its own windows as
+``window_<i>_j_per_call``.
+
 Reported per measurement (median over trials unless named otherwise): joules per call,
 its interquartile range and coefficient of variation, average power over the window,
 the power integrated from a background sampler (the cross-check), calls per trial,
@@ -44,11 +54,11 @@ measurement took (the judge measures the reference too: ``reference_measure_s``)
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import attrs
 
-from kernelpro.api import Measurement, MeasurementError
+from kernelpro.api import EarlierMeasurement, Measurement, MeasurementError
 
 from kernelpro_plugins_energy import stats
 from kernelpro_plugins_energy.nvml_access import PREFIX, OpenCounter, open_counter
@@ -99,6 +109,13 @@ class EnergySettings:
     # the host runs at most ~20 ms ahead of the device: the counter is read once per
     # 20 ms batch, so no 100 ms update period goes unseen; a drain costs ~0.1 % idle time
     lead_s: float = attrs.field(default=0.02, validator=_positive)
+    # beside a candidate, the reference gets this many fresh windows when the run measured it
+    # on the same GPU within reference_max_age_s: they are pooled with the newest earlier
+    # windows up to min_trials windows, if the pool meets the stop_spread rule; else the
+    # reference is measured in full. 0: always in full (the reference's windows were half of
+    # the measurement's cost, docs/validation/energy.md)
+    reference_windows: int = attrs.field(default=1, validator=attrs.validators.ge(0))
+    reference_max_age_s: float = attrs.field(default=120.0, validator=_positive)
 
 
 def _spread(trials: list["Trial"]) -> float:
@@ -194,9 +211,40 @@ class EnergyMeasurement(Measurement):
 
     def measure(self, call: Callable[[], Any], sync: Callable[[], None]) -> dict[str, float]:
         """Measure energy per call of ``call``; see the module docstring for the method."""
+        return self._measure(call, sync, [])
+
+    def measure_reference(self, call: Callable[[], Any], sync: Callable[[], None],
+                          earlier: Sequence[EarlierMeasurement]) -> dict[str, float]:
+        """The reference beside a candidate: ``reference_windows`` fresh windows pooled with
+        the newest windows of ``earlier`` measurements (same run, same GPU, at most
+        ``reference_max_age_s`` old) when the pool of ``min_trials`` windows lies within
+        ``stop_spread`` of its median, the rule a full measurement stops on; otherwise the
+        measurement goes on as a full one, from its fresh windows alone."""
+        return self._measure(call, sync, self._earlier_windows(earlier))
+
+    def _earlier_windows(self, earlier: Sequence[EarlierMeasurement]) -> list[tuple[float, float]]:
+        """(joules per call, age) of the earlier measurements' own fresh windows, newest first,
+        as many as a pool can use; none when pooling is off."""
+        s = self.settings
+        room = s.min_trials - s.reference_windows
+        if s.reference_windows < 1 or room < 1 or s.stop_spread <= 0:
+            return []
+        out: list[tuple[float, float]] = []
+        for entry in sorted(earlier, key=lambda e: e.age_s):
+            if entry.age_s > s.reference_max_age_s or ("idle_power_w" in entry.values) != s.subtract_idle:
+                continue
+            for i in range(1, int(entry.values.get("trials", 0)) + 1):
+                value = entry.values.get(f"window_{i}_j_per_call")
+                if isinstance(value, (int, float)) and value > 0:
+                    out.append((float(value), entry.age_s))
+        return out[:room]
+
+    def _measure(self, call: Callable[[], Any], sync: Callable[[], None],
+                 pool: list[tuple[float, float]]) -> dict[str, float]:
         began = self._clock()
         counter = self._open()
         s = self.settings
+        pooled: list[tuple[float, float]] = []
         try:
             sync()
             idle_w = self._idle_power_w(counter) if s.subtract_idle else None
@@ -219,6 +267,11 @@ class EnergyMeasurement(Measurement):
                 for _ in range(s.trials):
                     trial, e0, t0 = self._trial(call, sync, chunk, counter, e0, t0)
                     trials.append(trial)
+                    if pool and len(trials) == s.reference_windows and len(trials) + len(pool) >= s.min_trials:
+                        fresh = [self._net(t, idle_w) for t in trials]
+                        if stats.spread(fresh + [v for v, _ in pool]) <= s.stop_spread:
+                            pooled = pool
+                            break
                     if len(trials) >= s.min_trials and s.stop_spread > 0 and _spread(trials) <= s.stop_spread:
                         break
                 end_t = t0
@@ -231,10 +284,17 @@ class EnergyMeasurement(Measurement):
             text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise MeasurementError(f"energy measurement failed: {type(exc).__name__}: {text}") from None
         self._check_updates(trials)
-        out = self._summarise(trials, chunk, idle_w, sampler, start_t, end_t, warm_seconds_per_call)
+        out = self._summarise(trials, chunk, idle_w, sampler, start_t, end_t, warm_seconds_per_call, pooled)
         # what this measurement cost the evaluation (idle window, warm-up, edges, trials)
         out["measure_s"] = self._clock() - began
         return out
+
+    @staticmethod
+    def _net(trial: "Trial", idle_w: float | None) -> float:
+        """A window's joules per call, less the idle power's share when it was measured."""
+        if idle_w is None:
+            return trial.energy_j_per_call
+        return trial.energy_j_per_call - idle_w * trial.seconds_per_call
 
     def _warm_up(self, call: Callable[[], Any], sync: Callable[[], None]) -> tuple[int, float]:
         """Run for ``warmup_s``; return the chunk size and the seconds per call seen."""
@@ -389,12 +449,13 @@ class EnergyMeasurement(Measurement):
         start_t: float,
         end_t: float,
         warm_seconds_per_call: float,
+        pooled: list[tuple[float, float]],
     ) -> dict[str, float]:
         gross = [t.energy_j_per_call for t in trials]
-        if idle_w is not None:
-            per_call = [t.energy_j_per_call - idle_w * t.seconds_per_call for t in trials]
-        else:
-            per_call = gross
+        fresh = [self._net(t, idle_w) for t in trials]
+        # the energy's statistics over the pooled windows when earlier ones were pooled; the
+        # rest (power, loop time, counter) over this measurement's own windows
+        per_call = fresh + [v for v, _ in pooled]
         total_mj = sum(t.energy_mj for t in trials)
         total_s = sum(t.seconds for t in trials)
         out: dict[str, float] = {
@@ -409,7 +470,8 @@ class EnergyMeasurement(Measurement):
             "window_s": total_s / len(trials),
             "trials": float(len(trials)),
             "trials_max": float(self.settings.trials),
-            "trials_spread": _spread(trials),
+            "trials_spread": stats.spread(per_call),
+            "pooled_windows": float(len(pooled)),
             "counter_updates": float(min(t.updates for t in trials)),
             "counter_update_hz": sum(t.updates for t in trials) / total_s,
             "energy_count_resolution": chunk / min(t.calls for t in trials),
@@ -417,6 +479,10 @@ class EnergyMeasurement(Measurement):
             "batch_calls": float(self._batch),
             "counter_read_ms": self._read_s * 1000.0,
         }
+        # this measurement's own windows, for a later one to pool (measure_reference)
+        out.update({f"window_{i}_j_per_call": v for i, v in enumerate(fresh, start=1)})
+        if pooled:
+            out["pooled_age_s"] = max(age for _, age in pooled)
         if idle_w is not None:
             out["idle_power_w"] = idle_w
             out["energy_j_per_call_gross"] = stats.median(gross)

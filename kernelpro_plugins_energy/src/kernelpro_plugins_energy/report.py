@@ -27,6 +27,10 @@ def _num(value: Any, fmt: str, scale: float = 1.0) -> str:
     return "-"
 
 
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
 def energy_flags(records: Sequence[Mapping[str, Any]]) -> list[str]:
     """Distinct flags in which core reported the energy measurement missing or failed."""
     seen: list[str] = []
@@ -96,6 +100,16 @@ def energy_section(records: Sequence[Mapping[str, Any]]) -> str | None:
             f"Reference (eager PyTorch), measured next to each candidate: median "
             f"{statistics.median(references) * 1000:.4g} mJ per call over {len(references)} measurements."
         )
+        pooled = [r["measurements"]["energy"] for r in measured
+                  if (_number(r["measurements"]["energy"].get("reference_pooled_windows")) or 0) > 0]
+        if pooled:
+            ages = [a for a in (_number(m.get("reference_pooled_age_s")) for m in pooled) if a is not None]
+            out.append(
+                f"{len(pooled)} of them took {_num(pooled[0].get('reference_trials'), '.0f')} fresh window(s) pooled "
+                "with the reference's windows measured beside earlier candidates on the same GPU, which they agreed "
+                f"with within the early-stop spread (oldest pooled window {max(ages) if ages else 0:.0f} s old; "
+                "`measurement_params.energy.reference_windows: 0` measures the reference in full each time)."
+            )
     first = measured[0]["measurements"]["energy"]
     out.append(
         "Energy per call is the median over counter-aligned windows of the NVML total-energy "

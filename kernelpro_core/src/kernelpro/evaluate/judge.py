@@ -1221,7 +1221,10 @@ class Judge:
                 inp.fill(self.cand_in, self.input_sets[0])
                 self.sync()
                 assert self.ref is not None and self.cand is not None
-                ref_m = m.measure(*self.remote_calls(self.ref))
+                ref_m = dict(m.measure_reference(*self.remote_calls(self.ref), self.earlier(spec["name"])))
+                # when it ended, on this host's clock: a later evaluation on this worker passes
+                # it back as an earlier measurement of the same reference (loop.py)
+                ref_m["measured_at_unix_s"] = time.time()
                 cand_m = m.measure(*self.remote_calls(self.cand))
                 self.measurements[spec["name"]] = {**{f"{k}": v for k, v in cand_m.items()},
                                                    **{f"reference_{k}": v for k, v in ref_m.items()}}
@@ -1229,6 +1232,20 @@ class Judge:
                 raise
             except Exception as exc:
                 self.flags.append(f"measurement_failed: {spec['name']}: {one_line(exc)}")
+
+    def earlier(self, name: str) -> list[Any]:
+        """The job's earlier measurements ``name`` of this reference on this worker, newest
+        first, with their age (the job's ``reference_history``, written by the loop)."""
+        from kernelpro.api import EarlierMeasurement
+
+        out = []
+        now = time.time()
+        for entry in (self.job.get("reference_history") or {}).get(name) or []:
+            values = {k: float(v) for k, v in entry.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+            at = values.pop("measured_at_unix_s", None)
+            if at is not None and now >= at:
+                out.append(EarlierMeasurement(values=values, age_s=now - at))
+        return sorted(out, key=lambda e: e.age_s)
 
     def remote_calls(self, remote: Remote) -> tuple[Callable[[], None], Callable[[], None]]:
         """``call``: queue one call in ``remote`` (no answer awaited); ``sync``: wait until the

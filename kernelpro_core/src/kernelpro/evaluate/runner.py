@@ -121,6 +121,7 @@ def evaluate(
     prestart: bool = False,
     next_is_baseline: bool = False,
     measure_max_ms: float | None = None,
+    reference_history: dict[str, list[dict[str, float]]] | None = None,
 ) -> EvalResult:
     """Evaluate ``candidate_path`` against ``problem_path`` (see the module docstring).
 
@@ -139,7 +140,10 @@ def evaluate(
     ``next_is_baseline``: the next is another problem's baseline job (a bench), whose
     reference harness then imports ``torch.compile``'s stack while it waits.
     ``measure_max_ms``: the ``measurements`` are taken only when the candidate's median time
-    is at most this (flag ``measurement_skipped`` otherwise)."""
+    is at most this (flag ``measurement_skipped`` otherwise). ``reference_history``: per
+    measurement name, this run's earlier measurements of the reference on the same worker
+    (``reference_``-stripped values, with ``measured_at_unix_s``), handed to
+    ``Measurement.measure_reference``."""
     workdir = Path(workdir).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
@@ -151,7 +155,7 @@ def evaluate(
                        measurements=measurements, build_dir=build_dir, language=language, compiled=compiled,
                        reference_flops=reference_flops, ceilings=ceilings, extra_env=env or {},
                        prestart=prestart and config.prestart, next_is_baseline=next_is_baseline,
-                       measure_max_ms=measure_max_ms)
+                       measure_max_ms=measure_max_ms, reference_history=reference_history)
     changed = guard.changed() if candidate_path is not None else []
     if changed:
         result = EvalResult(verdict=Verdict.INTEGRITY, reason="the candidate changed files outside its directory: "
@@ -163,7 +167,8 @@ def _evaluate(problem_path: Path, candidate_path: Path | None, *, device: str, c
               workdir: Path, seed: int, measurements: Sequence[tuple[type[Measurement], Any]], build_dir: Path | None,
               language: str, compiled: build.CompileOutcome | None, reference_flops: float | None,
               ceilings: Any = None, extra_env: dict[str, str] | None = None, prestart: bool = False,
-              next_is_baseline: bool = False, measure_max_ms: float | None = None) -> EvalResult:
+              next_is_baseline: bool = False, measure_max_ms: float | None = None,
+              reference_history: dict[str, list[dict[str, float]]] | None = None) -> EvalResult:
     t0 = time.monotonic()
     stage_info: dict[str, Any] = {}
     what = Path(candidate_path).stem if candidate_path is not None else "reference"
@@ -226,6 +231,7 @@ def _evaluate(problem_path: Path, candidate_path: Path | None, *, device: str, c
         "status": str(workdir / "status.txt"),
         "reference_flops": reference_flops,
         "measure_max_ms": measure_max_ms,
+        "reference_history": reference_history or {},
         "ceilings": unstructure(ceilings) if ceilings is not None else None,
         # the variables of the candidate's build: the judge starts before its job is known,
         # so each harness is told them with its hello

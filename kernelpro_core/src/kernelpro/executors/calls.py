@@ -129,6 +129,9 @@ class EvaluateCall:
     next_is_baseline: bool = False
     #: the measurements run only if the candidate's time is at most this (evaluator.measure_within)
     measure_max_ms: float | None = None
+    #: per worker name, per measurement name: this run's earlier measurements of the
+    #: reference on that worker (the loop's ``reference_history``)
+    reference_history: dict[str, dict[str, list[dict[str, float]]]] = attrs.field(factory=dict)
 
     def __call__(self, slot: Slot) -> dict[str, Any]:
         from kernelpro.evaluate.runner import evaluate
@@ -146,7 +149,8 @@ class EvaluateCall:
                           build_dir=self.build_dir, language=self.language, compiled=compiled,
                           reference_flops=self.reference_flops, env=dict(slot.env), ceilings=self.ceilings,
                           prestart=self.prestart, next_is_baseline=self.next_is_baseline,
-                          measure_max_ms=self.measure_max_ms)
+                          measure_max_ms=self.measure_max_ms,
+                          reference_history=self.reference_history.get(slot.name))
         t1 = time.monotonic()
         profiled = None
         if self.profile is not None and result.correct:

@@ -1,5 +1,6 @@
 """A test-only plugin distribution. It contributes a generator that echoes the reference
-(optionally broken on purpose), a reward, and lifecycle observers that log events to the
+(optionally broken on purpose), a reward, a measurement (host seconds per call, which says
+what earlier reference measurements the judge handed it), and lifecycle observers that log events to the
 file named by KERNELPRO_TESTPLUGIN_LOG. Setting KERNELPRO_TESTPLUGIN_FAIL makes the
 import fail, to test how load failures are reported; KERNELPRO_TESTPLUGIN_MUTATE makes the
 observer try to change the record it is handed (the loop hands it a read-only copy)."""
@@ -8,13 +9,14 @@ from __future__ import annotations
 
 import json
 import os
+import time
 
 import attrs
 
-from kernelpro.api import CandidateDraft, Generator, Reward, hookimpl
+from kernelpro.api import CandidateDraft, Generator, Measurement, Reward, hookimpl
 
 #: the KernelPro plugin API this plugin is written for (checked when it loads)
-KERNELPRO_API_VERSION = "1.4"
+KERNELPRO_API_VERSION = "1.5"
 
 if os.environ.get("KERNELPRO_TESTPLUGIN_FAIL"):
     raise ImportError("kernelpro_testplugin was asked to fail (KERNELPRO_TESTPLUGIN_FAIL)")
@@ -49,6 +51,34 @@ class NegatedReward(Reward):
 
     def score(self, result, context):
         return self.floor if not result.correct else -(result.runtime_ms or 0.0)
+
+
+class WallMeasurement(Measurement):
+    """Host seconds per call over 5 synchronized calls; the reference's also says how many
+    earlier measurements of it the judge passed and the youngest one's age."""
+
+    name = "testplugin_wall"
+
+    def measure(self, call, sync):
+        sync()
+        t0 = time.perf_counter()
+        for _ in range(5):
+            call()
+        sync()
+        return {"wall_s_per_call": (time.perf_counter() - t0) / 5}
+
+    def measure_reference(self, call, sync, earlier):
+        out = self.measure(call, sync)
+        out["earlier"] = float(len(earlier))
+        if earlier:
+            out["earlier_age_s"] = earlier[0].age_s
+            out["earlier_ages_sorted"] = float(all(a.age_s <= b.age_s for a, b in zip(earlier, earlier[1:])))
+        return out
+
+
+@hookimpl
+def kernelpro_register_measurements(register):
+    register(WallMeasurement)
 
 
 def _log(event: str, **data) -> None:
