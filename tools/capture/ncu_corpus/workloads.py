@@ -11,7 +11,8 @@ GROUP is ``eager``, ``compiled`` or ``template`` (the first corpus), or ``eager_
 ``compiled_v2`` (the validation corpus v2: other operator families, fixed before its capture
 and never tuned on; ``benchmarks/ncu_corpus/validation_v2.md``), or ``eager_v3`` (corpus v3,
 ``validation_v3.md``: families neither has, after v2 became tuning data), or ``eager_v4``
-(corpus v4, ``validation_v4.md``: families none of them has, after v3 became tuning data). Each workload is built,
+(corpus v4, ``validation_v4.md``: families none of them has, after v3 became tuning data), or
+``eager_v5`` (corpus v5, ``validation_v5.md``: the same, after v4 became tuning data). Each workload is built,
 run three times (warm-up, torch.compile's compilation and autotuning happen there), then
 run once inside an NVTX range named ``<workload>@<size>`` between ``cudaProfilerStart`` and
 ``cudaProfilerStop``: the kernels of that one call are the ones profiled. ``--sources DIR``
@@ -511,15 +512,81 @@ EAGER_V4: dict[str, dict[str, Any]] = {
 }
 
 
+def _int8_mm(t, m, k, n):
+    a = t.randint(-8, 8, (m, k), dtype=t.int8, device=DEVICE)
+    b = t.randint(-8, 8, (k, n), dtype=t.int8, device=DEVICE)
+    return lambda: t._int_mm(a, b)
+
+
+def _atan2(t, n):
+    y, x = t.randn(n, device=DEVICE), t.randn(n, device=DEVICE)
+    return lambda: t.atan2(y, x)
+
+
+def _exp_fp64(t, n):
+    x = t.randn(n, device=DEVICE, dtype=t.float64)
+    return lambda: t.exp(x)
+
+
+def _layer_norm_backward(t, rows, cols):
+    """The backward kernels of a layer norm alone: the forward and its graph are built once."""
+    with t.enable_grad():
+        x = t.randn(rows, cols, device=DEVICE, requires_grad=True)
+        w = t.ones(cols, device=DEVICE, requires_grad=True)
+        b = t.zeros(cols, device=DEVICE, requires_grad=True)
+        y = t.nn.functional.layer_norm(x, (cols,), w, b)
+    grad = t.randn(rows, cols, device=DEVICE)
+
+    def call():
+        with t.enable_grad():
+            return t.autograd.grad(y, (x, w, b), grad, retain_graph=True)
+
+    return call
+
+
+def _fold(t, n, c, hw):
+    cols = t.randn(n, c * 9, hw * hw, device=DEVICE)
+    return lambda: t.nn.functional.fold(cols, (hw, hw), 3, padding=1)
+
+
+def _adaptive_max_pool(t, n, c, hw):
+    x = t.randn(n, c, hw, hw, device=DEVICE)
+    return lambda: t.nn.functional.adaptive_max_pool2d(x, (7, 7))
+
+
+def _pixel_shuffle(t, n, c, hw):
+    x = t.randn(n, c, hw, hw, device=DEVICE)
+    return lambda: t.nn.functional.pixel_shuffle(x, 2)
+
+
+def _multinomial(t, rows, cols, draws):
+    probs = t.rand(rows, cols, device=DEVICE)
+    return lambda: t.multinomial(probs, draws, replacement=True)
+
+
+#: corpus v5 (``benchmarks/ncu_corpus/validation_v5.md``): families none of v1-v4 has, fixed
+#: in session 14 before its capture and before that session changed any micro-profiler
+EAGER_V5: dict[str, dict[str, Any]] = {
+    "int8_mm": _eager({"large": (8192, 8192, 8192), "small": (32, 64, 32)}, _int8_mm),
+    "atan2": _eager({"large": (32 << 20,), "small": (1 << 16,)}, _atan2),
+    "exp_fp64": _eager({"large": (32 << 20,), "small": (1 << 16,)}, _exp_fp64),
+    "layer_norm_backward": _eager({"large": (8192, 4096), "small": (64, 256)}, _layer_norm_backward),
+    "fold_col2im": _eager({"large": (16, 64, 64), "small": (1, 4, 16)}, _fold),
+    "adaptive_max_pool2d": _eager({"large": (64, 64, 128), "small": (1, 4, 16)}, _adaptive_max_pool),
+    "pixel_shuffle": _eager({"large": (16, 256, 128), "small": (1, 16, 16)}, _pixel_shuffle),
+    "multinomial": _eager({"large": (8192, 8192, 64), "small": (64, 256, 16)}, _multinomial),
+}
+
+
 #: group -> its table of eager builders and the prefix of its workload names (``template``
 #: has its own table of problem sources)
 TABLES: dict[str, tuple[dict[str, dict[str, Any]], str]] = {
     "eager": (EAGER, ""), "compiled": (COMPILED, "tc_"),
     "eager_v2": (EAGER_V2, ""), "compiled_v2": (COMPILED_V2, "tc2_"),
-    "eager_v3": (EAGER_V3, ""), "eager_v4": (EAGER_V4, ""),
+    "eager_v3": (EAGER_V3, ""), "eager_v4": (EAGER_V4, ""), "eager_v5": (EAGER_V5, ""),
 }
 COMPILED_GROUPS = ("compiled", "compiled_v2")
-GROUPS = ("eager", "compiled", "template", "eager_v2", "compiled_v2", "eager_v3", "eager_v4")
+GROUPS = ("eager", "compiled", "template", "eager_v2", "compiled_v2", "eager_v3", "eager_v4", "eager_v5")
 
 
 def workloads(group: str) -> list[tuple[str, str]]:

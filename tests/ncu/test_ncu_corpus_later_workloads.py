@@ -1,4 +1,4 @@
-"""The validation corpora v3 and v4 (benchmarks/ncu_corpus/validation_v3.md, validation_v4.md)
+"""The validation corpora v3, v4 and v5 (benchmarks/ncu_corpus/validation_v3.md, _v4.md, _v5.md)
 before their capture: each group's workloads are listed at both sizes, are families no earlier
 corpus has, build and run on the CPU at their small size, and are sized past L2 (large) and
 far inside it (small); a capture that ran out of time continues with the families it did not
@@ -20,6 +20,8 @@ CAPTURE = Path(WORKLOADS).parent / "capture.py"
 LATER = {
     "eager_v3": ("EAGER_V3", 12, ("eager", "compiled", "template", "eager_v2", "compiled_v2")),
     "eager_v4": ("EAGER_V4", 8, ("eager", "compiled", "template", "eager_v2", "compiled_v2", "eager_v3")),
+    "eager_v5": ("EAGER_V5", 8, ("eager", "compiled", "template", "eager_v2", "compiled_v2", "eager_v3",
+                                 "eager_v4")),
 }
 _NAMES = _load(WORKLOADS, "ncu_corpus_workloads_later_names")
 FAMILIES = [(group, name) for group, (table, _, _) in LATER.items() for name in getattr(_NAMES, table)]
