@@ -79,15 +79,28 @@ DISPUTED: dict[str, str] = {
 def disagreement(result: dict[str, Any], kernel: Any, tools: set[str], sm_count: float | None) -> str | None:
     """Why ours, by rule, does not name an ncu result, where the kernel's own numbers show
     the result's advice cannot pay: ``at roofline`` (the kernel gets at_roofline's finding
-    only, the issue's own rule for kernels at their roofline) or ``grid-bound`` (a
+    only, the issue's own rule for kernels at their roofline), ``grid-bound`` (a
     TheoreticalOccupancy result where the grid gives no SM more blocks than the limiter
-    allows, so lifting the limit adds no warp). None for the other misses."""
+    allows, so lifting the limit adds no warp) or ``tail nearly full`` (a LaunchConfiguration
+    result of the partial-wave form, whose estimate is the last wave's share of the waves,
+    1 / (full waves + 1), while the last wave is nearly full: the SM time idle in it, the most
+    a grid without a partial wave saves, is below tail_effect's threshold). None for the
+    other misses."""
+    import math
+
     from kernelpro_plugins_ncu import metrics as M
+    from kernelpro_plugins_ncu.micro.occupancy import TailEffectSettings
 
     if result["matched"]:
         return None
     if "at_roofline" in tools:
         return "at roofline"
+    if result["rule"] == "LaunchConfiguration" and result.get("message", "").startswith("A wave of thread blocks"):
+        waves = M.get(kernel.metrics, M.WAVES_PER_SM, 0.0)
+        if waves >= 1.0:
+            ceiling = math.ceil(waves - 1e-9)
+            if (ceiling - waves) / ceiling < TailEffectSettings().min_idle_share:
+                return "tail nearly full"
     if result["rule"] == "TheoreticalOccupancy":
         limits = [v for v in (M.get(kernel.metrics, name, 0.0) for name in
                               (M.LIMIT_REGISTERS, M.LIMIT_SMEM, M.LIMIT_WARPS, M.LIMIT_BLOCKS)) if v > 0]

@@ -168,6 +168,16 @@ def test_a_miss_is_called_a_disagreement_only_where_the_kernels_numbers_show_the
     assert run.disagreement(stall, binding, {"at_roofline"}, 132.0) == "at roofline"
     assert run.disagreement(stall, binding, {"warp_stalls"}, 132.0) is None
     assert run.disagreement({**stall, "matched": True}, binding, {"at_roofline"}, 132.0) is None
+    # ncu's partial-wave estimate is 1 / (full waves + 1) however full the last wave is: with
+    # 1.94 waves the last one holds 94 % of a wave, 3 % of the SM time idles in it
+    wave = {"rule": "LaunchConfiguration", "matched": False,
+            "message": "A wave of thread blocks is defined as the maximum number of blocks ..."}
+    assert run.disagreement(wave, kernel("k", **{M.WAVES_PER_SM: 1.94}), {"warp_stalls"}, 132.0) == "tail nearly full"
+    # a last wave of 29 %: 36 % idle, tail_effect's to name (its miss is ours)
+    assert run.disagreement(wave, kernel("k", **{M.WAVES_PER_SM: 1.29}), {"warp_stalls"}, 132.0) is None
+    # the grid-too-small form of the same rule is never this disagreement
+    few = {**wave, "message": "The grid for this launch is configured to execute only 4 blocks ..."}
+    assert run.disagreement(few, kernel("k", **{M.WAVES_PER_SM: 1.94}), set(), 132.0) is None
 
 
 def test_the_summary_reports_recall_with_and_without_disagreements_side_by_side():

@@ -145,6 +145,47 @@ def test_unit_imbalance_gain_is_the_busiest_units_excess():
     assert run(O.UnitImbalance, l2)[0].estimated_gain == pytest.approx(0.05)
 
 
+def test_unit_imbalance_within_the_sms_names_the_schedulers():
+    """Evenly busy SMs whose four schedulers are not (a cuDNN LSTM's GEMM in corpus v4: SMs
+    max 1.23x their average, schedulers 1.28x): the busiest scheduler sets the time."""
+    k = kernel("k", 1e6, **{M.SM_ACTIVE_CYCLES_AVG: 15856.0, M.SM_ACTIVE_CYCLES_MAX: 19519.0,
+                            M.SMSP_ACTIVE_CYCLES_AVG: 14983.0, M.SMSP_ACTIVE_CYCLES_MAX: 19195.0,
+                            M.SM_ELAPSED_CYCLES: 23014.0, M.BLOCK_SIZE: 64})
+    (f,) = run(O.UnitImbalance, k, bottleneck=bn("too_little_work", 0.29))
+    check_finding(f, O.UnitImbalance)
+    assert "sub-partition" in f.message and "(blocks of 2 warp(s))" in f.message
+    assert f.estimated_gain == pytest.approx((19195 - 14983) / 23014, abs=1e-3)
+    # schedulers as even as the SMs: nothing; uneven SMs: the SMs' finding alone
+    even = kernel("k", 1e6, **{M.SMSP_ACTIVE_CYCLES_AVG: 18000.0, M.SMSP_ACTIVE_CYCLES_MAX: 19195.0})
+    assert run(O.UnitImbalance, even) == []
+    both = kernel("k", 1e6, **{M.SM_ACTIVE_CYCLES_AVG: 900.0, M.SM_ACTIVE_CYCLES_MAX: 7600.0,
+                               M.SMSP_ACTIVE_CYCLES_AVG: 800.0, M.SMSP_ACTIVE_CYCLES_MAX: 7700.0})
+    assert "sub-partition" not in run(O.UnitImbalance, both)[0].message
+
+
+def test_uncoalesced_on_a_kernel_with_too_little_work_needs_enough_wasted_sectors():
+    """A launch-bound transpose wasting 57 k of 74 k sectors is reported (its gain scaled by
+    how busy memory is); a one-block kernel wasting a sector is not."""
+    small = bn("too_little_work", 0.02)
+    many = {M.GLD_BYTES_PER_SECTOR_PCT: 100.0, M.GLD_SECTORS: 16384.0, M.GLD_REQUESTS: 2048.0,
+            M.GST_BYTES_PER_SECTOR_PCT: 12.5, M.GST_SECTORS: 57344.0, M.GST_REQUESTS: 2048.0, M.MEM_THROUGHPUT_PCT: 5.0}
+    (f,) = run(Mem.UncoalescedGlobalAccess, kernel("k", 1e6, **many), bottleneck=small)
+    check_finding(f, Mem.UncoalescedGlobalAccess)
+    assert f.estimated_gain < 0.3 * 0.7  # memory is 5 % busy: its share counts at the 0.3 floor
+    few = {**many, M.GLD_SECTORS: 2.0, M.GST_SECTORS: 1.0, M.GLD_REQUESTS: 1.0, M.GST_REQUESTS: 1.0}
+    assert run(Mem.UncoalescedGlobalAccess, kernel("k", 1e6, **few), bottleneck=small) == []
+    # a busier kernel is reported at any count, as before
+    assert run(Mem.UncoalescedGlobalAccess, kernel("k", 1e6, **few), bottleneck=bn("latency", 0.1))
+
+
+def test_uncoalesced_ignores_accesses_the_byte_count_does_not_see():
+    """Sectors with no byte counted (0 %: copies straight to shared memory, as a Triton GEMM
+    on the H200 makes) are not wasted bytes."""
+    unseen = {M.GLD_BYTES_PER_SECTOR_PCT: 0.0, M.GLD_SECTORS: 8e6, M.GLD_REQUESTS: 2.5e5,
+              M.GST_BYTES_PER_SECTOR_PCT: 100.0, M.GST_SECTORS: 1e6, M.GST_REQUESTS: 2.5e5, M.MEM_THROUGHPUT_PCT: 80.0}
+    assert run(Mem.UncoalescedGlobalAccess, kernel("k", 1e6, **unseen)) == []
+
+
 def test_issue_slots_memory_bound_and_headroom():
     starved = kernel("k", 1e6, **{M.ISSUE_ACTIVE_PCT: 10.0, M.ELIGIBLE_WARPS: 0.2})
     # waiting on DRAM at the roofline (at_roofline's 75 %) is the memory verdict itself

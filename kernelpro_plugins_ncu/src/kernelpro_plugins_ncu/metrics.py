@@ -44,6 +44,10 @@ SM_ACTIVE_CYCLES_AVG = "sm__cycles_active.avg"
 SM_ACTIVE_CYCLES_MAX = "sm__cycles_active.max"
 L2_ACTIVE_CYCLES_AVG = "lts__cycles_active.avg"
 L2_ACTIVE_CYCLES_MAX = "lts__cycles_active.max"
+# the same per SM sub-partition (one warp scheduler): uneven when blocks hold fewer than four
+# warps or their warps do unequal work
+SMSP_ACTIVE_CYCLES_AVG = "smsp__cycles_active.avg"
+SMSP_ACTIVE_CYCLES_MAX = "smsp__cycles_active.max"
 
 # --- occupancy, issue --------------------------------------------------------------------
 ACHIEVED_OCCUPANCY_PCT = "sm__warps_active.avg.pct_of_peak_sustained_active"

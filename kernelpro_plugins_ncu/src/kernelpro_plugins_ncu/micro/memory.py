@@ -34,6 +34,11 @@ class UncoalescedSettings:
     # few hundred sectors are nothing next to its loads (in the H200 bench passes, 28 of 74
     # such findings wasted under 2 % of the sectors, with estimated gains of at most 0.0075)
     min_waste_share: float = 0.02
+    # a kernel with too little work to fill the GPU: its wasted sectors still add memory
+    # latency to its few waves, but only where there are enough of them (in the corpora, the
+    # Nsight Compute results on such kernels came with 1,000 to 280,000 wasted sectors; a
+    # one-block kernel wasting a few sectors has nothing to gain)
+    min_wasted_sectors_little_work: float = 1024.0
     # a kernel bound by its compute ceiling at this fraction of its roofline or more gets
     # at_roofline's finding only: bytes do not set its time (at_roofline's own threshold;
     # a memory-bound kernel keeps the finding, its wasted bytes are the ones to cut)
@@ -50,7 +55,7 @@ class UncoalescedGlobalAccess(KernelMicroProfiler):
     Settings = UncoalescedSettings
     # wasted sectors cost memory time whatever the verdict; the gain scales with how busy
     # the memory system is (_mem_factor)
-    applies_to = frozenset({"memory", "latency", "compute"})
+    applies_to = frozenset({"memory", "latency", "compute", "too_little_work"})
     metrics = (M.GLD_BYTES_PER_SECTOR_PCT, M.GST_BYTES_PER_SECTOR_PCT, M.GLD_SECTORS, M.GLD_REQUESTS,
                M.GST_SECTORS, M.GST_REQUESTS)
     source_metrics = ("derived__memory_l2_theoretical_sectors_global_excessive",)
@@ -69,7 +74,9 @@ class UncoalescedGlobalAccess(KernelMicroProfiler):
             sectors = metric(kernel, sectors_name) or 0.0
             requests = metric(kernel, requests_name) or 0.0
             total_sectors += sectors
-            if pct is None or sectors <= 0:
+            # no byte counted in sectors fetched: the accesses are not ones the byte count sees
+            # (asynchronous copies to shared memory on some GPUs), not a waste of every byte
+            if pct is None or pct <= 0 or sectors <= 0:
                 continue
             ev[f"{op}_bytes_per_sector_pct"] = pct
             ev[f"{op}_sectors"] = sectors
@@ -84,6 +91,9 @@ class UncoalescedGlobalAccess(KernelMicroProfiler):
             return None
         waste = waste_sectors / total_sectors
         if waste < self.settings.min_waste_share:
+            return None
+        if (bottleneck is not None and bottleneck.kind == "too_little_work"
+                and waste_sectors < self.settings.min_wasted_sectors_little_work):
             return None
         # the rewritten kernel still moves the DRAM bytes the waste did not add (L2 absorbs
         # most of a column walk's extra sectors): it cannot beat those bytes at the practical
@@ -122,7 +132,7 @@ class SharedBankConflicts(KernelMicroProfiler):
     title = "Shared-memory bank conflicts"
     description = "shared loads/stores serialised into several wavefronts by bank conflicts"
     Settings = BankConflictSettings
-    applies_to = frozenset({"memory", "latency", "compute"})
+    applies_to = frozenset({"memory", "latency", "compute", "too_little_work"})
     metrics = (M.SHARED_LD_CONFLICTS, M.SHARED_ST_CONFLICTS, M.SHARED_LD_WAVEFRONTS,
                M.SHARED_ST_WAVEFRONTS, M.SHARED_LD_INST, M.SHARED_ST_INST)
     source_metrics = ("derived__memory_l1_wavefronts_shared_excessive",)

@@ -220,12 +220,13 @@ class UnitImbalanceSettings:
 
 class UnitImbalance(KernelMicroProfiler):
     name = "unit_imbalance"
-    title = "Work spread unevenly over the SMs or L2 slices"
-    description = "some SMs (or L2 slices) stay busy much longer than the average one"
+    title = "Work spread unevenly over the SMs, their schedulers or the L2 slices"
+    description = "some SMs (SM sub-partitions, or L2 slices) stay busy much longer than the average one"
     Settings = UnitImbalanceSettings
     applies_to = frozenset({"any"})
     metrics = (M.SM_ACTIVE_CYCLES_AVG, M.SM_ACTIVE_CYCLES_MAX, M.SM_ELAPSED_CYCLES, M.L2_ACTIVE_CYCLES_AVG,
-               M.L2_ACTIVE_CYCLES_MAX, M.L2_THROUGHPUT_PCT, M.GRID_SIZE, M.SM_COUNT)
+               M.L2_ACTIVE_CYCLES_MAX, M.L2_THROUGHPUT_PCT, M.GRID_SIZE, M.SM_COUNT, M.SMSP_ACTIVE_CYCLES_AVG,
+               M.SMSP_ACTIVE_CYCLES_MAX, M.BLOCK_SIZE)
 
     def check(self, kernel, share, index, profile, bottleneck, context):
         s = self.settings
@@ -244,6 +245,18 @@ class UnitImbalance(KernelMicroProfiler):
             few = f" ({grid:.0f} blocks for {sms:.0f} SMs)" if grid and sms and grid < sms else ""
             parts.append(f"the busiest SM is active {sm_max:.0f} cycles, the average one {sm_avg:.0f}{few}: "
                          f"{sm_idle:.0%} of the SMs' time is idle")
+        smsp_avg, smsp_max = metric(kernel, M.SMSP_ACTIVE_CYCLES_AVG), metric(kernel, M.SMSP_ACTIVE_CYCLES_MAX)
+        smsp_idle = 1 - smsp_avg / smsp_max if smsp_avg is not None and smsp_max else None
+        if (not parts and smsp_idle is not None and smsp_idle >= s.min_idle_share and smsp_max is not None
+                and smsp_avg is not None):
+            # the SMs evenly busy, their four schedulers not: the busiest scheduler sets the time
+            span = max(elapsed or 0.0, smsp_max)
+            gain = max(gain, (smsp_max - smsp_avg) / span)
+            block = metric(kernel, M.BLOCK_SIZE)
+            warps = f" (blocks of {block / 32:.0f} warp(s))" if block and block < 128 else ""
+            parts.append(f"the busiest SM sub-partition (one of an SM's four warp schedulers) is active "
+                         f"{smsp_max:.0f} cycles, the average one {smsp_avg:.0f}{warps}: {smsp_idle:.0%} of the "
+                         "schedulers' time is idle")
         if l2_idle is not None and l2_idle >= s.min_idle_share and l2_max is not None and l2_avg is not None:
             # an uneven L2 costs time only in the share of it the L2 is busy
             l2_busy = clip((metric(kernel, M.L2_THROUGHPUT_PCT) or 0.0) / 100.0)
@@ -258,11 +271,14 @@ class UnitImbalance(KernelMicroProfiler):
             action=("Give every SM the same amount of work: enough blocks of equal size for all SMs (with fewer "
                     "blocks than SMs, split each block's rows or tiles over more blocks); for uneven items "
                     "(variable-length rows, data-dependent loops), split heavy items or hand out work "
-                    "dynamically from a persistent grid (one atomic counter of the next tile). An uneven L2 "
+                    "dynamically from a persistent grid (one atomic counter of the next tile). Uneven schedulers "
+                    "within SMs: blocks of a multiple of 4 warps, and the same work per warp. An uneven L2 "
                     "follows from addresses that map to few slices: spread hot data and avoid power-of-two "
                     "strides across the blocks' accesses."),
             evidence={"sm_active_cycles_avg": sm_avg, "sm_active_cycles_max": sm_max, "sm_idle_share": sm_idle,
                       "l2_active_cycles_avg": l2_avg, "l2_active_cycles_max": l2_max, "l2_idle_share": l2_idle,
+                      "smsp_active_cycles_avg": smsp_avg, "smsp_active_cycles_max": smsp_max,
+                      "smsp_idle_share": smsp_idle,
                       "sm_elapsed_cycles": elapsed})
 
 
