@@ -178,6 +178,25 @@ def test_uncoalesced_on_a_kernel_with_too_little_work_needs_enough_wasted_sector
     assert run(Mem.UncoalescedGlobalAccess, kernel("k", 1e6, **few), bottleneck=bn("latency", 0.1))
 
 
+def test_bank_conflicts_of_the_stores_are_not_hidden_by_clean_loads():
+    """A segmented radix sort (corpus v4): loads 1.22 wavefronts per instruction with 2 %
+    conflicts, stores 1.64 with 29 %; summed, 16 % of the wavefronts, below the threshold."""
+    sort = {M.SHARED_LD_INST: 15.8e6, M.SHARED_LD_WAVEFRONTS: 19.3e6, M.SHARED_LD_CONFLICTS: 0.39e6,
+            M.SHARED_ST_INST: 16.4e6, M.SHARED_ST_WAVEFRONTS: 26.8e6, M.SHARED_ST_CONFLICTS: 7.9e6,
+            M.L1_THROUGHPUT_PCT: 60.0}
+    (f,) = run(Mem.SharedBankConflicts, kernel("k", 1e6, **sort), bottleneck=bn("latency", 0.41))
+    check_finding(f, Mem.SharedBankConflicts)
+    assert "shared stores: 1.6 wavefronts per instruction, 29% of them from bank conflicts" in f.message
+    assert "shared loads: 1.2 wavefronts per instruction;" in f.message
+    # each conflict is one extra wavefront: the shared pipe's saving, as busy as L1 is
+    assert f.estimated_gain == pytest.approx((0.39e6 + 7.9e6) / (19.3e6 + 26.8e6) * 0.6, abs=1e-3)
+    # wide accesses take several wavefronts without a conflict: nothing to report
+    wide = {**sort, M.SHARED_ST_CONFLICTS: 0.1e6}
+    assert run(Mem.SharedBankConflicts, kernel("k", 1e6, **wide), bottleneck=bn("latency", 0.41)) == []
+    # at the roofline, at_roofline speaks alone
+    assert run(Mem.SharedBankConflicts, kernel("k", 1e6, **sort), bottleneck=bn("compute", 0.8)) == []
+
+
 def test_uncoalesced_ignores_accesses_the_byte_count_does_not_see():
     """Sectors with no byte counted (0 %: copies straight to shared memory, as a Triton GEMM
     on the H200 makes) are not wasted bytes."""

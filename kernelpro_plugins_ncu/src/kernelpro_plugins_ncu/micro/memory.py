@@ -117,11 +117,16 @@ class UncoalescedGlobalAccess(KernelMicroProfiler):
 
 @attrs.frozen
 class BankConflictSettings:
-    # shared wavefronts per shared instruction above this: accesses are serialised (1.0 is
-    # conflict-free for 32-bit accesses)
+    # shared wavefronts per shared load (or store) instruction above this: accesses are
+    # serialised (1.0 is conflict-free for 32-bit accesses)
     max_wavefronts_per_inst: float = 1.5
-    # share of shared wavefronts caused by bank conflicts above which we report
-    min_conflict_share: float = 0.3
+    # share of the loads' (or the stores') shared wavefronts caused by bank conflicts above
+    # which we report; loads and stores are judged apart (a sort's conflicting stores hide
+    # behind its conflict-free loads when summed; Nsight Compute names such stores from 25 %)
+    min_conflict_share: float = 0.25
+    # a kernel at this fraction of its roofline or more gets at_roofline's finding only: its
+    # DRAM bytes or its FLOPs, not the shared pipe, set its time (at_roofline's threshold)
+    max_roofline_fraction: float = 0.75
     # the share of its roofline a rewrite is assumed to reach: gains stop there (the
     # calibration pairs' rewrites reached 72-86 %)
     reachable_fraction: float = attrs.field(default=REACHABLE_FRACTION, validator=reachable)
@@ -138,22 +143,29 @@ class SharedBankConflicts(KernelMicroProfiler):
     source_metrics = ("derived__memory_l1_wavefronts_shared_excessive",)
 
     def check(self, kernel, share, index, profile, bottleneck, context):
-        conflicts = (metric(kernel, M.SHARED_LD_CONFLICTS) or 0.0) + (metric(kernel, M.SHARED_ST_CONFLICTS) or 0.0)
-        wavefronts = (metric(kernel, M.SHARED_LD_WAVEFRONTS) or 0.0) + (metric(kernel, M.SHARED_ST_WAVEFRONTS) or 0.0)
-        inst = (metric(kernel, M.SHARED_LD_INST) or 0.0) + (metric(kernel, M.SHARED_ST_INST) or 0.0)
-        if inst <= 0 or wavefronts <= 0:
+        s = self.settings
+        if bottleneck is not None and (bottleneck.roofline_fraction or 0.0) >= s.max_roofline_fraction:
+            return None
+        conflicts = wavefronts = inst = 0.0
+        parts, flagged = [], False
+        for op, c_name, w_name, i_name in (
+                ("loads", M.SHARED_LD_CONFLICTS, M.SHARED_LD_WAVEFRONTS, M.SHARED_LD_INST),
+                ("stores", M.SHARED_ST_CONFLICTS, M.SHARED_ST_WAVEFRONTS, M.SHARED_ST_INST)):
+            c, w, i = (metric(kernel, c_name) or 0.0), (metric(kernel, w_name) or 0.0), (metric(kernel, i_name) or 0.0)
+            conflicts, wavefronts, inst = conflicts + c, wavefronts + w, inst + i
+            if i <= 0 or w <= 0:
+                continue
+            bad = w / i > s.max_wavefronts_per_inst and c / w >= s.min_conflict_share
+            flagged = flagged or bad
+            parts.append(f"shared {op}: {w / i:.1f} wavefronts per instruction"
+                         + (f", {c / w:.0%} of them from bank conflicts" if bad else ""))
+        if not flagged:
             return None
         per_inst = wavefronts / inst
         conflict_share = conflicts / wavefronts
-        if per_inst <= self.settings.max_wavefronts_per_inst or conflict_share < self.settings.min_conflict_share:
-            return None
-        parts = []
-        for op, c, w, i in (("loads", M.SHARED_LD_CONFLICTS, M.SHARED_LD_WAVEFRONTS, M.SHARED_LD_INST),
-                            ("stores", M.SHARED_ST_CONFLICTS, M.SHARED_ST_WAVEFRONTS, M.SHARED_ST_INST)):
-            ni = metric(kernel, i) or 0.0
-            if ni > 0:
-                parts.append(f"shared {op}: {(metric(kernel, w) or 0) / ni:.1f} wavefronts per instruction")
-        excess = 1 - 1 / per_inst
+        # each conflict adds one wavefront: without them the shared pipe does this much less
+        # (wide accesses take several wavefronts without any conflict)
+        excess = conflict_share
         l1 = clip(kernel.metrics.get(M.L1_THROUGHPUT_PCT, 50.0) / 100.0, 0.3, 1.0)
         # the DRAM bytes stay: no more than reaching the practical share of the roofline
         gain = share * min(excess * l1, self.headroom(bottleneck))
