@@ -197,6 +197,17 @@ def test_bank_conflicts_of_the_stores_are_not_hidden_by_clean_loads():
     assert run(Mem.SharedBankConflicts, kernel("k", 1e6, **sort), bottleneck=bn("compute", 0.8)) == []
 
 
+def test_partly_coalesced_loads_are_reported_below_85_percent_of_each_sector_used():
+    """A group norm's loads use 22.7 of 32 bytes (70.8 %): 17.5 % of its sectors are waste."""
+    norm = {M.GLD_BYTES_PER_SECTOR_PCT: 70.8, M.GLD_SECTORS: 3145728.0, M.GLD_REQUESTS: 393216.0,
+            M.GST_BYTES_PER_SECTOR_PCT: 100.0, M.GST_SECTORS: 2097152.0, M.GST_REQUESTS: 262144.0,
+            M.MEM_THROUGHPUT_PCT: 60.0}
+    (f,) = run(Mem.UncoalescedGlobalAccess, kernel("k", 1e6, **norm), bottleneck=bn("latency", 0.46))
+    assert "loads use 70.8%" in f.message and "18% of the global sectors" in f.message
+    assert run(Mem.UncoalescedGlobalAccess, kernel("k", 1e6, **{**norm, M.GLD_BYTES_PER_SECTOR_PCT: 90.0}),
+               bottleneck=bn("latency", 0.46)) == []
+
+
 def test_uncoalesced_ignores_accesses_the_byte_count_does_not_see():
     """Sectors with no byte counted (0 %: copies straight to shared memory, as a Triton GEMM
     on the H200 makes) are not wasted bytes."""
