@@ -84,8 +84,10 @@ def disagreement(result: dict[str, Any], kernel: Any, tools: set[str], sm_count:
     allows, so lifting the limit adds no warp) or ``tail nearly full`` (a LaunchConfiguration
     result of the partial-wave form, whose estimate is the last wave's share of the waves,
     1 / (full waves + 1), while the last wave is nearly full: the SM time idle in it, the most
-    a grid without a partial wave saves, is below tail_effect's threshold). None for the
-    other misses."""
+    a grid without a partial wave saves, is below tail_effect's threshold) or ``nothing to
+    fuse`` (an FPInstructions result, whose estimate counts every non-fused FP32 instruction,
+    on a kernel with almost no multiply and add to pair: an FFMA needs one of each). None for
+    the other misses."""
     import math
 
     from kernelpro_plugins_ncu import metrics as M
@@ -101,6 +103,10 @@ def disagreement(result: dict[str, Any], kernel: Any, tools: set[str], sm_count:
             ceiling = math.ceil(waves - 1e-9)
             if (ceiling - waves) / ceiling < TailEffectSettings().min_idle_share:
                 return "tail nearly full"
+    if result["rule"] == "FPInstructions":
+        fadd, fmul, ffma = (M.get(kernel.metrics, name, 0.0) for name in (M.FADD, M.FMUL, M.FFMA))
+        if fadd + fmul + ffma > 0 and min(fadd, fmul) / (fadd + fmul + ffma) < 0.02:
+            return "nothing to fuse"
     if result["rule"] == "TheoreticalOccupancy":
         limits = [v for v in (M.get(kernel.metrics, name, 0.0) for name in
                               (M.LIMIT_REGISTERS, M.LIMIT_SMEM, M.LIMIT_WARPS, M.LIMIT_BLOCKS)) if v > 0]

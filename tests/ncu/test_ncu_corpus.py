@@ -175,6 +175,12 @@ def test_a_miss_is_called_a_disagreement_only_where_the_kernels_numbers_show_the
     assert run.disagreement(wave, kernel("k", **{M.WAVES_PER_SM: 1.94}), {"warp_stalls"}, 132.0) == "tail nearly full"
     # a last wave of 29 %: 36 % idle, tail_effect's to name (its miss is ours)
     assert run.disagreement(wave, kernel("k", **{M.WAVES_PER_SM: 1.29}), {"warp_stalls"}, 132.0) is None
+    # an FFMA needs a multiply and an add: a kernel of adds alone (an L1 distance) has none to fuse
+    fp = {"rule": "FPInstructions", "matched": False}
+    adds = kernel("k", **{M.FADD: 1.05e11, M.FMUL: 0.0, M.FFMA: 0.0})
+    assert run.disagreement(fp, adds, {"issue_bound"}, 132.0) == "nothing to fuse"
+    pairs = kernel("k", **{M.FADD: 8.5e8, M.FMUL: 3.4e8, M.FFMA: 1.2e9})
+    assert run.disagreement(fp, pairs, {"issue_bound"}, 132.0) is None
     # the grid-too-small form of the same rule is never this disagreement
     few = {**wave, "message": "The grid for this launch is configured to execute only 4 blocks ..."}
     assert run.disagreement(few, kernel("k", **{M.WAVES_PER_SM: 1.94}), set(), 132.0) is None

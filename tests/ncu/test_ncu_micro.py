@@ -208,6 +208,20 @@ def test_partly_coalesced_loads_are_reported_below_85_percent_of_each_sector_use
                bottleneck=bn("latency", 0.46)) == []
 
 
+def test_unfused_fp32_counts_pairs_and_speaks_below_the_roofline_whatever_the_bound():
+    """A softmax of torch.compile (corpus v1): 0.34 G FMUL, 0.85 G FADD, 1.2 G FFMA; at most
+    0.34 G pairs, 14 % of the FP32 instructions, weighted by the FMA pipe's 49 %."""
+    softmax = {M.FADD: 8.47e8, M.FMUL: 3.4e8, M.FFMA: 1.2e9, M.INST_EXECUTED: 1.2e8, M.PIPE_FMA_PCT: 49.0}
+    (f,) = run(X.UnfusedFp32, kernel("k", 1e6, **softmax), bottleneck=bn("compute", 0.65))
+    check_finding(f, X.UnfusedFp32)
+    assert f.estimated_gain == pytest.approx(3.4e8 / (8.47e8 + 3.4e8 + 1.2e9) * 0.49, abs=1e-3)
+    # memory-bound below the roofline: reported too; at the roofline: at_roofline alone
+    assert run(X.UnfusedFp32, kernel("k", 1e6, **softmax), bottleneck=bn("memory", 0.62))
+    assert run(X.UnfusedFp32, kernel("k", 1e6, **softmax), bottleneck=bn("memory", 0.8)) == []
+    # adds alone: nothing to fuse
+    assert run(X.UnfusedFp32, kernel("k", 1e6, **{**softmax, M.FMUL: 0.0}), bottleneck=bn("compute", 0.65)) == []
+
+
 def test_uncoalesced_ignores_accesses_the_byte_count_does_not_see():
     """Sectors with no byte counted (0 %: copies straight to shared memory, as a Triton GEMM
     on the H200 makes) are not wasted bytes."""

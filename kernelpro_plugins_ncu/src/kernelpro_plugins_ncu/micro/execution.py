@@ -431,10 +431,16 @@ class TensorCoresIdle(KernelMicroProfiler):
 
 @attrs.frozen
 class UnfusedSettings:
-    # separate FMUL+FADD pairs that could be one FFMA, as a share of FP32 instructions
-    min_fusable_share: float = 0.25
+    # separate FMUL+FADD pairs that could be one FFMA, as a share of FP32 instructions (each
+    # FFMA takes one multiply and one add: min(FMUL, FADD) pairs at most, fewer than Nsight
+    # Compute's count of all non-fused instructions)
+    min_fusable_share: float = 0.1
     # FP32 instructions below this share of all executed instructions are not worth it
     min_fp32_inst_share: float = 0.1
+    # a kernel at this fraction of its roofline or more gets at_roofline's finding only
+    # (at_roofline's threshold); below it, fewer instructions help a memory-bound kernel too
+    # (each FMUL+FADD pair is two issue slots and two register round trips for one FFMA)
+    max_roofline_fraction: float = 0.75
 
 
 class UnfusedFp32(KernelMicroProfiler):
@@ -442,10 +448,12 @@ class UnfusedFp32(KernelMicroProfiler):
     title = "Unfused FP32 multiply and add"
     description = "FMUL and FADD executed separately where one FFMA would do"
     Settings = UnfusedSettings
-    applies_to = frozenset({"compute", "latency"})
+    applies_to = frozenset({"compute", "latency", "memory"})
     metrics = (M.FADD, M.FMUL, M.FFMA, M.INST_EXECUTED, M.PIPE_FMA_PCT)
 
     def check(self, kernel, share, index, profile, bottleneck, context):
+        if bottleneck is not None and (bottleneck.roofline_fraction or 0.0) >= self.settings.max_roofline_fraction:
+            return None
         fadd, fmul, ffma = (M.get(kernel.metrics, n) for n in (M.FADD, M.FMUL, M.FFMA))
         total = fadd + fmul + ffma
         if total <= 0:
