@@ -288,3 +288,10 @@ def test_the_pool_takes_the_newest_windows_first_and_reports_the_oldest_age():
     out = meter.measure_reference(device.call, device.sync, [_earlier(older_windows, 60.0), _earlier(recent, 20.0)])
     assert out["pooled_windows"] == 2 and out["pooled_age_s"] == 20.0
     assert out["energy_j_per_call"] == pytest.approx(0.404, rel=0.005)
+
+
+@pytest.mark.parametrize("value", [-1, 3, 4])
+def test_reference_windows_must_leave_room_for_the_pool(value):
+    with pytest.raises(ValueError, match=r"energy.reference_windows must be >= 0 and below min_trials \(3\)"):
+        EnergySettings(reference_windows=value)
+    assert EnergySettings(reference_windows=0).reference_windows == 0

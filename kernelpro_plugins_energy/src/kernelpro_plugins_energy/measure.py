@@ -75,6 +75,12 @@ def _at_least_one(instance: Any, attribute: attrs.Attribute, value: int) -> None
         raise ValueError(f"energy.{attribute.name} must be >= 1, got {value!r}")
 
 
+def _fewer_than_min_trials(instance: Any, attribute: attrs.Attribute, value: int) -> None:
+    if not 0 <= int(value) < instance.min_trials:
+        raise ValueError(f"energy.{attribute.name} must be >= 0 and below min_trials ({instance.min_trials}): "
+                         f"the pool fills the rest of min_trials windows; got {value!r} (0 measures in full)")
+
+
 @attrs.frozen
 class EnergySettings:
     """Config keys of the ``energy`` measurement (section ``measurements.energy``)."""
@@ -114,7 +120,7 @@ class EnergySettings:
     # windows up to min_trials windows, if the pool meets the stop_spread rule; else the
     # reference is measured in full. 0: always in full (the reference's windows were half of
     # the measurement's cost, docs/validation/energy.md)
-    reference_windows: int = attrs.field(default=1, validator=attrs.validators.ge(0))
+    reference_windows: int = attrs.field(default=1, validator=_fewer_than_min_trials)
     reference_max_age_s: float = attrs.field(default=120.0, validator=_positive)
 
 
