@@ -84,7 +84,7 @@ def disagreement(result: dict[str, Any], kernel: Any, tools: set[str], sm_count:
     allows, so lifting the limit adds no warp) or ``tail nearly full`` (a LaunchConfiguration
     result of the partial-wave form, whose estimate is the last wave's share of the waves,
     1 / (full waves + 1), while the last wave is nearly full: the SM time idle in it, the most
-    a grid without a partial wave saves, is below tail_effect's threshold) or ``nothing to
+    a grid without a partial wave saves, is below tail_effect's default threshold) or ``nothing to
     fuse`` (an FPInstructions result, whose estimate counts every non-fused FP32 instruction,
     on a kernel with almost no multiply and add to pair: an FFMA needs one of each). None for
     the other misses."""
