@@ -290,8 +290,10 @@ def test_the_pool_takes_the_newest_windows_first_and_reports_the_oldest_age():
     assert out["energy_j_per_call"] == pytest.approx(0.404, rel=0.005)
 
 
-@pytest.mark.parametrize("value", [-1, 3, 4])
-def test_reference_windows_must_leave_room_for_the_pool(value):
-    with pytest.raises(ValueError, match=r"energy.reference_windows must be >= 0 and below min_trials \(3\)"):
+@pytest.mark.parametrize("value", [-1, 4])
+def test_reference_windows_beyond_a_full_measurement_is_a_config_error(value):
+    with pytest.raises(ValueError, match=r"energy.reference_windows must be between 0 and min_trials \(3\)"):
         EnergySettings(reference_windows=value)
-    assert EnergySettings(reference_windows=0).reference_windows == 0
+    # 0 or min_trials: the reference in full; with one window per measurement the default fits
+    assert EnergySettings(reference_windows=3).reference_windows == 3
+    assert EnergySettings(min_trials=1).reference_windows == 1

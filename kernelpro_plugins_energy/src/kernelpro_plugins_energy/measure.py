@@ -75,10 +75,11 @@ def _at_least_one(instance: Any, attribute: attrs.Attribute, value: int) -> None
         raise ValueError(f"energy.{attribute.name} must be >= 1, got {value!r}")
 
 
-def _fewer_than_min_trials(instance: Any, attribute: attrs.Attribute, value: int) -> None:
-    if not 0 <= int(value) < instance.min_trials:
-        raise ValueError(f"energy.{attribute.name} must be >= 0 and below min_trials ({instance.min_trials}): "
-                         f"the pool fills the rest of min_trials windows; got {value!r} (0 measures in full)")
+def _at_most_min_trials(instance: Any, attribute: attrs.Attribute, value: int) -> None:
+    # min_trials fresh windows (or 0) is a full measurement; more is no setting at all
+    if not 0 <= int(value) <= instance.min_trials:
+        raise ValueError(f"energy.{attribute.name} must be between 0 and min_trials ({instance.min_trials}): "
+                         f"fresh windows pooled with earlier ones up to min_trials; got {value!r}")
 
 
 @attrs.frozen
@@ -118,9 +119,9 @@ class EnergySettings:
     # beside a candidate, the reference gets this many fresh windows when the run measured it
     # on the same GPU within reference_max_age_s: they are pooled with the newest earlier
     # windows up to min_trials windows, if the pool meets the stop_spread rule; else the
-    # reference is measured in full. 0: always in full (the reference's windows were half of
-    # the measurement's cost, docs/validation/energy.md)
-    reference_windows: int = attrs.field(default=1, validator=_fewer_than_min_trials)
+    # reference is measured in full. 0 (or min_trials): always in full (the reference's
+    # windows were half of the measurement's cost, docs/validation/energy.md)
+    reference_windows: int = attrs.field(default=1, validator=_at_most_min_trials)
     reference_max_age_s: float = attrs.field(default=120.0, validator=_positive)
 
 
