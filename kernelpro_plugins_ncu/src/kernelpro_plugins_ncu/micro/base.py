@@ -52,12 +52,16 @@ def clip(x: float, lo: float = 0.0, hi: float = 1.0) -> float:
 REACHABLE_FRACTION = 0.8
 
 
+def roofline_fraction(bottleneck: Bottleneck | None) -> float:
+    """The classifier's fraction of the roofline, 0 when it gave none."""
+    return (bottleneck.roofline_fraction or 0.0) if bottleneck is not None else 0.0
+
+
 def headroom(bottleneck: Bottleneck | None, kept: float = 1.0, reach: float = REACHABLE_FRACTION) -> float:
     """The largest share of a kernel's time a rewrite can save when the rewritten kernel still
     moves ``kept`` of its bytes (or does ``kept`` of its work) and reaches ``reach`` of the
     roofline: ``1 - fraction * kept / reach``."""
-    fraction = (bottleneck.roofline_fraction or 0.0) if bottleneck is not None else 0.0
-    return clip(1 - fraction * clip(kept) / reach)
+    return clip(1 - roofline_fraction(bottleneck) * clip(kept) / reach)
 
 
 def reachable(instance: Any, attribute: Any, value: float) -> None:

@@ -8,7 +8,7 @@ import attrs
 from kernelpro.api import Bottleneck, Finding, ProfileContext, ProfileData
 
 from kernelpro_plugins_ncu.micro.base import (REACHABLE_FRACTION, M, KernelMicroProfiler, clip, io_bytes, metric,
-                                              reachable)
+                                              reachable, roofline_fraction)
 
 STALL_ADVICE = {
     "long_scoreboard": ("waiting for global/local memory (L1TEX) results",
@@ -75,7 +75,7 @@ class WarpStallReasons(KernelMicroProfiler):
 
     def check(self, kernel, share, index, profile, bottleneck, context):
         s = self.settings
-        fraction = (bottleneck.roofline_fraction or 0.0) if bottleneck is not None else 0.0
+        fraction = roofline_fraction(bottleneck)
         if fraction >= s.max_roofline_fraction:
             return None
         issue = metric(kernel, M.ISSUE_ACTIVE_PCT)
@@ -145,12 +145,12 @@ class IssueSlotUtilization(KernelMicroProfiler):
                M.PIPE_TENSOR_PCT)
 
     def check(self, kernel, share, index, profile, bottleneck, context):
-        if bottleneck is not None and (bottleneck.roofline_fraction or 0.0) >= self.settings.max_roofline_fraction:
+        if roofline_fraction(bottleneck) >= self.settings.max_roofline_fraction:
             return None
         if M.tensor_pipe_pct(kernel.metrics) >= self.settings.max_tensor_pipe_pct:
             return None
-        if bottleneck is not None and bottleneck.kind == "memory" \
-                and (bottleneck.roofline_fraction or 0.0) >= self.settings.memory_bound_fraction:
+        if (bottleneck is not None and bottleneck.kind == "memory"
+                and roofline_fraction(bottleneck) >= self.settings.memory_bound_fraction):
             return None
         issue = metric(kernel, M.ISSUE_ACTIVE_PCT)
         eligible = metric(kernel, M.ELIGIBLE_WARPS)
@@ -202,7 +202,7 @@ class IssueBound(KernelMicroProfiler):
 
     def check(self, kernel, share, index, profile, bottleneck, context):
         s = self.settings
-        fraction = (bottleneck.roofline_fraction or 0.0) if bottleneck is not None else 0.0
+        fraction = roofline_fraction(bottleneck)
         if fraction >= s.max_roofline_fraction:
             return None
         issue = metric(kernel, M.ISSUE_ACTIVE_PCT)
@@ -274,7 +274,7 @@ class PipeBound(KernelMicroProfiler):
 
     def check(self, kernel, share, index, profile, bottleneck, context):
         s = self.settings
-        fraction = (bottleneck.roofline_fraction or 0.0) if bottleneck is not None else 0.0
+        fraction = roofline_fraction(bottleneck)
         if fraction >= s.max_roofline_fraction:
             return None
         pipes = {"ALU": metric(kernel, M.PIPE_ALU_PCT), "LSU": metric(kernel, M.PIPE_LSU_PCT),
@@ -375,7 +375,7 @@ class TensorCoresIdle(KernelMicroProfiler):
                *[n for v in M.TENSOR_OPS.values() for n in v])
 
     def check(self, kernel, share, index, profile, bottleneck, context):
-        if bottleneck is not None and (bottleneck.roofline_fraction or 0.0) >= self.settings.max_roofline_fraction:
+        if roofline_fraction(bottleneck) >= self.settings.max_roofline_fraction:
             return None
         m = kernel.metrics
         ffma = M.get(m, M.FFMA)
@@ -452,7 +452,7 @@ class UnfusedFp32(KernelMicroProfiler):
     metrics = (M.FADD, M.FMUL, M.FFMA, M.INST_EXECUTED, M.PIPE_FMA_PCT)
 
     def check(self, kernel, share, index, profile, bottleneck, context):
-        if bottleneck is not None and (bottleneck.roofline_fraction or 0.0) >= self.settings.max_roofline_fraction:
+        if roofline_fraction(bottleneck) >= self.settings.max_roofline_fraction:
             return None
         fadd, fmul, ffma = (M.get(kernel.metrics, n) for n in (M.FADD, M.FMUL, M.FFMA))
         total = fadd + fmul + ffma

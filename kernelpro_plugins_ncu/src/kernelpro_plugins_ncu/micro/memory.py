@@ -7,7 +7,7 @@ import attrs
 from kernelpro.api import Bottleneck, Finding, KernelProfile, ProfileContext, ProfileData
 
 from kernelpro_plugins_ncu.micro.base import (REACHABLE_FRACTION, M, KernelMicroProfiler, clip, io_bytes, metric,
-                                              reachable, short_name)
+                                              reachable, roofline_fraction, short_name)
 
 
 def _mem_factor(kernel: KernelProfile) -> float:
@@ -20,8 +20,7 @@ def _mem_factor(kernel: KernelProfile) -> float:
 
 def _held_by_another_ceiling(bottleneck: Bottleneck | None, fraction: float) -> bool:
     """A kernel bound by something other than memory, at ``fraction`` of its roofline or more."""
-    return (bottleneck is not None and bottleneck.kind != "memory"
-            and (bottleneck.roofline_fraction or 0.0) >= fraction)
+    return bottleneck is not None and bottleneck.kind != "memory" and roofline_fraction(bottleneck) >= fraction
 
 
 @attrs.frozen
@@ -150,7 +149,7 @@ class SharedBankConflicts(KernelMicroProfiler):
 
     def check(self, kernel, share, index, profile, bottleneck, context):
         s = self.settings
-        if bottleneck is not None and (bottleneck.roofline_fraction or 0.0) >= s.max_roofline_fraction:
+        if roofline_fraction(bottleneck) >= s.max_roofline_fraction:
             return None
         conflicts = wavefronts = inst = 0.0
         parts, flagged = [], False

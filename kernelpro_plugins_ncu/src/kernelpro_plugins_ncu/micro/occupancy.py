@@ -10,7 +10,7 @@ import attrs
 from kernelpro.api import Bottleneck, Finding, ProfileContext, ProfileData
 
 from kernelpro_plugins_ncu.micro.base import (REACHABLE_FRACTION, M, KernelMicroProfiler, clip, metric, reachable,
-                                              severity_for)
+                                              roofline_fraction, severity_for)
 
 
 def _sm_count(kernel, context: ProfileContext, profile: ProfileData) -> float | None:
@@ -64,7 +64,7 @@ class OccupancyLimiter(KernelMicroProfiler):
                M.BLOCK_SIZE, M.GRID_SIZE)
 
     def check(self, kernel, share, index, profile, bottleneck, context):
-        if bottleneck is not None and (bottleneck.roofline_fraction or 0.0) >= self.settings.max_roofline_fraction:
+        if roofline_fraction(bottleneck) >= self.settings.max_roofline_fraction:
             return None
         theo = metric(kernel, M.THEORETICAL_OCCUPANCY_PCT)
         if theo is None or theo > self.settings.max_theoretical_pct:
@@ -133,7 +133,7 @@ class AchievedOccupancyGap(KernelMicroProfiler):
     metrics = (M.ACHIEVED_OCCUPANCY_PCT, M.THEORETICAL_OCCUPANCY_PCT, M.WAVES_PER_SM)
 
     def check(self, kernel, share, index, profile, bottleneck, context):
-        if bottleneck is not None and (bottleneck.roofline_fraction or 0.0) >= self.settings.max_roofline_fraction:
+        if roofline_fraction(bottleneck) >= self.settings.max_roofline_fraction:
             return None
         theo = metric(kernel, M.THEORETICAL_OCCUPANCY_PCT)
         achieved = metric(kernel, M.ACHIEVED_OCCUPANCY_PCT)
