@@ -142,6 +142,34 @@ def test_another_process_s_cpu_clock_counts_threads_that_ended():
         proc.wait()
 
 
+def test_a_process_whose_first_thread_left_is_seen_while_its_threads_run():
+    # the first thread leaves by the raw exit system call: /proc/<pid>/stat reads 'Z' while
+    # the other thread sleeps on; a process that has really ended (a zombie) stays out
+    code = ("import ctypes, os, threading, time\n"
+            "threading.Thread(target=time.sleep, args=(30,)).start()\n"
+            "print('up', flush=True)\n"
+            "ctypes.CDLL(None).syscall({'x86_64': 60, 'aarch64': 93}.get(os.uname().machine, 60), 0)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    done = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        assert proc.stdout.readline().strip() == "up"
+        end = time.monotonic() + 10
+        while time.monotonic() < end:  # until both first threads have left
+            states = [open(f"/proc/{p}/stat", "rb").read().rsplit(b")", 1)[1].split()[0] for p in (proc.pid, done.pid)]
+            if states == [b"Z", b"Z"]:
+                break
+            time.sleep(0.05)
+        assert states == [b"Z", b"Z"]
+        found = procwatch.descendants(os.getpid())
+        assert proc.pid in found
+        assert done.pid not in found
+        assert procwatch.command(done.pid).startswith(f"pid {done.pid} (")  # a zombie has no command line
+    finally:
+        proc.kill()
+        proc.wait()
+        done.wait()
+
+
 def _envelope_judge(cand_excess_main: float, cand_excess_alternating: float):
     """A judge after timing, on the CPU: reference calls of 1 ms with 0.2 ms of protocol
     overhead; the candidate's calls of 1 ms whose process reported ``excess`` ms less."""

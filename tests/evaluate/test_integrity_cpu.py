@@ -30,6 +30,8 @@ INTEGRITY = Verdict.INTEGRITY
     # the comparison runs in the judge: patching the candidate's own copy of it changes nothing
     ("patches_comparison", Verdict.INCORRECT, "trial 0"),
     ("lingering_process", INTEGRITY, "left processes running"),
+    # its first thread gone, the helper reads as a zombie while its other thread runs
+    ("zombie_leader", INTEGRITY, "left processes running"),
 ])
 def test_cheater_is_caught(run_eval, gelu_problem, name, verdict, reason):
     result = run_eval(cheater(name), gelu_problem)
@@ -133,6 +135,12 @@ def test_degenerate_problem_is_flagged_for_honest_candidate(run_eval):
     result = run_eval(honest("tiny_output"), problem("tiny_output"))
     assert result.verdict is Verdict.CORRECT
     assert any("all-zeros output passes" in f for f in result.flags)
+
+
+def test_a_number_before_a_tensor_in_the_output(run_eval):
+    # each tensor output has its buffer in the judge; a number before it takes none
+    result = run_eval(honest("count_then_tensor"), problem("count_then_tensor"))
+    assert result.verdict is Verdict.CORRECT, (result.verdict, result.reason)
 
 
 # reference outputs the judge does not keep (here: none fits a share of 1e-12) are computed

@@ -386,8 +386,13 @@ class Harness:
         buffer's shape and dtype on this device); which ones were copied."""
         views = self.outputs.get(key, [])
         done = []
-        for i, leaf in enumerate(transport.output_tensors(out)):
-            view = views[i] if i < len(views) else None
+        k = 0  # the judge holds a buffer per tensor output: a non-tensor leaf takes none
+        for leaf in transport.output_tensors(out):
+            if not isinstance(leaf, torch.Tensor):
+                done.append(False)
+                continue
+            view = views[k] if k < len(views) else None
+            k += 1
             ok = (view is not None and type(leaf) is torch.Tensor and leaf.layout == torch.strided
                   and not leaf.is_meta and leaf.device.type == view.device.type and leaf.shape == view.shape
                   and leaf.dtype == view.dtype)

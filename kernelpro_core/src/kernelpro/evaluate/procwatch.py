@@ -55,13 +55,36 @@ def _parents() -> dict[int, int]:
             continue
         # pid (comm) state ppid ...: comm may hold spaces and parentheses
         fields = stat[stat.rfind(b")") + 2:].split()
-        if len(fields) > 1 and fields[0] != b"Z":
+        if len(fields) > 1 and (fields[0] != b"Z" or _threads_alive(name)):
             out[int(name)] = int(fields[1])
     return out
 
 
+def _threads_alive(pid: str) -> bool:
+    """Whether a process whose first thread has ended (state Z) still runs other threads:
+    a leader that leaves by the raw exit system call reads as a zombie while its threads
+    go on working, and is as alive as any process."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return False
+    for tid in tids:
+        if tid == pid:
+            continue
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat", "rb") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        state = stat[stat.rfind(b")") + 2:][:1]
+        if state not in (b"Z", b"X", b""):
+            return True
+    return False
+
+
 def descendants(root: int) -> list[int]:
-    """Live (not zombie) processes below ``root``, nearest first."""
+    """Live processes below ``root``, nearest first: not zombies, unless a zombie's other
+    threads still run (:func:`_threads_alive`)."""
     parents = _parents()
     kids: dict[int, list[int]] = {}
     for pid, ppid in parents.items():
@@ -76,8 +99,18 @@ def descendants(root: int) -> list[int]:
 
 
 def command(pid: int) -> str:
+    """The process's command line; its name and pid where it has none (a zombie's)."""
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as fh:
-            return fh.read().replace(b"\0", b" ").decode(errors="replace").strip()[:120]
+            text = fh.read().replace(b"\0", b" ").decode(errors="replace").strip()[:120]
     except OSError:
-        return "?"
+        text = ""
+    if text:
+        return text
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read()
+        name = stat[stat.find(b"(") + 1:stat.rfind(b")")].decode(errors="replace")[:40]
+    except OSError:
+        name = "?"
+    return f"pid {pid} ({name})"
