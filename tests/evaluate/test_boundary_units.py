@@ -282,6 +282,93 @@ def test_no_envelope_shortfall_leaves_the_times_alone():
     assert judge.summaries["candidate"] is before and not judge.flags
 
 
+def _fresh_judge(seen_ms: float, new_ms: list[float], ref_new_ms: float = 2.0):
+    """A judge after the re-checks, on the CPU: the reference's calls take 2 ms (on new sets
+    ``ref_new_ms``), the candidate's ``seen_ms`` on the timed calls and, on the k-th new set
+    it is called on, ``new_ms[k]`` (the last one repeated); every output right."""
+    from kernelpro.evaluate import timing
+    from kernelpro.evaluate.judge import Judge
+
+    judge = Judge({"evaluator": {"envelope_slack_ms": 0.05, "envelope_slack_ms_cpu": 0.25,
+                                 "fresh_input_calls": 3}, "device": "cpu", "seed": 0, "workdir": "."}, None, None)
+    judge.status = lambda stage: None
+    judge.samples = {"reference": [timing.Sample(2.0 + 0.01 * (k % 3), 0.0, 2.3) for k in range(40)],
+                     "candidate": [timing.Sample(seen_ms + 0.01 * (k % 3), 0.0, seen_ms + 0.3) for k in range(40)]}
+    judge.summaries = {name: timing.Summary(timing.stats([s.event_ms for s in xs], "perf_counter"))
+                       for name, xs in judge.samples.items()}
+    out = torch.ones(4)
+    judge.tols = {}
+    judge.draw_inputs = lambda seed: [torch.full((4,), float(seed))]
+    judge.reference_on = lambda values, u, what: out
+    n_new = [0]
+
+    def cand(i, values=None):
+        judge._last_out = out
+        if values is None:
+            return timing.Sample(seen_ms, 0.0, seen_ms + 0.3)
+        n_new[0] += 1
+        ms = new_ms[min(n_new[0] - 1, len(new_ms) - 1)]
+        return timing.Sample(ms, 0.0, ms + 0.3)
+
+    judge._calls = {"reference": lambda i, values=None: timing.Sample(2.0 if values is None else ref_new_ms, 0.0, 2.3),
+                    "candidate": cand}
+    return judge
+
+
+def test_a_candidate_as_fast_on_new_sets_keeps_its_times():
+    judge = _fresh_judge(1.0, [1.05, 0.95, 1.0])
+    before = judge.summaries["candidate"]
+    judge.check_fresh_inputs()
+    assert judge.summaries["candidate"] is before and not judge.flags
+    assert judge.notes["fresh_input_factor"] == pytest.approx(1.0, abs=0.01)
+
+
+def test_a_candidate_fast_only_on_seen_values_is_a_violation():
+    from kernelpro.evaluate.judge import Fail
+    from kernelpro.records import Verdict
+
+    judge = _fresh_judge(0.2, [2.0])  # 10x slower on values it has not seen
+    with pytest.raises(Fail) as info:
+        judge.check_fresh_inputs()
+    assert info.value.verdict is Verdict.INTEGRITY and "fast only on values it has seen" in info.value.reason
+
+
+def test_a_candidate_somewhat_slower_on_new_sets_is_charged_the_difference():
+    judge = _fresh_judge(1.0, [2.0])  # 2x: charged, not rejected
+    judge.check_fresh_inputs()
+    after = judge.summaries["candidate"].stats
+    assert after.method.endswith("+fresh_input_charge")
+    assert after.median_ms == pytest.approx(1.01 + 1.0, abs=0.02)
+    assert any(f.startswith("fresh_inputs_charged") for f in judge.flags)
+
+
+def test_a_slow_look_not_seen_again_is_only_flagged():
+    judge = _fresh_judge(1.0, [3.0, 3.0, 3.0, 1.0])  # the machine was busy during the first look
+    before = judge.summaries["candidate"]
+    judge.check_fresh_inputs()
+    assert judge.summaries["candidate"] is before
+    assert [f.split(":")[0] for f in judge.flags] == ["fresh_inputs_unconfirmed"]
+
+
+def test_a_machine_slower_for_both_is_not_the_candidate_s_doing():
+    judge = _fresh_judge(1.0, [2.0], ref_new_ms=4.0)  # the reference 2x slower on the new sets too
+    before = judge.summaries["candidate"]
+    judge.check_fresh_inputs()
+    assert judge.summaries["candidate"] is before and not judge.flags
+
+
+def test_a_wrong_output_on_a_new_set_is_a_violation():
+    from kernelpro.evaluate.judge import Fail
+    from kernelpro.records import Verdict
+
+    judge = _fresh_judge(1.0, [1.0])
+    judge.reference_on = lambda values, u, what: torch.zeros(4)  # the candidate's ones are wrong
+    judge.ev["fp64_second_opinion"] = False
+    with pytest.raises(Fail) as info:
+        judge.check_fresh_inputs()
+    assert info.value.verdict is Verdict.INTEGRITY and "no call had seen" in info.value.reason
+
+
 def _probe_judge(ref_ms: list[float], cand_ms: list[float]):
     from kernelpro.evaluate.judge import Judge
 

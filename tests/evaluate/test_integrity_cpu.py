@@ -143,6 +143,22 @@ def test_a_number_before_a_tensor_in_the_output(run_eval):
     assert result.verdict is Verdict.CORRECT, (result.verdict, result.reason)
 
 
+def test_outputs_kept_and_corrected_along_the_timed_scale_are_caught_on_fresh_sets(run_eval):
+    # the re-checks all pass (each timed call's values are a seen set times a factor it reads
+    # back); calls on sets drawn after timing, from seeds it cannot know, show its real speed
+    result = run_eval(cheater("scale_taylor_cache"), problem("linear_gelu"))
+    assert result.verdict is INTEGRITY, (result.verdict, result.reason)
+    assert "fast only on values it has seen" in result.reason
+
+
+def test_honest_candidate_is_as_fast_on_fresh_sets(run_eval):
+    result = run_eval(honest("linear_gelu"), problem("linear_gelu"))
+    assert result.verdict is Verdict.CORRECT, (result.verdict, result.reason)
+    notes = result.measurements["evaluator"]
+    assert notes["fresh_input_factor"] > 0  # the look ran
+    assert not any(f.startswith("fresh_inputs_charged") for f in result.flags), result.flags
+
+
 # reference outputs the judge does not keep (here: none fits a share of 1e-12) are computed
 # again at correctness; the verdicts stay what they are when all are kept
 @pytest.mark.parametrize("candidate,prob,verdict,words", [

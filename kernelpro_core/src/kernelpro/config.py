@@ -84,6 +84,13 @@ class EvaluatorConfig:
     max_speedup: float = 100.0  # above this, stricter re-verification and a flag
     reverify_trials: int = 10  # extra trials (fresh seeds) when a speedup is suspicious
     recheck_calls: int = 8  # timed candidate calls whose outputs are re-checked (at least 1 per round)
+    # after timing, calls on input sets no call has seen (seeds the candidate cannot know):
+    # checked, and timed against the timed calls (0: none); a candidate slower there than
+    # fresh_input_factor x its timed median (the reference's ratio divided out), confirmed
+    # on as many new sets, is charged the difference, from fresh_input_reject x rejected
+    fresh_input_calls: int = 3
+    fresh_input_factor: float = 1.5
+    fresh_input_reject: float = 3.0
     # how a re-checked call's output is kept: auto (whole on the GPU when the copies fit in
     # device_copy_share of its available memory, else a sample of positions on the GPU;
     # whole on a CPU), full (whole: on the GPU when they fit, else on the host), sampled
@@ -144,6 +151,11 @@ class EvaluatorConfig:
             raise ValueError(f"device_copy_share: expected a fraction in (0, 1], got {self.device_copy_share}")
         if self.trials < 1:
             raise ValueError(f"trials: expected a positive integer, got {self.trials}")
+        if self.fresh_input_calls < 0:
+            raise ValueError(f"fresh_input_calls: expected an integer >= 0, got {self.fresh_input_calls}")
+        if not 1 <= self.fresh_input_factor <= self.fresh_input_reject:
+            raise ValueError(f"fresh_input_factor, fresh_input_reject: expected 1 <= factor <= reject, got "
+                             f"{self.fresh_input_factor} and {self.fresh_input_reject}")
         for name in ("timeout_s", "compile_timeout_s", "load_timeout_s", "first_call_timeout_s",
                      "call_timeout_factor", "call_timeout_floor_s", "call_timeout_ceiling_s"):
             if not getattr(self, name) > 0:

@@ -177,8 +177,9 @@ class Judge:
         self.compile_res: CompileResult | None = None
         self.bound: Any = None
         self.ref_call_s = 0.0
-        self._calls: dict[str, Callable[[int], timing.Sample]] = {}
+        self._calls: dict[str, Callable[..., timing.Sample]] = {}
         self._confirming = False
+        self._last_out: Any = None  # the candidate's output of its last call not re-checked
         self.share = float(self.ev.get("device_copy_share", DEVICE_COPY_SHARE))
 
     # --- small helpers ----------------------------------------------------------------------------
@@ -294,6 +295,7 @@ class Judge:
             self.correctness()
             self.time_all()
             self.verify()
+            self.check_fresh_inputs()
             self.reverify_if_suspicious()
             self.measure()
             return self.result()
@@ -810,14 +812,18 @@ class Judge:
         limit_first = max(float(ev["first_call_timeout_s"]), limit)
 
         def call(name: str, remote: Remote, views_in: list[torch.Tensor], model: str,
-                 flags: str = "default") -> Callable[[int], timing.Sample]:
+                 flags: str = "default") -> Callable[..., timing.Sample]:
             meter = self.cand_idle if remote is self.cand else self.ref_idle
             warmed = {"n": 0}
 
-            def one(i: int) -> timing.Sample:
+            def one(i: int, values: list[Any] | None = None) -> timing.Sample:
+                """Timed call ``i`` (< 0: warm-up) on a kept trial's values, scaled; or on
+                ``values`` as they are (a set no call has seen: :meth:`check_fresh_inputs`)."""
                 j = order[(-1 - i) % len(order)] if i < 0 else order[i % len(order)]
                 u = warm_u[(-1 - i) % len(warm_u)] if i < 0 else timed_u[i % len(timed_u)]
-                inp.fill(views_in, self.input_sets[j], u)
+                if values is not None:
+                    j, u = -1, 0.0
+                inp.fill(views_in, self.input_sets[j] if values is None else values, u)
                 flush()
                 self.sync()
                 if meter is not None:
@@ -850,7 +856,7 @@ class Judge:
 
             return one
 
-        calls: dict[str, Callable[[int], timing.Sample]] = {"reference": call("reference", self.ref, self.ref_in, "main")}
+        calls: dict[str, Callable[..., timing.Sample]] = {"reference": call("reference", self.ref, self.ref_in, "main")}
         if self.compiled:
             calls["compiled"] = call("compiled", self.ref, self.ref_in, "compiled")
         if self.compiled_autotune and not with_candidate:
@@ -938,6 +944,7 @@ class Judge:
         if err is not None:
             raise self.fail(Verdict.INTEGRITY, f"timed call {i} returned a wrong output: {err.message}")
         if self._confirming:  # calls made after the re-checks were drawn: not re-checked
+            self._last_out = out
             return
         # reservoir sample of the timed calls; the latest always in the last slot
         seen["n"] += 1
@@ -1158,6 +1165,85 @@ class Judge:
                           f"reported times by {main_excess:.3g} ms per call more than the reference's; not confirmed "
                           f"on {calls} alternating calls ({excess:.3g} ms, z {z:.1f}), so its times carry that excess")
 
+    def check_fresh_inputs(self) -> None:
+        """Calls on input sets no call has seen, against the timed calls. Every timed call sees
+        a kept trial's values, scaled by a factor of its own: a candidate that keeps its outputs
+        (and their change along that one scale) can correct them instead of computing, and pass
+        every re-check. On ``fresh_input_calls`` sets drawn from seeds it cannot predict, each
+        called once, it must compute: their outputs are checked, and when the candidate's calls
+        take more than ``fresh_input_factor`` times its timed median (the reference's own
+        ratio on the same sets divided out, and more than the envelope's slack), a second look
+        on new sets confirms it. Confirmed at ``fresh_input_reject`` times or more: an
+        integrity violation; below that, the candidate is charged the difference."""
+        ev = self.ev
+        n = int(ev.get("fresh_input_calls", 3))
+        if n <= 0 or "candidate" not in self._calls:
+            return
+        self.status("fresh_inputs")
+        cand_s, ref_s = self.summaries["candidate"], self.summaries["reference"]
+        cand_med = statistics.median(timing.reported(self.samples["candidate"], cand_s))
+        ref_med = statistics.median(timing.reported(self.samples["reference"], ref_s))
+        factor_limit = float(ev.get("fresh_input_factor", 1.5))
+        slack = float(ev["envelope_slack_ms"] if self.cuda else ev.get("envelope_slack_ms_cpu", 0.25))
+        rng = random.Random(secrets.randbits(64))
+        base = 1 + max(len(xs) for xs in self.samples.values()) + 2 * 4096
+
+        def look(first: int) -> tuple[float, float, float, float]:
+            """(candidate's median ms on new sets, the reference's, the candidate's ratio to
+            its timed median with the reference's ratio divided out, the excess ms per call)."""
+            c_ms: list[float] = []
+            r_ms: list[float] = []
+            self._confirming = True
+            try:
+                # a pair of ordinary calls first: the device comes back from the checks' pause
+                self._calls["reference"](first)
+                self._calls["candidate"](first)
+                for k in range(n):
+                    values = self.draw_inputs(rng.randrange(1 << 31))  # a seed the candidate cannot know
+                    r_sample = self._calls["reference"](first + 1 + k, values)
+                    expected = self.reference_on(values, 0.0, "the reference on a new input set")
+                    c_sample = self._calls["candidate"](first + 1 + k, values)
+                    out = self._last_out
+                    c = cmp.compare(out, expected, self.tols, compute_device=self.device if self.cuda else None)
+                    if not c.ok and not c.integrity:
+                        second = self.second_opinion(out, expected, f"new input set {k}", values)
+                        c = second if second is not None and second.ok else c
+                    if not c.ok:
+                        raise self.fail(Verdict.INTEGRITY, f"a call on an input set no call had seen (drawn after "
+                                        f"timing) returned a wrong output (outputs kept from earlier calls?): "
+                                        f"{c.message}")
+                    r_ms += timing.reported([r_sample], ref_s)
+                    c_ms += timing.reported([c_sample], cand_s)
+            finally:
+                self._confirming = False
+            c_new, r_new = statistics.median(c_ms), statistics.median(r_ms)
+            ref_ratio = max(1.0, r_new / ref_med) if ref_med > 0 else 1.0
+            factor = c_new / (cand_med * ref_ratio) if cand_med > 0 else 1.0
+            return c_new, r_new, factor, c_new - cand_med * ref_ratio
+
+        c_new, r_new, factor, excess = look(base)
+        self.notes.update(fresh_input_ms=c_new, reference_fresh_input_ms=r_new, fresh_input_factor=factor)
+        if factor <= factor_limit or excess <= slack:
+            return
+        first = (c_new, r_new, factor)
+        c_new, r_new, factor, excess = look(base + n + 2)
+        self.notes.update(fresh_input_confirm_ms=c_new, reference_fresh_input_confirm_ms=r_new,
+                          fresh_input_confirm_factor=factor)
+        seen = (f"on {n} input sets no call had seen it took {first[0]:.4g} ms per call (median) against "
+                f"{cand_med:.4g} ms on the timed calls, {first[2]:.2f}x (the reference: {first[1]:.4g} against "
+                f"{ref_med:.4g} ms)")
+        if factor <= factor_limit or excess <= slack:
+            self.flags.append(f"fresh_inputs_unconfirmed: {seen}; not again on {n} more ({factor:.2f}x)")
+            return
+        if min(factor, first[2]) >= float(ev.get("fresh_input_reject", 3.0)):
+            raise self.fail(Verdict.INTEGRITY, f"the candidate is fast only on values it has seen: {seen}, and "
+                            f"{factor:.2f}x on {n} more: outputs kept from earlier calls and reused")
+        now = self.summaries["candidate"]  # charged already, perhaps, by the cross-checks
+        self.summaries["candidate"] = attrs.evolve(now, stats=timing.charged(now.stats, excess, "fresh_input_charge"))
+        self.notes["fresh_input_charged_ms"] = excess
+        self.flags.append(f"fresh_inputs_charged: {seen}, and {factor:.2f}x on {n} more: its timed calls are "
+                          f"charged {excess:.3g} ms each")
+
     def envelope_allowed(self, se: float) -> float:
         ev = self.ev
         slack = float(ev["envelope_slack_ms"] if self.cuda else ev.get("envelope_slack_ms_cpu", 0.25))
@@ -1182,8 +1268,9 @@ class Judge:
             return
         self.status("reverify")
         n = int(self.ev.get("reverify_trials", 10))
+        rng = random.Random(secrets.randbits(64))  # seeds the candidate cannot know ahead (it knows the run's)
         for t in range(n):
-            values = self.draw_inputs(self.seed + 5000 + t)
+            values = self.draw_inputs(rng.randrange(1 << 31))
             ref = cmp.snapshot(self.reference_on(values, 0.0, "the reference's re-verification"))
             inp.fill(self.cand_in, values)
             self.sync()
