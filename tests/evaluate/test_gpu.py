@@ -41,6 +41,29 @@ def test_honest_gpu_candidates_pass_with_compiled_baseline(run_eval, gpu_problem
         assert result.timing.method == "cuda_event+l2_flush"
         assert not any(f.startswith("side_stream_work") for f in result.flags), result.flags
         assert not any(f.startswith("l2_persistence") for f in result.flags), (cand.name, result.flags)
+        assert not any(f.startswith("fresh_inputs") for f in result.flags), (cand.name, result.flags)
+
+
+@pytest.fixture(scope="module")
+def gpu_linear_gelu(session_dir) -> Path:
+    """A product of about 2-3 ms in strict fp32 on the H200, then GELU: element-wise work on its
+    output is a small part of it."""
+    return small_copy(Path(__file__).parent / "problems" / "linear_gelu.py", session_dir / "linear_gelu_gpu.py",
+                      {"ROWS": 4096, "IN": 4096, "OUT": 4096})
+
+
+def test_outputs_corrected_along_the_timed_scale_are_caught_on_fresh_sets_on_gpu(run_eval, gpu_linear_gelu):
+    result = run_eval(cheater("scale_taylor_cache"), gpu_linear_gelu, device="cuda")
+    print("scale_taylor_cache:", result.verdict.value, result.reason, result.flags,
+          {k: v for k, v in (result.measurements or {}).get("evaluator", {}).items() if "fresh" in k})
+    assert result.verdict is Verdict.INTEGRITY, result.reason
+    assert "fast only on values it has seen" in result.reason
+    honest_result = run_eval(honest("linear_gelu"), gpu_linear_gelu, device="cuda")
+    notes = honest_result.measurements["evaluator"]
+    print("linear_gelu:", honest_result.verdict.value, honest_result.reason, honest_result.flags,
+          {k: v for k, v in notes.items() if "fresh" in k or k.startswith("stage_")})
+    assert honest_result.verdict is Verdict.CORRECT, honest_result.reason
+    assert not any(f.startswith("fresh_inputs") for f in honest_result.flags), honest_result.flags
 
 
 def test_torch_compile_candidate_with_cuda_graphs_passes(run_eval, gpu_problem):
