@@ -357,6 +357,25 @@ def test_a_machine_slower_for_both_is_not_the_candidate_s_doing():
     assert judge.summaries["candidate"] is before and not judge.flags
 
 
+def test_no_room_for_a_second_look_charges_what_the_first_saw():
+    from kernelpro.evaluate.judge import Fail
+    from kernelpro.records import Verdict
+
+    judge = _fresh_judge(1.0, [2.0])
+    drawn = [0]
+
+    def draw(seed):
+        drawn[0] += 1
+        if drawn[0] > 3:
+            raise Fail(Verdict.PROBLEM_ERROR, "the problem's get_inputs() failed: out of memory")
+        return [torch.full((4,), float(seed))]
+
+    judge.draw_inputs = draw
+    judge.check_fresh_inputs()
+    assert judge.summaries["candidate"].stats.method.endswith("+fresh_input_charge")
+    assert any(f.startswith("fresh_inputs_charged") and "no more sets" in f for f in judge.flags), judge.flags
+
+
 def test_a_wrong_output_on_a_new_set_is_a_violation():
     from kernelpro.evaluate.judge import Fail
     from kernelpro.records import Verdict

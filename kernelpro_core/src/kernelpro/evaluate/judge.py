@@ -64,6 +64,10 @@ class _CompiledFailed(Exception):
     """A compiled reference failed while it was timed (it is optional); ``args[1]``: which."""
 
 
+class _NoFreshSet(Exception):
+    """A new input set could not be drawn (it was drawn before: the device lacks room)."""
+
+
 class Fail(Exception):
     def __init__(self, verdict: Verdict, reason: str, **extra: Any) -> None:
         super().__init__(reason)
@@ -1199,7 +1203,10 @@ class Judge:
                 self._calls["reference"](first)
                 self._calls["candidate"](first)
                 for k in range(n):
-                    values = self.draw_inputs(rng.randrange(1 << 31))  # a seed the candidate cannot know
+                    try:
+                        values = self.draw_inputs(rng.randrange(1 << 31))  # a seed the candidate cannot know
+                    except Fail as exc:  # drawn before: only room (one more set on the device) can lack
+                        raise _NoFreshSet(exc.reason) from None
                     r_sample = self._calls["reference"](first + 1 + k, values)
                     expected = self.reference_on(values, 0.0, "the reference on a new input set")
                     c_sample = self._calls["candidate"](first + 1 + k, values)
@@ -1221,28 +1228,38 @@ class Judge:
             factor = c_new / (cand_med * ref_ratio) if cand_med > 0 else 1.0
             return c_new, r_new, factor, c_new - cand_med * ref_ratio
 
-        c_new, r_new, factor, excess = look(base)
+        try:
+            c_new, r_new, factor, excess = look(base)
+        except _NoFreshSet as exc:
+            self.flags.append(f"fresh_inputs_skipped: {exc}")
+            return
         self.notes.update(fresh_input_ms=c_new, reference_fresh_input_ms=r_new, fresh_input_factor=factor)
         if factor <= factor_limit or excess <= slack:
             return
         first = (c_new, r_new, factor)
-        c_new, r_new, factor, excess = look(base + n + 2)
-        self.notes.update(fresh_input_confirm_ms=c_new, reference_fresh_input_confirm_ms=r_new,
-                          fresh_input_confirm_factor=factor)
         seen = (f"on {n} input sets no call had seen it took {first[0]:.4g} ms per call (median) against "
                 f"{cand_med:.4g} ms on the timed calls, {first[2]:.2f}x (the reference: {first[1]:.4g} against "
                 f"{ref_med:.4g} ms)")
+        try:
+            c_new, r_new, factor, excess = look(base + n + 2)
+        except _NoFreshSet as exc:  # not confirmed, not cleared: charged what the first look saw
+            self._charge_fresh(excess, f"{seen}; no more sets to confirm it ({exc})")
+            return
+        self.notes.update(fresh_input_confirm_ms=c_new, reference_fresh_input_confirm_ms=r_new,
+                          fresh_input_confirm_factor=factor)
         if factor <= factor_limit or excess <= slack:
             self.flags.append(f"fresh_inputs_unconfirmed: {seen}; not again on {n} more ({factor:.2f}x)")
             return
         if min(factor, first[2]) >= float(ev.get("fresh_input_reject", 3.0)):
             raise self.fail(Verdict.INTEGRITY, f"the candidate is fast only on values it has seen: {seen}, and "
                             f"{factor:.2f}x on {n} more: outputs kept from earlier calls and reused")
+        self._charge_fresh(excess, f"{seen}, and {factor:.2f}x on {n} more")
+
+    def _charge_fresh(self, excess: float, seen: str) -> None:
         now = self.summaries["candidate"]  # charged already, perhaps, by the cross-checks
         self.summaries["candidate"] = attrs.evolve(now, stats=timing.charged(now.stats, excess, "fresh_input_charge"))
         self.notes["fresh_input_charged_ms"] = excess
-        self.flags.append(f"fresh_inputs_charged: {seen}, and {factor:.2f}x on {n} more: its timed calls are "
-                          f"charged {excess:.3g} ms each")
+        self.flags.append(f"fresh_inputs_charged: {seen}: its timed calls are charged {excess:.3g} ms each")
 
     def envelope_allowed(self, se: float) -> float:
         ev = self.ev
