@@ -14,6 +14,7 @@ torch nor the anthropic SDK is imported.
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 from pathlib import Path
@@ -555,6 +556,16 @@ def analyze(report: str, config_path: str | None, gpu_name: str | None, as_json:
     except PluginFailed as exc:
         raise Abort(f"{exc}; fix, replace or block the plugin") from None
     _print_analysis(analysis, as_json)
+    bn = analysis.bottleneck
+    if bn is not None and bn.evidence.get("gpu_mismatch"):
+        click.echo(f"warning: the GPU spec used{' (--gpu ' + repr(gpu_name) + ')' if gpu_name else ''} is not "
+                   "the GPU the file was taken on (the bottleneck line says why): the roofline numbers use "
+                   "the wrong ceilings", err=True)
+    if (bn is None or bn.kind == "unknown") and not analysis.findings:  # as profile does: nothing came of it
+        what = "no bottleneck" if bn is None else "the bottleneck is unknown"
+        click.echo(f"error: {path}: nothing could be derived from it: {what} and no finding (the notes and "
+                   "the bottleneck's summary say what it lacks)", err=True)
+        sys.exit(EXIT_USAGE)
 
 
 def _profiling_settings_or_abort(config: cfg.Config, plugins: Plugins) -> dict[str, Any]:
@@ -567,12 +578,23 @@ def _profiling_settings_or_abort(config: cfg.Config, plugins: Plugins) -> dict[s
         raise Abort("invalid configuration") from None
 
 
+def _finite(value: Any) -> Any:
+    """``value`` with every NaN or infinity replaced by None: JSON has no such numbers."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
 def _print_analysis(analysis: Any, as_json: bool, collected: list[dict[str, Any]] | None = None) -> None:
     if as_json:
         out = analysis.to_dict()
         if collected is not None:
             out["collected"] = collected
-        click.echo(json.dumps(out, indent=2))
+        click.echo(json.dumps(_finite(out), indent=2, allow_nan=False))
         return
     for c in collected or []:
         click.echo(f"collected: {c['level']} level by {c['collector']}: {c['kernels']} kernel(s)")
@@ -581,6 +603,8 @@ def _print_analysis(analysis: Any, as_json: bool, collected: list[dict[str, Any]
     bn = analysis.bottleneck
     if bn is not None:
         frac = f", {bn.roofline_fraction:.0%} of roofline" if bn.roofline_fraction is not None else ""
+        if bn.roofline_fraction is not None and bn.roofline_fraction > 1:
+            frac += " (above the GPU spec's ceilings)"
         click.echo(f"bottleneck: {bn.kind}{' (' + bn.pipe + ')' if bn.pipe else ''}{frac}: {bn.summary}")
     else:
         click.echo("bottleneck: not classified")

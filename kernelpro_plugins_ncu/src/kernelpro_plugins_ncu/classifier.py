@@ -64,6 +64,11 @@ class RooflineSettings:
     roofline_bound_fraction: float = 0.5
 
 
+#: a roofline fraction above this is not measurement error (the H200 fixtures reach 104 % of
+#: the datasheet DRAM roof): the GPU spec does not describe the GPU the report was taken on
+WRONG_CEILINGS_FRACTION = 1.25
+
+
 def find_spec(device_name: str | None, arch: str = "") -> GpuSpec | None:
     """Calibrated spec for this device name if cached, else the registered table's."""
     if not device_name:
@@ -81,11 +86,23 @@ def _weighted(kernels: list[KernelProfile], weights: list[float], name: str) -> 
     return sum(v * w for v, w in pairs) / total
 
 
+def timed(kernels: list[KernelProfile]) -> bool:
+    """Whether every kernel has a duration, so that shares are shares of the time."""
+    return bool(kernels) and all(k.duration_ns for k in kernels)
+
+
 def kernel_weights(kernels: list[KernelProfile]) -> list[float]:
     """Durations in ns, or equal weights when a kernel has none."""
-    if kernels and all(k.duration_ns for k in kernels):
+    if timed(kernels):
         return [float(k.duration_ns) for k in kernels]  # type: ignore[arg-type]
     return [1.0] * len(kernels)
+
+
+#: counters the roofline's two sides are summed from: without any of one side's, that side is
+#: unknown (not zero)
+DRAM_COUNTERS = (M.DRAM_READ_BYTES, M.DRAM_WRITE_BYTES)
+FLOP_COUNTERS = (M.FADD, M.FMUL, M.FFMA, M.DADD, M.DMUL, M.DFMA, M.HADD, M.HMUL, M.HFMA,
+                 *[n for names in M.TENSOR_OPS.values() for n in names])
 
 
 def pipe_peaks(spec: GpuSpec) -> dict[str, float]:
@@ -110,8 +127,11 @@ def roofline_numbers(profile: ProfileData, spec: GpuSpec | None) -> dict[str, fl
     ev: dict[str, float] = {"kernels": float(len(kernels))}
     total_ns = sum(float(k.duration_ns or 0.0) for k in kernels)
     ev["duration_us"] = total_ns / 1e3
+    has_dram = any(n in k.metrics for k in kernels for n in DRAM_COUNTERS)
+    has_flops = any(n in k.metrics for k in kernels for n in FLOP_COUNTERS)
     dram = sum(M.dram_bytes(k.metrics) for k in kernels)
-    ev["dram_bytes"] = dram
+    if has_dram:
+        ev["dram_bytes"] = dram
     flops = {"fp32": sum(M.fp32_flops(k.metrics) for k in kernels),
              "fp64": sum(M.fp64_flops(k.metrics) for k in kernels),
              "fp16_scalar": sum(M.fp16_scalar_flops(k.metrics) for k in kernels)}
@@ -123,8 +143,10 @@ def roofline_numbers(profile: ProfileData, spec: GpuSpec | None) -> dict[str, fl
         if value:
             ev[f"{kind}_flops"] = value
     total_flops = sum(flops.values())
-    ev["flops"] = total_flops
-    ev["arithmetic_intensity_flop_per_byte"] = total_flops / dram if dram > 0 else float("inf") if total_flops else 0.0
+    if has_flops:
+        ev["flops"] = total_flops
+    if has_flops and has_dram and dram > 0:  # no DRAM byte: no finite intensity to give
+        ev["arithmetic_intensity_flop_per_byte"] = total_flops / dram
     for key, name in (("dram_pct", M.DRAM_THROUGHPUT_PCT), ("memory_pct", M.MEM_THROUGHPUT_PCT),
                       ("sm_pct", M.SM_THROUGHPUT_PCT), ("l1_pct", M.L1_THROUGHPUT_PCT),
                       ("l2_pct", M.L2_THROUGHPUT_PCT), ("fma_pipe_pct", M.PIPE_FMA_PCT),
@@ -149,7 +171,7 @@ def roofline_numbers(profile: ProfileData, spec: GpuSpec | None) -> dict[str, fl
         sm_count = float(spec.sm_count)
     if sm_count:
         ev["sm_count"] = float(sm_count)
-    if spec is None or total_ns <= 0:
+    if spec is None or total_ns <= 0 or not (has_dram or has_flops):
         return ev
     seconds = total_ns * 1e-9
     bandwidth = spec.dram_bandwidth_gbs * 1e9
@@ -162,20 +184,24 @@ def roofline_numbers(profile: ProfileData, spec: GpuSpec | None) -> dict[str, fl
             times[kind] = value / peak
             ev[f"{kind}_time_fraction"] = times[kind] / seconds
     t_compute = sum(times.values())
-    ev["memory_time_fraction"] = t_mem / seconds
-    ev["compute_time_fraction"] = t_compute / seconds
-    ev["dram_bandwidth_achieved_gbs"] = dram / seconds / 1e9
+    # a side without counters stays out: the fraction is then a lower bound from the other
+    if has_dram:
+        ev["memory_time_fraction"] = t_mem / seconds
+        ev["dram_bandwidth_achieved_gbs"] = dram / seconds / 1e9
+    if has_flops:
+        ev["compute_time_fraction"] = t_compute / seconds
+        ev["achieved_tflops"] = total_flops / seconds / 1e12
     ev["dram_bandwidth_peak_gbs"] = spec.dram_bandwidth_gbs
     ev["roofline_fraction"] = max(t_mem, t_compute) / seconds
     dominant = max(times, key=lambda k: times[k]) if times else "fp32"
     peak = peaks.get("fp64" if dominant == "fp64_tensor" else dominant, peaks["fp32"])
     ev["ridge_flop_per_byte"] = peak / bandwidth
-    ev["achieved_tflops"] = total_flops / seconds / 1e12
     return ev
 
 
-def busiest_pipe(ev: Mapping[str, float]) -> str:
-    """tensor | fp32 | fp64 | int, by pipe utilisation; by FLOP-time share when missing."""
+def busiest_pipe(ev: Mapping[str, float]) -> str | None:
+    """tensor | fp32 | fp64 | int, by pipe utilisation; by FLOP-time share when missing;
+    None when neither names a busy pipe."""
     pipes = {"tensor": ev.get("tensor_pipe_pct"), "fp32": ev.get("fma_pipe_pct"),
              "fp64": ev.get("fp64_pipe_pct"), "int": ev.get("alu_pipe_pct")}
     known = {k: v for k, v in pipes.items() if v is not None}
@@ -183,7 +209,8 @@ def busiest_pipe(ev: Mapping[str, float]) -> str:
         return max(known, key=lambda k: known[k])
     shares = {"tensor": sum(ev.get(f"{k}_time_fraction", 0.0) for k in ("fp16", "bf16", "tf32", "fp8", "int8", "fp64_tensor")),
               "fp32": ev.get("fp32_time_fraction", 0.0), "fp64": ev.get("fp64_time_fraction", 0.0)}
-    return max(shares, key=lambda k: shares[k])
+    busiest = max(shares, key=lambda k: shares[k])
+    return busiest if shares[busiest] > 0 else None
 
 
 def missing_metrics(kernels: list[KernelProfile]) -> dict[str, str]:
@@ -235,29 +262,49 @@ class RooflineClassifier(BottleneckClassifier):
         ev["small_grid_time_share"] = small_share
         mean_us = ev["duration_us"] / len(kernels) if ev.get("duration_us") else None
         spec_note = f" (ceilings: {spec.name}, {spec.source})" if spec else " (no GPU spec: no roofline)"
+        mismatch = gpu_mismatch(spec, payload.get("device_name"), kernels)
+        if mismatch:
+            spec_note += f"; {mismatch}"
+            ev["gpu_mismatch"] = 1.0
 
         def make(kind: str, summary: str, pipe: str | None = None) -> Bottleneck:
             return Bottleneck(kind=kind, summary=summary + spec_note, pipe=pipe,
                               roofline_fraction=fraction, evidence=ev, classifier=self.name)
 
         if small_share >= s.small_grid_time_share:
-            return make("too_little_work",
-                        f"too little work: {small_share:.0%} of the time is in kernels launching fewer "
-                        f"blocks (min {ev.get('grid_blocks_min', 0):.0f}) than the GPU's {sm_count:.0f} SMs")
+            fewer = f"fewer blocks (min {ev.get('grid_blocks_min', 0):.0f}) than the GPU's {sm_count:.0f} SMs"
+            if timed(kernels):
+                return make("too_little_work", f"too little work: {small_share:.0%} of the time is in kernels "
+                            f"launching {fewer}")
+            # without durations every kernel weighs the same: a share of the kernels, not of the time
+            return make("too_little_work", f"too little work: {small_share:.0%} of the kernels launch {fewer} "
+                        "(the report has no durations to weigh them by)")
         if mean_us is not None and mean_us < s.launch_bound_us and ev.get("sm_pct", 0) < s.busy_pct \
                 and ev.get("memory_pct", 0) < s.busy_pct:
             return make("too_little_work",
                         f"launch-dominated: {len(kernels)} kernel(s) of {mean_us:.1f} us on average, "
                         f"below the ~{s.launch_bound_us:.0f} us where launch overhead dominates")
-        mem = max(ev.get("memory_pct", 0.0), ev.get("dram_pct", 0.0))
-        sm = ev.get("sm_pct", 0.0)
-        frac_txt = f"; at {fraction:.0%} of the roofline" if fraction is not None else ""
-        intensity = ev.get("arithmetic_intensity_flop_per_byte", 0.0)
-        ridge = ev.get("ridge_flop_per_byte")
-        ai_txt = (f", intensity {intensity:.2f} FLOP/B vs ridge {ridge:.1f}" if ridge is not None
-                  and intensity != float("inf") else "")
         missing = missing_metrics(kernels)
         mem_known, sm_known = "memory" not in missing, "sm" not in missing
+        mem = max(ev.get("memory_pct", 0.0), ev.get("dram_pct", 0.0))
+        sm = ev.get("sm_pct", 0.0)
+        frac_txt = ""
+        if fraction is not None:
+            frac_txt = f"; at {fraction:.0%} of the roofline"
+            if fraction > WRONG_CEILINGS_FRACTION:  # the ceilings cannot be this GPU's
+                frac_txt += " (far above the ceilings: a wrong GPU spec, e.g. --gpu, or wrong counters)"
+            elif fraction > 1:
+                frac_txt += " (above the datasheet ceilings)"
+        roof_missing = [what for what, key in (("DRAM bytes", "dram_bytes"), ("FLOP counts", "flops"))
+                        if key not in ev]
+        if roof_missing and fraction is not None:
+            frac_txt += f"; {roof_missing[0]} are not in the report, so the roofline counts the other side only"
+        elif len(roof_missing) == 2 and spec is not None:
+            frac_txt += "; no roofline: the report has no DRAM-byte or FLOP counters"
+        intensity = ev.get("arithmetic_intensity_flop_per_byte")
+        ridge = ev.get("ridge_flop_per_byte")
+        ai_txt = (f", intensity {intensity:.2f} FLOP/B vs ridge {ridge:.1f}"
+                  if ridge is not None and intensity is not None else "")
         memory_like = mem_known and mem >= s.busy_pct and mem >= sm
         compute_like = not memory_like and sm_known and sm >= s.busy_pct
         by_roof = ""
@@ -272,26 +319,58 @@ class RooflineClassifier(BottleneckClassifier):
                         + " (Nsight Compute's Speed Of Light section, which KernelPro's stage-1 pass collects)"
                         + ("" if fraction is not None and fraction > 0 else
                            "; the roofline cannot decide either without DRAM bytes or FLOP counts and a GPU spec"))
-        frac_txt += "".join(f"; {missing[k]} is not in the report" for k in ("memory", "sm")
-                            if k in missing and not by_roof)
+        frac_txt += "".join(f"; {missing[k]} is not in the report" for k in ("memory", "sm") if k in missing)
+        # a throughput the report lacks is left out, never printed as 0 %
+        sm_txt = f"SM {sm:.0f}%" if sm_known else ""
         if memory_like:
             where = "DRAM" if ev.get("dram_pct", 0.0) >= ev.get("memory_pct", 0.0) - 1 else "L1/L2"
             bw = ev.get("dram_bandwidth_achieved_gbs")
-            bw_txt = f", {bw:.0f} of {ev['dram_bandwidth_peak_gbs']:.0f} GB/s" if bw is not None else ""
-            return make("memory", f"memory-bound ({where}){by_roof}: memory throughput {mem:.0f}% of peak, "
-                        f"SM {sm:.0f}%{bw_txt}, {_fmt_bytes(ev['dram_bytes'])} DRAM traffic{ai_txt}{frac_txt}")
+            parts = [f"memory throughput {mem:.0f}% of peak" if mem_known else "", sm_txt,
+                     f"{bw:.0f} of {ev['dram_bandwidth_peak_gbs']:.0f} GB/s" if bw is not None else "",
+                     f"{_fmt_bytes(ev['dram_bytes'])} DRAM traffic" if "dram_bytes" in ev else ""]
+            return make("memory", f"memory-bound ({where}){by_roof}: {', '.join(p for p in parts if p)}"
+                        f"{ai_txt}{frac_txt}")
         if compute_like:
             pipe = busiest_pipe(ev)
             pct = {"tensor": ev.get("tensor_pipe_pct"), "fp32": ev.get("fma_pipe_pct"),
-                   "fp64": ev.get("fp64_pipe_pct"), "int": ev.get("alu_pipe_pct")}.get(pipe)
-            pipe_txt = f", {pipe} pipe {pct:.0f}% busy" if pct is not None else ""
+                   "fp64": ev.get("fp64_pipe_pct"), "int": ev.get("alu_pipe_pct")}.get(pipe or "")
             tf = ev.get("achieved_tflops")
-            tf_txt = f", {tf:.1f} TFLOP/s" if tf is not None else ""
-            return make("compute", f"compute-bound ({pipe}){by_roof}: SM throughput {sm:.0f}% of peak{pipe_txt}"
-                        f"{tf_txt}{ai_txt}{frac_txt}", pipe=pipe)
+            parts = [f"SM throughput {sm:.0f}% of peak" if sm_known else "",
+                     f"{pipe} pipe {pct:.0f}% busy" if pct is not None else "",
+                     "no pipe utilisation or FLOP count names the busy pipe" if pipe is None else "",
+                     f"{tf:.1f} TFLOP/s" if tf is not None else ""]
+            return make("compute", f"compute-bound ({pipe or 'pipe unknown'}){by_roof}: "
+                        f"{', '.join(p for p in parts if p)}{ai_txt}{frac_txt}", pipe=pipe)
         occ = ev.get("achieved_occupancy_pct")
         occ_txt = f", achieved occupancy {occ:.0f}%" if occ is not None else ""
         issue = ev.get("issue_active_pct")
         issue_txt = f", issue slots {issue:.0f}% busy" if issue is not None else ""
         return make("latency", f"latency-bound: neither memory ({mem:.0f}% of peak) nor compute "
                     f"({sm:.0f}%) is busy{occ_txt}{issue_txt}{frac_txt}")
+
+
+def report_arch(kernels: list[KernelProfile]) -> str:
+    """The compute capability the report names ("sm_90"), "" when it does not."""
+    for k in kernels:
+        major, minor = k.metrics.get(M.CC_MAJOR), k.metrics.get(M.CC_MINOR)
+        if major and minor is not None:  # 0: not a compute capability
+            return f"sm_{major:.0f}{minor:.0f}"
+    return ""
+
+
+def gpu_mismatch(spec: GpuSpec | None, device_name: str | None, kernels: list[KernelProfile]) -> str | None:
+    """Why ``spec`` is not the GPU the report was taken on (another device name, another SM
+    count), or None when nothing the report says contradicts it."""
+    if spec is None:
+        return None
+    from kernelpro.api import gpu_spec_matches
+
+    arch = report_arch(kernels)
+    if device_name and spec.match and not gpu_spec_matches(spec, device_name):
+        return f"but the report was taken on {device_name!r}, which the {spec.name} spec does not describe"
+    if device_name and not gpu_spec_matches(spec, device_name, arch):
+        return f"but the report's GPU is {arch}, the {spec.name} spec {spec.arch}"
+    sms = next((k.metrics[M.SM_COUNT] for k in kernels if M.SM_COUNT in k.metrics), None)
+    if sms and spec.sm_count and round(sms) != spec.sm_count:
+        return f"but the report's GPU has {sms:.0f} SMs, the {spec.name} spec {spec.sm_count}"
+    return None

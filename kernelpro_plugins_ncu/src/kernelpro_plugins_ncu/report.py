@@ -19,6 +19,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import re
 import shutil
 import subprocess
@@ -73,20 +74,26 @@ DETAILS_NAME_MAP = {
     ("Compute Workload Analysis", "Executed Ipc Active"): M.IPC,
 }
 
-_PREFIX = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
+_PREFIX = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15,
+           "Ki": 2.0 ** 10, "Mi": 2.0 ** 20, "Gi": 2.0 ** 30, "Ti": 2.0 ** 40}
 _TIME_NS = {"nsecond": 1.0, "usecond": 1e3, "msecond": 1e6, "second": 1e9, "ns": 1.0,
             "us": 1e3, "ms": 1e6, "s": 1e9}
+_SCALED = r"(Ki|Mi|Gi|Ti|[KMGTP]?)(byte|B|hz|Hz|cycle|inst|sector|request|warp|thread)"
+# unit words ncu prints that count things and carry no prefix
+_COUNTS = {"%", "inst", "cycle", "warp", "thread", "block", "sector", "sectors", "request", "register",
+           "byte", "hz", "Hz", "ratio", "SM", "cluster", "sample", "pass", "branches", "instance"}
 
 
 def unit_scale(unit: str) -> float:
-    """Factor that turns a value printed in ``unit`` into base units (bytes, ns, Hz)."""
+    """Factor that turns a value printed in ``unit`` into base units (bytes, ns, Hz); 1.0 for
+    a unit it does not know (:func:`known_unit` tells those apart)."""
     unit = (unit or "").strip()
     if not unit or unit in ("%", "inst", "cycle", "warp", "thread", "block", "sector",
                             "request", "register/thread", "byte", "hz", "Hz", "ratio"):
         return 1.0
     if unit in _TIME_NS:
         return _TIME_NS[unit]
-    m = re.fullmatch(r"([KMGTP]?)(byte|B|hz|Hz|cycle|inst|sector|request|warp|thread)(/.*)?", unit)
+    m = re.fullmatch(_SCALED + r"(/.*)?", unit)
     if m:
         scale = _PREFIX[m.group(1)]
         per = m.group(3)
@@ -95,21 +102,27 @@ def unit_scale(unit: str) -> float:
             if denom in _TIME_NS:
                 scale *= 1e9 / _TIME_NS[denom]  # per second
         return scale
-    m = re.fullmatch(r"([KMGTP]?)(byte|cycle|inst)/(nsecond|usecond|msecond|second)", unit)
-    if m:
-        return _PREFIX[m.group(1)] * 1e9 / _TIME_NS[m.group(3)]
     return 1.0
 
 
+def known_unit(unit: str) -> bool:
+    """Whether :func:`unit_scale` knows every part of ``unit`` ("Kbyte/block", "inst/cycle");
+    a value in any other unit is taken as printed."""
+    parts = (unit or "").strip().split("/")
+    return all(not p or p in _COUNTS or p in _TIME_NS or re.fullmatch(_SCALED, p) for p in parts)
+
+
 def parse_number(text: str) -> float | None:
-    """A number as ncu prints it ("1,234.5", "12.3", "n/a"); None when not a number."""
+    """A number as ncu prints it ("1,234.5", "12.3"); None when not a finite number ("n/a",
+    "nan", "inf" are no measurement)."""
     t = (text or "").strip().replace(",", "")
     if not t:
         return None
     try:
-        return float(t)
+        value = float(t)
     except ValueError:
         return None
+    return value if math.isfinite(value) else None
 
 
 def parse_dim3(text: str) -> tuple[int, int, int] | None:
@@ -120,42 +133,82 @@ def parse_dim3(text: str) -> tuple[int, int, int] | None:
 
 
 def _csv_rows(text: str) -> list[list[str]]:
-    # ncu prints "==PROF==" / "==WARNING==" lines before the table when run live
-    lines = [ln for ln in text.splitlines() if ln.startswith('"')]
-    return list(csv.reader(io.StringIO("\n".join(lines))))
+    # ncu prints "==PROF==" / "==WARNING==" lines before the table when run live; an editor
+    # may have put a byte-order mark before the header
+    lines = [ln for ln in (ln.lstrip("\ufeff") for ln in text.splitlines()) if ln.startswith('"')]
+    if lines and '","' not in lines[0]:
+        for sep, name in ((";", "semicolons"), ("\t", "tabs")):
+            if f'"{sep}"' in lines[0]:
+                raise CollectorError(f"the CSV's fields are separated by {name}, not commas (a spreadsheet "
+                                     "re-saved it?): export it again with ncu --csv")
+    try:
+        return list(csv.reader(io.StringIO("\n".join(lines))))
+    except csv.Error as exc:
+        raise CollectorError(f"not a CSV table ncu writes: {exc}") from None
+
+
+def _check_columns(header: list[str], needed: tuple[str, ...], page: str) -> None:
+    missing = [name for name in needed if name not in header]
+    if missing:
+        raise CollectorError(f"not an ncu {page}-page CSV: no {', '.join(repr(n) for n in missing)} "
+                             f"column{'s' if len(missing) > 1 else ''}")
+
+
+def _truncated(row_number: int, got: int, wanted: int) -> CollectorError:
+    return CollectorError(f"the CSV is truncated or corrupt: row {row_number} has {got} of the "
+                          f"{wanted} fields the header names")
+
+
+def _device_column(value: str) -> dict[str, str]:
+    # the "Device" column holds the device's index ("0"), not its name
+    value = value.strip()
+    return {"device": value} if value and not value.isdigit() else {}
+
+
+def _unit_notes(unknown: dict[str, str]) -> list[str]:
+    if not unknown:
+        return []
+    listed = ", ".join(f"{unit!r} (e.g. {metric})" for unit, metric in list(unknown.items())[:3])
+    return [f"unknown unit{'s' if len(unknown) > 1 else ''} {listed}: values taken as printed, which "
+            "is wrong unless that is already bytes, ns or Hz; export with --print-units base"]
 
 
 def parse_raw_csv(text: str) -> tuple[list[KernelProfile], dict[str, Any]]:
     """Parse ``ncu --csv --page raw`` output: a header row, an optional units row, then one
-    row per profiled kernel. Returns the kernels and a payload (device name, strings)."""
+    row per profiled kernel. Returns the kernels and a payload (device name, strings, and
+    ``notes`` on what was read with doubt)."""
     rows = _csv_rows(text)
     if not rows:
         raise CollectorError("the ncu CSV holds no table (expected --page raw --csv output)")
     header = rows[0]
-    if "Kernel Name" not in header:
-        raise CollectorError("not an ncu raw-page CSV: no 'Kernel Name' column")
+    _check_columns(header, ("Kernel Name",), "raw")
     body = rows[1:]
     units: list[str] = [""] * len(header)
+    first_row = 2
     if body and (not body[0][0].strip() or parse_number(body[0][0]) is None):
         units = body[0] + [""] * (len(header) - len(body[0]))
         body = body[1:]
+        first_row = 3
     kernels: list[KernelProfile] = []
     strings: list[dict[str, str]] = []
+    unknown: dict[str, str] = {}
     col = {name: i for i, name in enumerate(header)}
-    for row in body:
-        if len(row) < len(header):
-            continue
+    for number, row in enumerate(body, first_row):
+        if len(row) < len(header):  # ncu writes every field of every row
+            raise _truncated(number, len(row), len(header))
         values: dict[str, float] = {}
         text_values: dict[str, str] = {}
         for i, name in enumerate(header):
             if name in _RAW_ID_COLUMNS:
                 continue
-            number = parse_number(row[i])
-            if number is None:
+            value = parse_number(row[i])
+            if value is None:
                 if row[i].strip() and row[i].strip() != "n/a":
                     text_values[name] = row[i].strip()
                 continue
-            values[name] = number * unit_scale(units[i])
+            if not known_unit(units[i]):
+                unknown.setdefault(units[i].strip(), name)
+            values[name] = value * unit_scale(units[i])
         name = row[col["Kernel Name"]]
         kernels.append(KernelProfile(
             name=name,
@@ -165,9 +218,14 @@ def parse_raw_csv(text: str) -> tuple[list[KernelProfile], dict[str, Any]]:
             metrics=values,
         ))
         if "Device" in col:
-            text_values.setdefault("device", row[col["Device"]])
+            for key, value_text in _device_column(row[col["Device"]]).items():
+                text_values.setdefault(key, value_text)
         strings.append(text_values)
-    return kernels, {"strings": strings}
+    return kernels, {"strings": strings, "notes": _unit_notes(unknown)}
+
+
+#: the details page's columns without which its rows cannot be told apart or read
+_DETAILS_COLUMNS = ("ID", "Kernel Name", "Section Name", "Metric Name", "Metric Value")
 
 
 def parse_details_csv(text: str) -> tuple[list[KernelProfile], dict[str, Any]]:
@@ -178,13 +236,17 @@ def parse_details_csv(text: str) -> tuple[list[KernelProfile], dict[str, Any]]:
     if not rows or "Metric Name" not in rows[0]:
         raise CollectorError("not an ncu details-page CSV: no 'Metric Name' column")
     header = rows[0]
+    _check_columns(header, _DETAILS_COLUMNS, "details")
     col = {name: i for i, name in enumerate(header)}
     order: list[str] = []
     by_id: dict[str, dict[str, Any]] = {}
-    for row in rows[1:]:
-        if len(row) < col["Metric Value"] + 1:
-            continue
-        row = row + [""] * (len(header) - len(row))  # rule columns are left off when empty
+    unknown: dict[str, str] = {}
+    # rule columns are left off when empty, but every row reaches the metric's value
+    needed = max(col[name] for name in _DETAILS_COLUMNS) + 1
+    for number, row in enumerate(rows[1:], 2):
+        if len(row) < needed:
+            raise _truncated(number, len(row), needed)
+        row = row + [""] * (len(header) - len(row))
         kid = row[col["ID"]]
         entry = by_id.get(kid)
         if entry is None:
@@ -193,7 +255,7 @@ def parse_details_csv(text: str) -> tuple[list[KernelProfile], dict[str, Any]]:
                 "grid": parse_dim3(row[col["Grid Size"]]) if "Grid Size" in col else None,
                 "block": parse_dim3(row[col["Block Size"]]) if "Block Size" in col else None,
                 "metrics": {},
-                "strings": {"device": row[col["Device"]]} if "Device" in col else {},
+                "strings": _device_column(row[col["Device"]]) if "Device" in col else {},
             }
             order.append(kid)
         section = row[col["Section Name"]]
@@ -203,7 +265,7 @@ def parse_details_csv(text: str) -> tuple[list[KernelProfile], dict[str, Any]]:
             if metric == M.DEVICE_NAME and row[col["Metric Value"]].strip():
                 entry["strings"][M.DEVICE_NAME] = row[col["Metric Value"]].strip()
             continue
-        unit = row[col["Metric Unit"]]
+        unit = row[col["Metric Unit"]] if "Metric Unit" in col else ""
         if re.fullmatch(r"[a-z0-9]+__[\w.]+", metric):  # "Command line profiler metrics": raw names
             raw = metric
         else:
@@ -211,13 +273,15 @@ def parse_details_csv(text: str) -> tuple[list[KernelProfile], dict[str, Any]]:
         if unit == "%" or raw.endswith("pct") or ".pct" in raw:
             entry["metrics"][raw] = value
         else:
+            if not known_unit(unit):
+                unknown.setdefault(unit.strip(), raw)
             entry["metrics"][raw] = value * unit_scale(unit)
     kernels = [
         KernelProfile(name=e["name"], duration_ns=e["metrics"].get(M.DURATION_NS),
                       grid=e["grid"], block=e["block"], metrics=e["metrics"])
         for e in (by_id[k] for k in order)
     ]
-    return kernels, {"strings": [by_id[k]["strings"] for k in order]}
+    return kernels, {"strings": [by_id[k]["strings"] for k in order], "notes": _unit_notes(unknown)}
 
 
 def parse_csv(text: str) -> tuple[list[KernelProfile], dict[str, Any]]:
@@ -261,7 +325,7 @@ def _metric_value(metric) -> float | str | None:
     except Exception:
         return None
     if isinstance(value, (int, float)):
-        return float(value)
+        return float(value) if math.isfinite(value) else None
     if isinstance(value, str):
         return value
     return None
@@ -338,6 +402,10 @@ def read_ncu_rep_module(path: Path, ncu_report) -> tuple[list[KernelProfile], di
                 name = action.name(ncu_report.IAction.NameBase_DEMANGLED)
             except Exception:
                 name = action.name()
+            if not name and not tuple(action.metric_names()):
+                # what ncu_report makes of a kernel record cut off by the end of the file
+                raise CollectorError(f"{path.name} is truncated or corrupt: kernel {len(kernels) + 1} of "
+                                     f"range {r + 1} has no name and no metric")
             values: dict[str, float] = {}
             texts: dict[str, str] = {}
             spots: dict[str, list] = {}
@@ -388,7 +456,10 @@ def read_report(path: Path, ncu_path: str | None = None) -> tuple[list[KernelPro
     if not path.exists():
         raise CollectorError(f"no such report: {path}")
     if path.suffix in (".csv", ".txt"):
-        return parse_csv(path.read_text(errors="replace"))
+        try:
+            return parse_csv(path.read_text(encoding="utf-8-sig", errors="replace"))
+        except CollectorError as exc:  # the parsers see text only: name the file here
+            raise CollectorError(f"{path.name}: {exc}") from None
     module = import_ncu_report(ncu_path)
     if module is not None:
         kernels, payload = read_ncu_rep_module(path, module)
@@ -406,13 +477,17 @@ def read_report(path: Path, ncu_path: str | None = None) -> tuple[list[KernelPro
 
 def load_sidecar(path: Path) -> dict[str, Any]:
     """The collector's JSON written next to a report (``<report>.json``): forward input and
-    output bytes, the command, stage, timing; {} when absent or unreadable."""
+    output bytes, the command, stage, timing; {} when absent, unreadable, or some other JSON
+    that merely shares the name (a trace, a list)."""
     for cand in (path.with_suffix(".json"), path.parent / (path.name + ".json")):
         if cand.exists():
             try:
-                return json.loads(cand.read_text())
+                data = json.loads(cand.read_text())
             except (OSError, ValueError):
                 return {}
+            if not isinstance(data, dict) or not isinstance(data.get("io", {}), dict):
+                return {}
+            return data
     return {}
 
 
@@ -428,8 +503,9 @@ def profile_data(kernels: Iterable[KernelProfile], payload: dict[str, Any],
                  notes: Iterable[str] = ()) -> ProfileData:
     payload = dict(payload)
     payload.setdefault("device_name", device_name_of(payload))
+    notes = tuple(notes) + tuple(payload.pop("notes", ()))  # the readers' doubts about the file
     return ProfileData(level="kernel", collector=COLLECTOR_NAME, kernels=tuple(kernels),
-                       payload=payload, notes=tuple(notes), device_name=payload["device_name"])
+                       payload=payload, notes=notes, device_name=payload["device_name"])
 
 
 def kernel_key(name: str) -> str:

@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 import re
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -93,6 +95,22 @@ def copy_kind_from_name(name: str) -> str:
     return m.group(1) if m else "other"
 
 
+def device_meta(data: dict[str, Any], kernel_devices: list[int | None]) -> dict[str, str]:
+    """``gpu_name`` and ``arch`` from the profiler's own ``deviceProperties`` (the GPU the
+    kernels ran on, else the first listed), for traces without KernelPro's metadata."""
+    props = [p for p in data.get("deviceProperties") or () if isinstance(p, dict)
+             and isinstance(p.get("name"), str) and p["name"].strip()]
+    if not props:
+        return {}
+    ran = Counter(d for d in kernel_devices if d is not None).most_common(1)
+    prop = next((p for p in props if ran and _int(p.get("id")) == ran[0][0]), props[0])
+    out = {"gpu_name": prop["name"].strip()}
+    major, minor = _int(prop.get("computeMajor")), _int(prop.get("computeMinor"))
+    if major is not None and minor is not None:
+        out["arch"] = f"sm_{major}{minor}"
+    return out
+
+
 def parse(data: dict[str, Any], source_path: Path | None = None) -> Timeline:
     """Turn parsed Kineto JSON into a Timeline (times in microseconds)."""
     host_ops: list[HostOp] = []
@@ -100,6 +118,7 @@ def parse(data: dict[str, Any], source_path: Path | None = None) -> Timeline:
     runtime: list[RuntimeCall] = []
     gpu: list[GpuActivity] = []
     allocs: list[AllocEvent] = []
+    kernel_devices: list[int | None] = []
     # (ts, tid) of an ac2g flow's end (on the device activity) -> correlation id
     flow_ts: dict[tuple[float, Any], int] = {}
     for ev in data["traceEvents"]:
@@ -131,7 +150,8 @@ def parse(data: dict[str, Any], source_path: Path | None = None) -> Timeline:
         if ph != "X":
             continue
         ts, dur = ev.get("ts"), ev.get("dur", 0)
-        if not isinstance(ts, (int, float)) or not isinstance(dur, (int, float)):
+        if not isinstance(ts, (int, float)) or not isinstance(dur, (int, float)) \
+                or not math.isfinite(ts) or not math.isfinite(dur):
             continue
         ts, dur = float(ts), max(0.0, float(dur))
         name = str(ev.get("name", ""))
@@ -143,6 +163,8 @@ def parse(data: dict[str, Any], source_path: Path | None = None) -> Timeline:
         elif cat in ("cuda_runtime", "cuda_driver"):
             runtime.append(RuntimeCall(api_base_name(name), ts, dur, ev.get("tid"), _int(args.get("correlation"))))
         elif cat in ("kernel", "gpu_memcpy", "gpu_memset"):
+            if cat == "kernel" and _int(args.get("device")) is not None:
+                kernel_devices.append(_int(args.get("device")))
             corr = _int(args.get("correlation"))
             if corr is None:
                 corr = flow_ts.get((round(ts, 3), ev.get("tid")))
@@ -167,6 +189,8 @@ def parse(data: dict[str, Any], source_path: Path | None = None) -> Timeline:
     spans = [(e.start_us, e.end_us) for e in host_ops + ranges + gpu]
     windows, window_kind = windows_from_ranges(ranges, spans)
     meta = dict(data.get("kernelpro_trace") or {})
+    for key, value in device_meta(data, kernel_devices).items():  # a trace KernelPro did not record
+        meta.setdefault(key, value)
     if source_path is not None:
         meta.setdefault("trace_path", str(source_path))
     return Timeline(

@@ -8,6 +8,7 @@ from kernelpro_plugins_nsys.analysis import SystemTimeline, analyze
 from kernelpro_plugins_nsys.timeline import Timeline
 
 LEVEL = "system"
+RANGES = {"annotation": "kernelpro:forward", "profiler_step": "ProfilerStep"}
 
 
 def to_profile_data(timeline: Timeline, collector: str, notes: tuple[str, ...] = ()) -> ProfileData:
@@ -31,9 +32,12 @@ def to_profile_data(timeline: Timeline, collector: str, notes: tuple[str, ...] =
         for k in system.kernels
     )
     extra = []
-    if system.window_kind == "whole_trace":
+    if not system.forwards:  # one note saying why, not "analysed as one call" beside it
+        extra.append("timeline: no call to analyse: no kernelpro:forward or ProfilerStep range, and no CPU "
+                     "operator or CUDA launch to attribute the GPU work to" if system.window_kind == "whole_trace"
+                     else f"timeline: every {RANGES.get(system.window_kind, system.window_kind)} range of the trace is "
+                     "empty: no call to analyse")
+    elif system.window_kind == "whole_trace":
         extra.append("timeline: no kernelpro:forward or ProfilerStep ranges; the whole trace is analysed as one call")
-    if not system.forwards:
-        extra.append("timeline: the trace holds no forward call to analyse")
     return ProfileData(level=LEVEL, collector=collector, kernels=kernels, payload=system,
                        notes=tuple(notes) + tuple(extra), device_name=system.meta.get("gpu_name"))

@@ -14,6 +14,7 @@ from typing import Any, ClassVar, Mapping
 from kernelpro.api import Bottleneck, Finding, KernelProfile, MicroProfiler, ProfileContext, ProfileData
 
 from kernelpro_plugins_ncu import metrics as M
+from kernelpro_plugins_ncu.report import kernel_key
 
 # severity from estimated gain (fraction of forward time): >=20% high, >=5% medium
 HIGH_GAIN = 0.20
@@ -97,12 +98,18 @@ class KernelMicroProfiler(MicroProfiler):
         kernels = list(profile.kernels)
         durations = [float(k.duration_ns or 0.0) for k in kernels]
         total = sum(durations)
-        findings = []
+        # repeated launches of one kernel with one launch shape (a profile of several
+        # iterations) are one kernel here: their shares add up, and they give one finding
+        launches: dict[tuple[Any, ...], list[int]] = {}
         for index, kernel in enumerate(kernels):
-            share = durations[index] / total if total > 0 else 1.0 / len(kernels)
+            launches.setdefault((kernel_key(kernel.name), kernel.grid, kernel.block), []).append(index)
+        findings = []
+        for same in launches.values():
+            share = (sum(durations[i] for i in same) / total if total > 0 else len(same) / len(kernels))
             if share < self.min_time_share:
                 continue
-            finding = self.check(kernel, share, index, profile, bottleneck, context)
+            index = max(same, key=lambda i: durations[i])  # the longest launch stands for the others
+            finding = self.check(kernels[index], share, index, profile, bottleneck, context)
             if finding is not None:
                 findings.append(finding)
         findings.sort(key=lambda f: -(f.estimated_gain or 0.0))
@@ -137,7 +144,13 @@ class KernelMicroProfiler(MicroProfiler):
         ev = {k: float(v) for k, v in evidence.items() if v is not None}
         ev["kernel_time_share"] = round(share, 4)
         who = short_name(kernel.name)
-        share_txt = f" ({share:.0%} of the profiled time)" if share < 0.995 else ""
+        launches = sum(1 for k in profile.kernels
+                       if (kernel_key(k.name), k.grid, k.block) == (kernel_key(kernel.name), kernel.grid, kernel.block))
+        launches_txt = f", {launches} launches" if launches > 1 else ""
+        if not any(k.duration_ns for k in profile.kernels):  # analyze() shared by count: say so
+            share_txt = f" ({share:.0%} of the kernels{launches_txt}; the report has no durations)"
+        else:
+            share_txt = f" ({share:.0%} of the profiled time{launches_txt})" if share < 0.995 else ""
         return Finding(
             tool=self.name, severity=severity or severity_for(gain), title=title or self.title,
             message=f"{who}{share_txt}: {message}", action=action, estimated_gain=gain,

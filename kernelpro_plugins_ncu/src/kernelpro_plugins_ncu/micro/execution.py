@@ -7,6 +7,7 @@ import attrs
 
 from kernelpro.api import Bottleneck, Finding, ProfileContext, ProfileData
 
+from kernelpro_plugins_ncu.classifier import WRONG_CEILINGS_FRACTION
 from kernelpro_plugins_ncu.micro.base import (REACHABLE_FRACTION, M, KernelMicroProfiler, clip, io_bytes, metric,
                                               reachable, roofline_fraction)
 
@@ -164,13 +165,17 @@ class IssueSlotUtilization(KernelMicroProfiler):
             f"{eligible:.2f} eligible" if eligible is not None else "",
             f"{active:.1f} active warps per scheduler" if active is not None else "",
             f"IPC {ipc:.2f}" if ipc is not None else "") if x)
+        extra = f" ({extra})" if extra else ""
+        # judged on the issue rate alone: say what could not be checked
+        unchecked = (f" The report lacks {M.ELIGIBLE_WARPS} (eligible warps per scheduler) to confirm it."
+                     if eligible is None else "")
         # at most half the idle issue share comes back (more ready warps overlap, they do not
         # remove the latency), and never more than the kernel's headroom below its roofline
         gain = share * min(0.5 * clip(1 - issue / self.settings.max_issue_pct), self.headroom(bottleneck))
         return self.finding(
             kernel, share, index, profile, gain,
-            message=(f"the warp schedulers issue an instruction in only {issue:.1f}% of cycles ({extra}): "
-                     f"warps are mostly waiting, not computing."),
+            message=(f"the warp schedulers issue an instruction in only {issue:.1f}% of cycles{extra}: "
+                     f"warps are mostly waiting, not computing.{unchecked}"),
             action=("Raise the number of ready warps: more resident warps (occupancy, more blocks), more "
                     "independent work per thread (ILP), and shorter dependency chains; see the warp-stall "
                     "finding for what they wait on."),
@@ -507,12 +512,22 @@ class AtRoofline(KernelMicroProfiler):
         if f < self.settings.min_roofline_fraction:
             return []
         ev = bottleneck.evidence
+        if f > WRONG_CEILINGS_FRACTION:  # so far above its roofline: the ceilings are not this GPU's
+            return [Finding(
+                tool=self.name, severity="info", title="Above the roofline: the GPU spec does not fit",
+                message=(f"the candidate runs at {f:.0%} of its roofline, far above the ceilings used: they are "
+                         f"not the ceilings of the GPU the report was taken on, or its counters are off; no "
+                         f"headroom can be told from them."),
+                action=("Name the GPU the report was taken on (--gpu, or gpu: in the config), or measure it "
+                        "with kernelpro calibrate; read the roofline numbers only after that."),
+                estimated_gain=0.0, level="kernel", kernel=None, evidence={"roofline_fraction": f})]
         io = io_bytes(profile)
         minimum = io.get("input_bytes", 0.0) + io.get("param_bytes", 0.0) + io.get("output_bytes", 0.0)
-        excess = ev.get("dram_bytes", 0.0) / minimum if minimum > 0 else None
+        excess = ev["dram_bytes"] / minimum if minimum > 0 and "dram_bytes" in ev else None
         if bottleneck.kind == "memory":
-            what = (f"DRAM traffic of {ev.get('dram_bytes', 0) / 1e6:.0f} MB at "
-                    f"{ev.get('dram_bandwidth_achieved_gbs', 0):.0f} of {ev.get('dram_bandwidth_peak_gbs', 0):.0f} GB/s")
+            what = (f"DRAM traffic of {ev['dram_bytes'] / 1e6:.0f} MB at "
+                    f"{ev.get('dram_bandwidth_achieved_gbs', 0):.0f} of {ev.get('dram_bandwidth_peak_gbs', 0):.0f} GB/s"
+                    if "dram_bytes" in ev else "the report has no DRAM-byte counters")
             if excess is not None and excess >= self.settings.excess_factor:
                 what += (f"; but that traffic is {excess:.1f}x the {minimum / 1e6:.0f} MB the problem needs, "
                          f"so the roofline is met for bytes that need not move")
@@ -523,8 +538,9 @@ class AtRoofline(KernelMicroProfiler):
                           "or consumer, use a smaller data type (bf16/fp8) where accuracy allows, or change the "
                           "algorithm so data is read once.")
         else:
-            what = (f"{ev.get('flops', 0) / 1e9:.1f} GFLOP at {ev.get('achieved_tflops', 0):.0f} TFLOP/s "
-                    f"on the {bottleneck.pipe or 'compute'} pipe")
+            what = (f"{ev['flops'] / 1e9:.1f} GFLOP at {ev.get('achieved_tflops', 0):.0f} TFLOP/s "
+                    f"on the {bottleneck.pipe or 'compute'} pipe" if "flops" in ev
+                    else "the report has no FLOP counters")
             action = ("Tuning this kernel further gains little. Do less arithmetic (an algorithm with fewer "
                       "FLOPs, skipping zero/masked blocks), use a faster type (fp8/bf16 tensor cores) where "
                       "accuracy allows, or fuse neighbouring element-wise work into it.")
