@@ -133,7 +133,7 @@ def test_analyze_unknown_gpu_is_one_line(analyze):
     res = analyze("NVIDIA H200", "--gpu", "X9000")
     assert res.exit_code == 2
     assert res.output.strip().splitlines() == [
-        "error: unknown GPU 'X9000'; known: A100 SXM 80GB, B200, H100 SXM, H200 SXM, L40S, Lab H200 NVL"]
+        "error: unknown GPU 'X9000'; known: A100 40GB, A100 80GB PCIe, A100 SXM 80GB, B200, H100 PCIe, H100 SXM, H200 SXM, L40S, Lab H200 NVL"]
     res = analyze("NVIDIA H200", config_text="gpu: X9000\n")
     assert res.exit_code == 2 and res.output.startswith("error: gpu: unknown GPU 'X9000'")
 
@@ -185,4 +185,4 @@ def test_config_gpu_is_validated(tmp_path):
     with pytest.raises(cfg.ConfigError) as exc:
         cfg.validate(config, vendor_plugins(True))
     assert exc.value.problems == [
-        "gpu: unknown GPU 'X9000'; known: A100 SXM 80GB, B200, H100 SXM, H200 SXM, L40S, Lab H200 NVL"]
+        "gpu: unknown GPU 'X9000'; known: A100 40GB, A100 80GB PCIe, A100 SXM 80GB, B200, H100 PCIe, H100 SXM, H200 SXM, L40S, Lab H200 NVL"]

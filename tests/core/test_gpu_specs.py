@@ -55,6 +55,8 @@ def test_tokens_not_substrings():
     assert match_strength(spec("L40", "l40", arch="sm_89"), "NVIDIA L40S", "sm_89") is None
     assert p.resolve_gpu("NVIDIA L40S", "sm_89").name == "L40S"
     assert p.resolve_gpu("NVIDIA A100-SXM4-80GB", "sm_80").name == "A100 SXM 80GB"
+    # the 40 GB forms, SXM or PCIe, have 1555 GB/s, not the 80 GB SXM's 2039
+    assert p.resolve_gpu("NVIDIA A100-SXM4-40GB", "sm_80").name == "A100 40GB"
 
 
 def test_exact_spec_matches_only_the_whole_name():
@@ -140,9 +142,17 @@ def test_judge_bound_uses_the_same_rule():
     assert gpu_spec_for("NVIDIA GH200 480GB") is None
 
 
-@pytest.mark.parametrize("name", ["H100 SXM", "H200 SXM", "A100 SXM 80GB", "L40S", "B200"])
+DRIVER_NAMES = {"H100 SXM": "NVIDIA H100 80GB HBM3", "H100 PCIe": "NVIDIA H100 PCIe", "H200 SXM": "NVIDIA H200",
+                "A100 SXM 80GB": "NVIDIA A100-SXM4-80GB", "A100 80GB PCIe": "NVIDIA A100 80GB PCIe",
+                "A100 40GB": "NVIDIA A100-PCIE-40GB", "L40S": "NVIDIA L40S", "B200": "NVIDIA B200"}
+
+
+def test_every_builtin_spec_has_a_driver_name_here():
+    assert sorted(DRIVER_NAMES) == sorted(s.name for s in SPECS)
+
+
+@pytest.mark.parametrize("name", sorted(DRIVER_NAMES))
 def test_every_builtin_spec_resolves_from_its_driver_name(name):
-    driver = {"H100 SXM": "NVIDIA H100 80GB HBM3", "H200 SXM": "NVIDIA H200", "A100 SXM 80GB": "NVIDIA A100-SXM4-80GB",
-              "L40S": "NVIDIA L40S", "B200": "NVIDIA B200"}[name]
+    driver = DRIVER_NAMES[name]
     arch = next(s.arch for s in SPECS if s.name == name)
     assert plugins().resolve_gpu(driver, arch).name == name
