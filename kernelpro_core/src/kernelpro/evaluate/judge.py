@@ -300,6 +300,11 @@ class Judge:
             self.time_all()
             self.verify()
             self.check_fresh_inputs()
+            # the cross-checks after the new sets too: work between their calls, or processes
+            # left to slow the reference there, count as anywhere else
+            self.check_processes("fresh_inputs")
+            self.cross_check()
+            self.extra_flags()
             self.reverify_if_suspicious()
             self.measure()
             return self.result()
@@ -966,7 +971,7 @@ class Judge:
     # 5. after timing ------------------------------------------------------------------------------------------
 
     def verify(self) -> None:
-        """Re-check the kept timed calls; the cross-checks of what the candidate's process reported."""
+        """Re-check the kept timed calls."""
         self.status("verify")
         for i, j, u, kept in self.kept:
             expected = self.reference_on(self.input_sets[j], u, "the reference's re-check")
@@ -987,8 +992,6 @@ class Judge:
                 raise self.fail(Verdict.INTEGRITY, f"timed call {i} returned a wrong output (results cached across "
                                 f"calls or an input-dependent shortcut): {c.message}")
         self.notes["rechecked_calls"] = float(len(self.kept))
-        self.cross_check()
-        self.extra_flags()
 
     def cross_check(self) -> None:
         """What the candidate's process said, against what the judge saw from outside: its CPU
