@@ -32,6 +32,7 @@ INTEGRITY = Verdict.INTEGRITY
     ("lingering_process", INTEGRITY, "left processes running"),
     # its first thread gone, the helper reads as a zombie while its other thread runs
     ("zombie_leader", INTEGRITY, "left processes running"),
+    ("renices_reference", INTEGRITY, "rescheduled"),
 ])
 def test_cheater_is_caught(run_eval, gelu_problem, name, verdict, reason):
     result = run_eval(cheater(name), gelu_problem)

@@ -176,6 +176,7 @@ class Judge:
         self.ref: Remote | None = ref
         self.cand: Remote | None = cand
         self.ref_idle: IdleMeter | None = None
+        self.ref_sched: tuple[int | None, str] = (None, "")
         self.cand_idle: IdleMeter | None = None
         self.buffers: list[transport.Buffer] = []
         self.compile_res: CompileResult | None = None
@@ -333,6 +334,9 @@ class Judge:
         except HarnessEnded as end:
             raise self.ended(self.ref, end) from None
         self.ref_idle = IdleMeter(self.ref)
+        # how the reference's harness is scheduled, before any candidate code exists: the
+        # candidate's process could lower it (its autogroup is writable by the same user)
+        self.ref_sched = procwatch.sched_state(self.ref.pid) if self.ref.pid else (None, "")
         if self.cuda:
             self.gpu_name = torch.cuda.get_device_name()
         try:
@@ -665,6 +669,16 @@ class Judge:
             self.flags.append("backend_flags_changed: the candidate set " + ", ".join(changed)
                               + " (it starts from PyTorch's defaults, as the timed baselines run, in their own process)")
 
+    def check_reference_sched(self) -> None:
+        """The reference's harness is scheduled as it was when it started."""
+        if self.ref is None or not self.ref.pid or self.ref_sched == (None, ""):
+            return
+        now = procwatch.sched_state(self.ref.pid)
+        if now != self.ref_sched:
+            raise self.fail(Verdict.INTEGRITY, f"the reference's process was rescheduled while being timed "
+                            f"(nice {self.ref_sched[0]} -> {now[0]}; {self.ref_sched[1] or '?'} -> {now[1] or '?'}): "
+                            f"only the candidate's process could have done it")
+
     def check_processes(self, where: str) -> None:
         """No process the candidate started may outlive the call that started it."""
         assert self.cand is not None
@@ -835,6 +849,9 @@ class Judge:
                 inp.fill(views_in, self.input_sets[j] if values is None else values, u)
                 flush()
                 self.sync()
+                # while the reference is timed, the candidate's processes are stopped: nothing
+                # of theirs can compete with it for the CPU
+                paused = self.cand.pause() if remote is not self.cand and self.cand is not None else []
                 if meter is not None:
                     meter.calling()
                 msg = {"op": "call", "model": model, "time": True, "export": True, "reset_l2": True,
@@ -843,9 +860,15 @@ class Judge:
                 try:
                     answer = remote.request(msg, limit_first if warmed["n"] == 0 else limit,
                                             f"timed call of the {name}")
+                    t1 = time.perf_counter()
                 except HarnessEnded as end:
                     raise self.ended(remote, end) from None
-                t1 = time.perf_counter()
+                finally:
+                    if paused:
+                        assert self.cand is not None
+                        self.cand.resume(paused)
+                if remote is self.ref:
+                    self.check_reference_sched()
                 if meter is not None:
                     meter.answered()
                 if probe is not None:  # before any work of the judge's: a one-element kernel's round trip
@@ -1227,7 +1250,9 @@ class Judge:
             finally:
                 self._confirming = False
             c_new, r_new = statistics.median(c_ms), statistics.median(r_ms)
-            ref_ratio = max(1.0, r_new / ref_med) if ref_med > 0 else 1.0
+            # the machine slower for both is divided out, up to 2x (the candidate is stopped during
+            # the reference's calls, so it cannot slow them; beyond that it is not trusted)
+            ref_ratio = min(2.0, max(1.0, r_new / ref_med)) if ref_med > 0 else 1.0
             factor = c_new / (cand_med * ref_ratio) if cand_med > 0 else 1.0
             return c_new, r_new, factor, c_new - cand_med * ref_ratio
 

@@ -114,3 +114,68 @@ def command(pid: int) -> str:
     except OSError:
         name = "?"
     return f"pid {pid} ({name})"
+
+
+def stop(pids: list[int], wait_s: float = 0.05) -> list[int]:
+    """Stop ``pids`` (SIGSTOP: every thread of each) and wait, up to ``wait_s``, until the
+    kernel shows each thread stopped; the pids that were signalled."""
+    import signal
+
+    sent = []
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGSTOP)
+            sent.append(pid)
+        except (ProcessLookupError, PermissionError):
+            continue
+    end = time.monotonic() + wait_s
+    pending = list(sent)
+    while pending and time.monotonic() < end:
+        pending = [p for p in pending if not _all_stopped(p)]
+    return sent
+
+
+def cont(pids: list[int]) -> None:
+    """Let processes stopped by :func:`stop` run again."""
+    import signal
+
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGCONT)
+        except (ProcessLookupError, PermissionError):
+            continue
+
+
+def _all_stopped(pid: int) -> bool:
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return True  # gone
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat", "rb") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        if stat[stat.rfind(b")") + 2:][:1] not in (b"T", b"t", b"Z", b"X"):
+            return False
+    return True
+
+
+def sched_state(pid: int) -> tuple[int | None, str]:
+    """What decides how much CPU the process gets when others compete: its nice value and
+    its autogroup's (``/proc/<pid>/autogroup``, which another process of the same user
+    can write). (None, "") where unreadable."""
+    nice: int | None = None
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read()
+        nice = int(stat[stat.rfind(b")") + 2:].split()[16])
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        with open(f"/proc/{pid}/autogroup") as fh:
+            group = fh.read().strip()
+    except OSError:
+        group = ""
+    return nice, group

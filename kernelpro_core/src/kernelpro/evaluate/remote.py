@@ -178,6 +178,14 @@ class Remote:
         """Live processes below the reaper: the harness and whatever it left running."""
         return procwatch.descendants(self.proc.pid)
 
+    def pause(self) -> list[int]:
+        """Stop the harness and everything below its reaper until :meth:`resume`: while the
+        other harness is timed, nothing of this one competes with it for the CPU."""
+        return procwatch.stop(self.processes())
+
+    def resume(self, pids: list[int]) -> None:
+        procwatch.cont(pids)
+
     def extra_processes(self) -> list[int]:
         return [p for p in self.processes() if p != self.pid]
 
