@@ -170,6 +170,32 @@ def test_a_process_whose_first_thread_left_is_seen_while_its_threads_run():
         done.wait()
 
 
+def test_a_busy_process_is_stopped_with_all_its_threads_and_runs_again():
+    code = ("import threading\n"
+            "def spin():\n    while True: pass\n"
+            "threading.Thread(target=spin, daemon=True).start()\nprint('up', flush=True)\nspin()\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "up"
+        assert procwatch.stop([proc.pid], wait_s=2.0) == [proc.pid]
+        assert procwatch._all_stopped(proc.pid)
+        before = procwatch.cpu_ns(proc.pid)
+        time.sleep(0.2)
+        assert procwatch.cpu_ns(proc.pid) - before < 20e6  # no thread ran while stopped
+        procwatch.cont([proc.pid])
+        time.sleep(0.2)
+        assert not procwatch._all_stopped(proc.pid)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_the_scheduling_state_names_nice_and_autogroup():
+    nice, group = procwatch.sched_state(os.getpid())
+    assert nice == os.getpriority(os.PRIO_PROCESS, 0)
+    assert group == "" or "nice" in group  # kernels without autogroup have no file
+
+
 def _envelope_judge(cand_excess_main: float, cand_excess_alternating: float):
     """A judge after timing, on the CPU: reference calls of 1 ms with 0.2 ms of protocol
     overhead; the candidate's calls of 1 ms whose process reported ``excess`` ms less."""

@@ -43,18 +43,32 @@ def tree_cpu_ns(pids: list[int]) -> int:
     return sum(cpu_ns(p) for p in pids)
 
 
+def _stat_fields(path: str) -> list[bytes]:
+    """The fields of a ``stat`` file after the command name (state, ppid, ...); [] when
+    unreadable. The name may hold spaces and parentheses: it ends at the last ')'."""
+    try:
+        with open(path, "rb") as fh:
+            stat = fh.read()
+    except OSError:
+        return []
+    return stat[stat.rfind(b")") + 2:].split()
+
+
+def _threads_state(pid: int | str) -> list[bytes]:
+    """The state letter of each thread of the process."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+    return [f[0] for f in (_stat_fields(f"/proc/{pid}/task/{tid}/stat") for tid in tids) if f]
+
+
 def _parents() -> dict[int, int]:
     out: dict[int, int] = {}
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as fh:
-                stat = fh.read()
-        except OSError:
-            continue
-        # pid (comm) state ppid ...: comm may hold spaces and parentheses
-        fields = stat[stat.rfind(b")") + 2:].split()
+        fields = _stat_fields(f"/proc/{name}/stat")
         if len(fields) > 1 and (fields[0] != b"Z" or _threads_alive(name)):
             out[int(name)] = int(fields[1])
     return out
@@ -64,22 +78,7 @@ def _threads_alive(pid: str) -> bool:
     """Whether a process whose first thread has ended (state Z) still runs other threads:
     a leader that leaves by the raw exit system call reads as a zombie while its threads
     go on working, and is as alive as any process."""
-    try:
-        tids = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return False
-    for tid in tids:
-        if tid == pid:
-            continue
-        try:
-            with open(f"/proc/{pid}/task/{tid}/stat", "rb") as fh:
-                stat = fh.read()
-        except OSError:
-            continue
-        state = stat[stat.rfind(b")") + 2:][:1]
-        if state not in (b"Z", b"X", b""):
-            return True
-    return False
+    return any(state not in (b"Z", b"X") for state in _threads_state(pid))
 
 
 def descendants(root: int) -> list[int]:
@@ -147,32 +146,15 @@ def cont(pids: list[int]) -> None:
 
 
 def _all_stopped(pid: int) -> bool:
-    try:
-        tids = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return True  # gone
-    for tid in tids:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/stat", "rb") as fh:
-                stat = fh.read()
-        except OSError:
-            continue
-        if stat[stat.rfind(b")") + 2:][:1] not in (b"T", b"t", b"Z", b"X"):
-            return False
-    return True
+    return all(state in (b"T", b"t", b"Z", b"X") for state in _threads_state(pid))  # [] : gone
 
 
 def sched_state(pid: int) -> tuple[int | None, str]:
     """What decides how much CPU the process gets when others compete: its nice value and
     its autogroup's (``/proc/<pid>/autogroup``, which another process of the same user
     can write). (None, "") where unreadable."""
-    nice: int | None = None
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            stat = fh.read()
-        nice = int(stat[stat.rfind(b")") + 2:].split()[16])
-    except (OSError, ValueError, IndexError):
-        pass
+    fields = _stat_fields(f"/proc/{pid}/stat")
+    nice = int(fields[16]) if len(fields) > 16 and fields[16].lstrip(b"-").isdigit() else None
     try:
         with open(f"/proc/{pid}/autogroup") as fh:
             group = fh.read().strip()
