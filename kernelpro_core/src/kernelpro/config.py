@@ -114,6 +114,9 @@ class EvaluatorConfig:
     include_paths: list[str] = attrs.field(factory=list)  # added to every load_inline / load / nvcc build
     cuda_flags: list[str] = attrs.field(factory=list)  # added to nvcc's flags for every build
     memory_limit_mb: int | None = None  # host address-space limit of the candidate's process (cpu device only)
+    # the candidate's processes stopped (SIGSTOP) while the reference is timed, so nothing of
+    # theirs competes with it for the CPU; false: they run on (the idle-CPU check alone)
+    stop_candidate: bool = True
     # the cross-check of the candidate's reported times against the judge's clock: a call may
     # not have taken longer than reported by more than max(slack_ms, slack_fraction x its time)
     envelope_slack_ms: float = 0.05

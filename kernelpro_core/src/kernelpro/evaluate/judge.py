@@ -851,7 +851,8 @@ class Judge:
                 self.sync()
                 # while the reference is timed, the candidate's processes are stopped: nothing
                 # of theirs can compete with it for the CPU
-                paused = self.cand.pause() if remote is not self.cand and self.cand is not None else []
+                paused = self.cand.pause() if (remote is not self.cand and self.cand is not None
+                                               and ev.get("stop_candidate", True)) else []
                 if meter is not None:
                     meter.calling()
                 msg = {"op": "call", "model": model, "time": True, "export": True, "reset_l2": True,
