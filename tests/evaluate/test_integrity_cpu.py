@@ -76,11 +76,11 @@ def test_a_thread_left_working_is_seen_from_outside(run_eval, gelu_problem_large
 def test_work_between_calls_that_stops_when_watched_is_charged(run_eval, gelu_problem_large):
     # the first look sees CPU between calls, the second (calls alternating with the reference's)
     # does not: the machine's noise or a candidate that stopped in time; either way its timed
-    # calls carry the CPU it used between them. Not stopped during the reference's calls here
-    # (stop_candidate false), which would leave its thread next to no time between its calls:
-    # the check behind the stop is what this tests
-    result = run_eval(cheater("lingering_then_idle"), gelu_problem_large, rep_ms=1000, min_reps=20, max_reps=20,
-                      stop_candidate=False)
+    # calls carry the CPU it used between them. Load-sensitive: on a machine with 7 runnable
+    # processes per 2 cores its thread got too little CPU to be seen (before this session's
+    # changes too); on a quiet one it was charged 209-216 ms, stopped during the reference's
+    # calls or not (evaluator_boundary.md)
+    result = run_eval(cheater("lingering_then_idle"), gelu_problem_large, rep_ms=1000, min_reps=20, max_reps=20)
     notes = result.measurements["evaluator"]
     assert result.verdict is Verdict.CORRECT, result.reason
     assert any(f.startswith("idle_cpu_charged") for f in result.flags), result.flags
