@@ -580,3 +580,40 @@ def test_degenerate_flags_from_outputs_seen_one_at_a_time(kept):
     late = _watched([torch.full((64,), 2.0), torch.full((64,), 2.0), torch.randn(64)], kept)
     assert late.equal_trials and not late.equal
     assert any("does not depend" in f for f in late.flags())
+
+
+def test_compare_to_exact_keeps_the_reference_s_nan_and_inf_exact():
+    # log(x) of a negative x: NaN in the fp32 and the fp64 reference alike. Those positions
+    # are left out of the distances, so a candidate with finite values there (log|x|, or
+    # nan_to_num) used to pass the second opinion although compare() had rejected it
+    tol = {"float32": (1e-4, 1e-4)}
+    nan, inf = float("nan"), float("inf")
+    ref = torch.tensor([0.5, nan, -inf, 2.0])
+    exact = torch.tensor([0.5, nan, -inf, 2.0], dtype=torch.float64)
+    for wrong in ([0.5, 0.0, -inf, 2.0], [0.5, nan, 0.0, 2.0], [0.5, nan, inf, 2.0]):
+        assert not compare.compare(torch.tensor(wrong), ref, tol).ok
+        res = compare.compare_to_exact(torch.tensor(wrong), ref, exact, tol, factor=2.0)
+        assert not res.ok and "not matched" in res.message, (wrong, res.message)
+    # matching them exactly still passes, with an fp32 error of the reference's size elsewhere
+    close = torch.tensor([0.5 + 1e-3, nan, -inf, 2.0])
+    ref_off = torch.tensor([0.5 + 1e-3, nan, -inf, 2.0])
+    assert compare.compare_to_exact(close, ref_off, exact, tol, factor=2.0).ok
+
+
+def test_build_model_seeds_get_init_inputs_and_names_a_dict():
+    import types as _types
+
+    from kernelpro.evaluate.loader import build_model
+
+    class Holder(torch.nn.Module):
+        def __init__(self, w):
+            super().__init__()
+            self.w = w
+
+    prob = _types.SimpleNamespace(get_init_inputs=lambda: [torch.randn(4)])
+    a = build_model(Holder, prob, 0, "cpu")
+    torch.randn(100)  # another process's generator state: the candidate's module drew at import
+    b = build_model(Holder, prob, 0, "cpu")
+    assert torch.equal(a.w, b.w)
+    with pytest.raises(TypeError, match="get_init_inputs\\(\\) returned a dict"):
+        build_model(Holder, _types.SimpleNamespace(get_init_inputs=lambda: {"w": 1}), 0, "cpu")

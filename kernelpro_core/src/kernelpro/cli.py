@@ -148,10 +148,11 @@ def optimize(problem: str | None, config_path: str | None, run_dir: str | None, 
     Writes a run directory (candidates.jsonl, candidates/, best.py, report.md, tree.json,
     tree.svg). Exit 0 when a correct candidate was found, 1 when none was, 2 for a bad
     invocation (a run directory that is in use, already holds a run without --resume, is
-    not one, or cannot be created), 3 for --device cuda without a CUDA GPU. With --json
+    not one, or cannot be created) or a problem that fails on its own (its import, Model,
+    get_inputs() or forward), 3 for --device cuda without a CUDA GPU. With --json
     the summary is printed whenever the run finished (exit 0 or 1).
     """
-    from kernelpro.loop import InvocationError, RunError, SetupError, optimize as run_optimize
+    from kernelpro.loop import InvocationError, ProblemFailed, RunError, SetupError, optimize as run_optimize
     from kernelpro.problem import ProblemError, load_problem
 
     if resume_dir:
@@ -197,7 +198,7 @@ def optimize(problem: str | None, config_path: str | None, run_dir: str | None, 
         with progress.live():
             summary = run_optimize(prob, config, plugins, run_path, dev, resume=bool(resume_dir),
                                    progress=progress.callbacks())
-    except (SetupError, InvocationError) as exc:
+    except (SetupError, InvocationError, ProblemFailed) as exc:
         raise Abort(str(exc), EXIT_USAGE) from None
     except PluginFailed as exc:  # what was evaluated is on disk; the run can be continued
         raise Abort(f"{exc}; fix or replace the plugin, then continue with: kernelpro optimize --resume {run_path}",

@@ -49,6 +49,11 @@ class RunError(Exception):
     """The run cannot go on; one line for the user."""
 
 
+class ProblemFailed(RunError):
+    """The problem fails on its own (its import, Model, get_inputs() or forward): the input is
+    at fault, as for ``kernelpro eval`` (exit 2), not a run that found no correct candidate."""
+
+
 class SetupError(RunError):
     """The run cannot start because of its set-up (a plugin's settings or environment)."""
 
@@ -313,6 +318,9 @@ class Optimizer:
                                 self.config.seed, list(self.measurements), ceilings=self.gpu,
                                 prestart=self.config.budget > len(self.records))
             base = self._run_one(Job(id="baseline", fn=call), "the reference")["result"]
+            if base.verdict is Verdict.PROBLEM_ERROR:
+                raise ProblemFailed(f"{self.problem.path or self.problem.name}: the reference itself failed ({base.verdict.value}): "
+                                    f"{base.reason}")
             if base.verdict is not Verdict.CORRECT:
                 raise RunError(f"the reference itself failed ({base.verdict.value}): {base.reason}")
             self.baseline = base

@@ -195,7 +195,7 @@ class Harness:
         try:
             self.problem = load_module(msg["problem"], "kernelpro_problem")
             self.models["main"] = build_model(self.problem.Model, self.problem, self.seed, self.device)
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:  # sys.exit() in the problem file: the problem's failure
             raise Failure("problem_error", "the problem itself failed to load: " + one_line(exc)) from None
         self._settle_l2()
         return {"ok": True}
@@ -207,7 +207,7 @@ class Harness:
         install_build_hooks()
         try:
             self.problem = load_module(msg["problem"], "kernelpro_problem")
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:  # sys.exit() in the problem file: the problem's failure
             raise Failure("problem_error", "the problem itself failed to load: " + one_line(exc)) from None
         self._settle_l2()  # before any candidate code: what it sets later is reported
         prepare_interpreter()  # Triton's interpreter, when the evaluator chose it (a CPU device)

@@ -157,6 +157,32 @@ class IdleMeter:
         return statistics.quantiles(self.intervals, n=4)[2]
 
 
+class _ImportTimeout(BaseException):
+    """The problem's import ran past ``load_timeout_s`` (raised by the judge's own timer)."""
+
+
+def _load_problem_within(path: str, limit_s: float) -> types.ModuleType:
+    """Import the problem in the judge, stopped after ``limit_s``: a problem file that never
+    finishes importing (a loop or a wait at module level) is the problem's failure, said after
+    the load limit and not at the evaluation's backstop (``timeout_s``, a verdict of timeout)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() or limit_s <= 0:
+        return load_module(path, "kernelpro_problem")
+
+    def expired(_signum: int, _frame: Any) -> None:
+        raise _ImportTimeout()
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, limit_s)
+    try:
+        return load_module(path, "kernelpro_problem")
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 class Judge:
     """One evaluation; ``ref`` and ``cand``: the harnesses, started by
     :mod:`kernelpro.evaluate.judge_main` (``cand`` None for the baseline job)."""
@@ -340,8 +366,11 @@ class Judge:
         if self.cuda:
             self.gpu_name = torch.cuda.get_device_name()
         try:
-            self.problem = load_module(self.job["problem"], "kernelpro_problem")
-        except Exception as exc:
+            self.problem = _load_problem_within(self.job["problem"], load)
+        except _ImportTimeout:
+            raise Fail(Verdict.PROBLEM_ERROR, f"the problem itself failed to load: importing it took longer than "
+                       f"{load:g} s (evaluator.load_timeout_s)") from None
+        except (Exception, SystemExit) as exc:  # sys.exit() in a problem file is its failure, not the judge's
             raise Fail(Verdict.PROBLEM_ERROR, "the problem itself failed to load: " + one_line(exc)) from None
         self.tols, notes = tolerances(self.ev, self.problem)
         if notes:
@@ -352,7 +381,7 @@ class Judge:
     def draw_inputs(self, seed: int) -> list[Any]:
         try:
             return make_inputs(self.problem, seed, self.device)
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:
             raise Fail(Verdict.PROBLEM_ERROR, "the problem's get_inputs() failed: " + one_line(exc)) from None
 
     def reference_outputs(self) -> None:

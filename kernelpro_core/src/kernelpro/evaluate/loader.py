@@ -36,6 +36,18 @@ def seed_everything(seed: int) -> None:
         torch.cuda.manual_seed_all(seed)
 
 
+def positional(value: Any, fn: str) -> Any:
+    """``value`` as returned by the problem's ``fn``, which must be a list or tuple of
+    positional arguments. A dict, a string or a tensor would be unpacked with ``*`` without
+    an error (a dict's keys, a string's characters, a tensor's rows) and the model built or
+    called with the wrong arguments, silently or with a puzzling error far from the cause."""
+    if isinstance(value, (dict, str, bytes, torch.Tensor)) or not isinstance(value, (list, tuple)):
+        raise TypeError(f"{fn} returned a {type(value).__name__}: it must return a list (or tuple) of "
+                        f"positional arguments" + (" (keyword arguments are not supported)"
+                                                   if isinstance(value, dict) else ""))
+    return value
+
+
 def make_inputs(problem: types.ModuleType, seed: int, device: str) -> list[Any]:
     """Fresh inputs from ``get_inputs()`` under ``seed``, on ``device``. On a GPU they are
     made there (``torch.device`` as the default device while ``get_inputs`` runs: a
@@ -46,12 +58,12 @@ def make_inputs(problem: types.ModuleType, seed: int, device: str) -> list[Any]:
         seed_everything(seed)
         try:
             with torch.device(device):
-                made = problem.get_inputs()
+                made = positional(problem.get_inputs(), "get_inputs()")
             return [to_device(x, device) for x in made]
         except Exception:
             pass
     seed_everything(seed)
-    return [to_device(x, device) for x in problem.get_inputs()]
+    return [to_device(x, device) for x in positional(problem.get_inputs(), "get_inputs()")]
 
 
 def to_device(x: Any, device: str) -> Any:
@@ -63,10 +75,13 @@ def to_device(x: Any, device: str) -> Any:
 
 
 def build_model(cls: type, problem: types.ModuleType, seed: int, device: str) -> torch.nn.Module:
-    """Construct ``cls(*get_init_inputs())`` after ``seed`` so that reference and candidate
+    """Construct ``cls(*get_init_inputs())`` after ``seed`` (both calls) so that reference and candidate
     create identical parameters when they create them in the same order."""
-    init = problem.get_init_inputs()
+    # seeded before get_init_inputs() too: one that draws tensors (weights passed to the
+    # constructor) drew them from whatever state its process's generator was in, different
+    # for the reference, the candidate and the float64 rebuild of the second opinion
     seed_everything(seed)
+    init = positional(problem.get_init_inputs(), "get_init_inputs()")
     model = cls(*init)
     if isinstance(model, torch.nn.Module):
         model = model.to(device)
