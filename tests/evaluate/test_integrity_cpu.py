@@ -147,6 +147,16 @@ def test_a_number_before_a_tensor_in_the_output(run_eval):
     assert result.verdict is Verdict.CORRECT, (result.verdict, result.reason)
 
 
+def test_numbers_computed_from_the_values_are_checked_when_re_checked(run_eval):
+    # the timed calls' inputs are scaled: their numbers differ from the correctness trials'
+    # (an honest candidate was called a cheater for it); they are compared on the re-checks
+    result = run_eval(honest("value_numbers"), problem("value_numbers"))
+    assert result.verdict is Verdict.CORRECT, (result.verdict, result.reason)
+    result = run_eval(cheater("caches_numbers"), problem("value_numbers"))
+    assert result.verdict is INTEGRITY, (result.verdict, result.reason)
+    assert "re-check" in result.reason or "returned a wrong output" in result.reason, result.reason
+
+
 def test_outputs_kept_and_corrected_along_the_timed_scale_are_caught_on_fresh_sets(run_eval):
     # the re-checks all pass (each timed call's values are a seen set times a factor it reads
     # back); calls on sets drawn after timing, from seeds it cannot know, show its real speed
