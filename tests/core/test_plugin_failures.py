@@ -441,7 +441,7 @@ def test_unknown_collector_is_caught_before_the_run(tmp_path, command):
 # --- the search policy's and the reward's other methods, and constructors ----------------------
 
 MORE_BROKEN = '''
-from kernelpro.api import ROOT, Reward, SearchPolicy, hookimpl
+from kernelpro.api import ROOT, ArchHeuristic, Reward, SearchPolicy, hookimpl
 
 
 class UpdateFails(SearchPolicy):
@@ -481,10 +481,29 @@ class ScoreFails(Reward):
         raise ZeroDivisionError("score exploded")
 
 
+class SelectsNowhere(SearchPolicy):
+    name = "brk_nowhere"
+
+    def select(self, tree, n):
+        return ["nowhere"]  # no node of the tree: the policy's fault, not the generator's
+
+
+class NotesFail(ArchHeuristic):
+    name = "brk_notes"
+
+    def prompt_notes(self, gpu):
+        raise RuntimeError("notes exploded")
+
+
 @hookimpl
 def kernelpro_register_search_policies(register):
-    for cls in (UpdateFails, StateFails, InitFails):
+    for cls in (UpdateFails, StateFails, InitFails, SelectsNowhere):
         register(cls)
+
+
+@hookimpl
+def kernelpro_register_heuristics(register):
+    register(NotesFail)
 
 
 @hookimpl
@@ -500,6 +519,8 @@ def kernelpro_register_rewards(register):
                                 "RuntimeError: state exploded"),
     (("--reward", "brk_score"), "reward 'brk_score' (plugin 'brk2' from brk2-dist) failed in score(): "
                                 "ZeroDivisionError: score exploded"),
+    (("--search", "brk_nowhere"), "search policy 'brk_nowhere' (plugin 'brk2' from brk2-dist) failed in select(): "
+                                  "ValueError: returned 'nowhere', which is no node of the tree"),
 ])
 def test_raising_policy_and_reward_methods_stop_with_one_line(tmp_path, choice, needle):
     env = make_dist(tmp_path, "brk2-dist", {"brk2": MORE_BROKEN})
@@ -599,3 +620,21 @@ def test_a_candidate_whose_score_failed_is_evaluated_again_on_resume(tmp_path):
     resumed = kernelpro("optimize", "--resume", str(run), "--reward", "log_speedup", "--quiet", env=env)
     assert resumed.returncode == 0, resumed.stderr
     assert [r["id"] for r in _records(run)] == ["c0001", "c0002"]
+
+
+def test_a_heuristic_whose_prompt_notes_raise_is_named_once_and_the_run_goes_on(tmp_path):
+    # the notes are gathered for the generator's request, but they are not the generator's
+    # failure: before, three of them ended the run as "generator failed", with nothing evaluated
+    env = make_dist(tmp_path, "brk2-dist", {"brk2": MORE_BROKEN})
+    run = tmp_path / "run"
+    config = tmp_path / "c.yaml"
+    config.write_text(FAST.read_text() + "gpu: H200\n")
+    res = kernelpro("optimize", PROBLEM, "-c", str(config), "--device", "cpu",
+                    "--budget", "2", "--generator", "testplugin_echo", "-o", str(run), env=env)
+    assert res.returncode == 0, res.stderr
+    assert "Traceback" not in res.stderr and "generator testplugin_echo failed" not in res.stderr
+    warnings = [ln for ln in res.stderr.splitlines() if "brk_notes" in ln]
+    assert warnings == ["warning: architecture heuristic 'brk_notes' (plugin 'brk2' from brk2-dist) failed in "
+                        "prompt_notes(): RuntimeError: notes exploded; its notes are left out of the "
+                        "generators' requests"], res.stderr
+    assert len(_records(run)) == 2

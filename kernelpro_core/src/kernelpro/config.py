@@ -514,7 +514,8 @@ def _resolve_profiling(config: Config, plugins: Any, problems: list[str], resolv
     for name, params in config.heuristic_params.items():
         if name not in heuristics:
             avail = ", ".join(sorted(heuristics)) or "none"
-            problems.append(f"heuristic_params.{name}: unknown heuristic {name!r}; available: {avail}")
+            problems.append(f"heuristic_params.{name}: unknown heuristic {name!r}{_failed_hint(plugins, 'heuristic')}"
+                            f"; available: {avail}")
             continue
         try:
             resolved["heuristics"][name] = plugin_settings(heuristics[name], params, f"heuristic_params.{name}")
@@ -562,13 +563,23 @@ def _settings_by_name(plugins: Any, kind: str, human: str, params_by_name: dict[
         where = f"{path}.{name}"
         if name not in classes:
             avail = ", ".join(sorted(classes)) or "none"
-            problems.append(f"{where}: unknown {human} {name!r}{did_you_mean(name, classes)}; available: {avail}")
+            problems.append(f"{where}: unknown {human} {name!r}{_failed_hint(plugins, kind)}"
+                            f"{did_you_mean(name, classes)}; available: {avail}")
             continue
         try:
             settings[name] = plugin_settings(classes[name], params, where)
         except ConfigError as exc:
             problems.extend(exc.problems)
     return settings
+
+
+def _failed_hint(plugins: Any, kind: str) -> str:
+    """Which plugin's registration hook of ``kind`` raised, for a line about an unknown name
+    (a stand-in registry without ``failed_hint``, as in some tests, gives none)."""
+    from kernelpro.plugins import KINDS
+
+    hint = getattr(plugins, "failed_hint", None)
+    return hint(kind) if hint is not None and kind in KINDS else ""
 
 
 def check_plugin_names(config: Config, plugins: Any) -> list[str]:
@@ -581,6 +592,7 @@ def check_plugin_names(config: Config, plugins: Any) -> list[str]:
 
     def unknown(path: str, kind: str, name: str, known: list[str]) -> None:
         hint = f" (install {HINTS[name]})" if name in HINTS else ""
+        hint += _failed_hint(plugins, kind)
         problems.append(f"{path}: unknown {KINDS[kind][1] if kind in KINDS else kind} {name!r}{hint}"
                         f"{did_you_mean(name, known)}; available: {', '.join(sorted(known)) or 'none'}")
 

@@ -388,7 +388,7 @@ class Optimizer:
         self._evaluate_batch(left)
         while len(self.records) < self.config.budget:
             # a raising policy stops the run; tree.json is the one saved after the last batch
-            parents = self._policy("select", self.tree, self.config.parallel)
+            parents = self._select()
             if not parents:
                 self.stopped_because = "search exhausted"
                 break
@@ -573,9 +573,7 @@ class Optimizer:
         notes: list[str] = []
         if self.gpu is not None:
             for h in self.plugins.heuristics():
-                inst = h(self.heuristic_settings.get(h.name))
-                if inst.applies(self.gpu):
-                    notes.extend(inst.prompt_notes(self.gpu))
+                notes.extend(self._prompt_notes(h))
         return GenerationRequest(
             problem=self.problem,
             n=getattr(self.generator.settings, "candidates_per_expansion", 1),
@@ -594,6 +592,27 @@ class Optimizer:
             inputs=self._inputs(),
             goal=self._goal(),
         )
+
+    def _prompt_notes(self, heuristic: Any) -> list[str]:
+        """One heuristic's notes for generators. One that raises or returns anything but a
+        list of strings is named once and left out of the prompts: it is not the generator's
+        failure, and the run goes on (as for a heuristic that raises in ``advise()``)."""
+        try:
+            inst = heuristic(self.heuristic_settings.get(heuristic.name))
+            if not inst.applies(self.gpu):
+                return []
+            got = inst.prompt_notes(self.gpu)
+            if not isinstance(got, (list, tuple)) or not all(isinstance(n, str) for n in got):
+                raise TypeError(f"returned {type(got).__name__}, expected a list of strings")
+            return list(got)
+        except Exception as exc:
+            warned = self.__dict__.setdefault("_notes_warned", set())
+            if heuristic.name not in warned:
+                warned.add(heuristic.name)
+                self.progress.warning(f"{self.plugins.provider('heuristic', heuristic.name)} failed in prompt_notes(): "
+                                      f"{type(exc).__name__}: {_first_line(str(exc))}; its notes are left out of "
+                                      f"the generators' requests")
+            return []
 
     def _goal(self) -> str:
         """The reward's objective for generators; a reward whose ``goal()`` fails is named once
@@ -854,6 +873,20 @@ class Optimizer:
             return getattr(self.policy, method)(*args)
         except Exception as exc:
             raise PluginFailed(self.plugins.provider("search", self.policy.name), f"{method}()", exc) from None
+
+    def _select(self) -> list[str]:
+        """The policy's ``select()``, checked: a list of ids of nodes in the tree. Anything else
+        would fail later, in the generator's request, and be blamed on the generator."""
+        parents = self._policy("select", self.tree, self.config.parallel)
+        try:
+            if not isinstance(parents, (list, tuple)):
+                raise TypeError(f"returned {type(parents).__name__}, expected a list of node ids")
+            for node_id in parents:
+                if not isinstance(node_id, str) or node_id not in self.tree:
+                    raise ValueError(f"returned {node_id!r}, which is no node of the tree")
+        except Exception as exc:
+            raise PluginFailed(self.plugins.provider("search", self.policy.name), "select()", exc) from None
+        return list(parents)
 
     def _score(self, result: EvalResult, context: RewardContext) -> float:
         try:

@@ -66,6 +66,13 @@ KINDS: dict[str, tuple[str, str]] = {
     "executor": ("kernelpro_register_executors", "executor"),
 }
 
+# kind -> the class of kernelpro.api a registered class must subclass
+BASES: dict[str, type] = {
+    "generator": Generator, "search": SearchPolicy, "reward": Reward, "classifier": BottleneckClassifier,
+    "micro_profiler": MicroProfiler, "collector": Collector, "analyzer": Analyzer, "measurement": Measurement,
+    "heuristic": ArchHeuristic, "llm_tool": LLMTool, "executor": Executor,
+}
+
 # Names whose plugin usually comes from a separate distribution, for hints.
 HINTS = {
     "roofline": "kernelpro-plugins-ncu",
@@ -182,7 +189,7 @@ class Plugins:
             self.pm.check_pending()
         except pluggy.PluginValidationError as exc:
             name = (self.pm.get_name(exc.plugin) if getattr(exc, "plugin", None) is not None else None) or "?"
-            raise PluginError(f"plugin {name!r}: {_first_line(str(exc))}") from None
+            raise PluginError(f"plugin {name!r}: {_error_text(exc)}") from None
         self._registry: dict[str, dict[str, Registration]] | None = None
         self._gpu_specs: list[tuple[GpuSpec, str]] | None = None
         #: warnings so far (duplicate or tied GPU specs, a failing GPU-spec hook)
@@ -220,7 +227,7 @@ class Plugins:
                 if incompatible is None:
                     self.pm.register(obj, name=ep.name)
             except Exception as exc:  # reported, never swallowed
-                err = f"{type(exc).__name__}: {_first_line(str(exc))}"
+                err = f"{type(exc).__name__}: {_error_text(exc)}"
                 self.infos.append(PluginInfo(name=ep.name, distribution=dist_name, version=version,
                                              module=ep.value, hooks=(), error=err))
                 continue
@@ -263,6 +270,13 @@ class Plugins:
                     name = getattr(obj, "name", None)
                     if not isinstance(name, str) or not name:
                         raise PluginError(f"registered a {_human} without a name: {obj!r}")
+                    base = BASES.get(_kind)
+                    if base is not None and not (isinstance(obj, type) and issubclass(obj, base)):
+                        # core constructs it with its settings: an instance, or a class of
+                        # another shape, would fail only when used, far from the plugin
+                        what = f"a {type(obj).__name__} instance" if not isinstance(obj, type) else f"class {obj.__name__}"
+                        raise PluginError(f"registered {name!r} as a {_human}, but it is {what}, not a subclass "
+                                          f"of kernelpro.api.{base.__name__}")
                     _staged.append(Registration(_kind, name, obj, _plugin, _dist))
 
                 try:
@@ -328,13 +342,20 @@ class Plugins:
             human = KINDS[kind][1]
             available = ", ".join(sorted(regs)) or "none"
             hint = f" (install {HINTS[name]})" if name in HINTS else ""
-            failed = [f.plugin for f in self.hook_failures if f.hook == KINDS[kind][0]]
-            if failed:
-                hint += f" (plugin {', '.join(repr(p) for p in failed)} failed in {KINDS[kind][0]})"
+            hint += self.failed_hint(kind)
             from kernelpro.config import did_you_mean
 
             raise UnknownName(f"unknown {human} {name!r}{hint}{did_you_mean(name, regs)}; available: {available}")
         return regs[name]
+
+    def failed_hint(self, kind: str) -> str:
+        """For a line about an unknown name of ``kind``: the plugins whose registration hook
+        of that kind raised (what they register there is left out), e.g. " (plugin 'x'
+        failed in kernelpro_register_classifiers)"; "" when none did."""
+        failed = [f.plugin for f in self.hook_failures if f.hook == KINDS[kind][0]]
+        if not failed:
+            return ""
+        return f" (plugin {', '.join(repr(p) for p in failed)} failed in {KINDS[kind][0]})"
 
     # typed façade ------------------------------------------------------------------------
     def generator(self, name: str) -> type[Generator]:
@@ -419,8 +440,13 @@ class Plugins:
     def resolve_gpu(self, device_name: str, arch: str) -> GpuSpec | None:
         """The ceilings for a device: a plugin's override (calibration), else the
         registered spec that matches it best (rule in :func:`kernelpro.gpus.choose`)."""
-        override = self.call_first("kernelpro_resolve_gpu_spec", device_name=device_name, arch=arch)
-        if override is not None:
+        first = self.call_first("kernelpro_resolve_gpu_spec", device_name=device_name, arch=arch)
+        if first is not None:
+            override, plugin_name = first
+            if not isinstance(override, GpuSpec):  # else it fails later, blamed on whoever reads it
+                raise PluginFailed(f"plugin {plugin_name!r}", "kernelpro_resolve_gpu_spec",
+                                   TypeError(f"returned {type(override).__name__}, expected a GpuSpec or None"),
+                                   plugin=plugin_name)
             return override
         spec, warning = gpus.choose(self.gpu_specs(), device_name, arch)
         if warning:
@@ -469,19 +495,34 @@ class Plugins:
         return self.pm.hook
 
     def register_commands(self, cli: Any) -> None:
-        # one plugin whose commands fail to register must not take the command line down
-        for impl in reversed(self.pm.hook.kernelpro_register_commands.get_hookimpls()):
+        # one plugin whose commands fail to register must not take the command line down;
+        # nor may it replace a command that is already there (core's own, or an earlier
+        # plugin's): click would let it, silently. Core's plugins register first.
+        impls = list(reversed(self.pm.hook.kernelpro_register_commands.get_hookimpls()))
+        impls.sort(key=lambda impl: not (self.pm.get_name(impl.plugin) or "").startswith("core_"))
+        for impl in impls:
+            plugin_name = self.pm.get_name(impl.plugin) or "?"
+            before = dict(getattr(cli, "commands", {}))
             try:
                 impl.function(cli=cli)
             except Exception as exc:
-                plugin_name = self.pm.get_name(impl.plugin) or "?"
-                self.hook_failures.append(HookFailure(
-                    plugin_name, self._dist_of.get(plugin_name, (None, None))[0], "kernelpro_register_commands",
-                    f"{type(exc).__name__}: {_first_line(str(exc))}"))
+                error = f"{type(exc).__name__}: {_first_line(str(exc))}"
+            else:
+                replaced = sorted(n for n, c in before.items() if cli.commands.get(n) is not c)
+                if not replaced:
+                    continue
+                error = (f"it registers the command{'s' if len(replaced) > 1 else ''} "
+                         f"{', '.join(repr(n) for n in replaced)}, which already exist{'s' if len(replaced) == 1 else ''}")
+            if hasattr(cli, "commands"):  # what it added in that call is left out, the rest kept
+                cli.commands.clear()
+                cli.commands.update(before)
+            self.hook_failures.append(HookFailure(
+                plugin_name, self._dist_of.get(plugin_name, (None, None))[0], "kernelpro_register_commands", error))
 
-    def call_first(self, hook: str, **kwargs: Any) -> Any:
+    def call_first(self, hook: str, **kwargs: Any) -> tuple[Any, str] | None:
         """A firstresult hook called as pluggy would (last registered first, first non-None
-        wins), but a plugin that raises ends in :class:`PluginFailed` naming it."""
+        wins), but a plugin that raises ends in :class:`PluginFailed` naming it. Returns the
+        value with the name of the plugin that returned it, or None."""
         for impl in reversed(getattr(self.pm.hook, hook).get_hookimpls()):
             plugin_name = self.pm.get_name(impl.plugin) or "?"
             try:
@@ -489,7 +530,7 @@ class Plugins:
             except Exception as exc:
                 raise PluginFailed(f"plugin {plugin_name!r}", hook, exc, plugin=plugin_name) from None
             if value is not None:
-                return value
+                return value, plugin_name
         return None
 
     def describe(self) -> list[dict[str, Any]]:
@@ -540,6 +581,15 @@ def _api_problem(obj: Any) -> str | None:
     """Why ``obj`` (a plugin module or object) is not for this core's API, or None."""
     declared = getattr(obj, "KERNELPRO_API_VERSION", None)
     return None if declared is None else api_version_problem(declared)
+
+
+def _error_text(exc: BaseException) -> str:
+    """An exception's message on one line: the first line, except for pluggy's validation
+    errors, whose first line names only the hook and whose later lines say what is wrong
+    (e.g. an argument the hook does not have): those are joined."""
+    if isinstance(exc, pluggy.PluginValidationError):
+        return "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+    return _first_line(str(exc))
 
 
 def _first_line(text: str) -> str:

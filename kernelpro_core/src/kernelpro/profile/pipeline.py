@@ -41,7 +41,7 @@ from kernelpro.api import (
 )
 from kernelpro import progress
 from kernelpro.plugins import PluginFailed, Plugins, UnknownName, _first_line
-from kernelpro.records import Analysis, Bottleneck, Finding, ProfileData, to_json
+from kernelpro.records import BOTTLENECK_KINDS, Analysis, Bottleneck, Finding, ProfileData, to_json
 
 SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2, "info": 3}
 
@@ -97,7 +97,14 @@ class Profiler:
         classifier = self.classifier
         assert classifier is not None  # called only when a classifier is configured
         try:
-            return classifier.classify(profiles, context)
+            verdict = classifier.classify(profiles, context)
+            if verdict is not None and not isinstance(verdict, Bottleneck):
+                # a wrong return would fail later, in core, as an internal error naming no plugin
+                raise TypeError(f"returned {type(verdict).__name__}, expected a Bottleneck or None")
+            if verdict is not None and verdict.kind not in BOTTLENECK_KINDS:
+                raise ValueError(f"returned a Bottleneck of kind {verdict.kind!r}, expected one of "
+                                 f"{', '.join(BOTTLENECK_KINDS)}")
+            return verdict
         except Exception as exc:
             raise PluginFailed(self.plugins.provider("classifier", classifier.name), "classify()", exc) from None
 
@@ -234,7 +241,7 @@ class Profiler:
         for h in self.heuristics:
             if h.applies(context.gpu):
                 try:
-                    findings.extend(h.advise(bottleneck, profiles, context))
+                    findings.extend(_findings(h.advise(bottleneck, profiles, context)))
                 except Exception as exc:
                     notes.append(f"heuristic {h.name} failed: {type(exc).__name__}: {exc}")
         return findings
@@ -288,6 +295,17 @@ def no_gpu_notes(plugins: Plugins, what: str, only: Iterable[str] | None = None,
             f"are not consulted; {hint}"]
 
 
+def _findings(got: Any) -> list[Finding]:
+    """What a micro-profiler or heuristic returned, checked to be a list of findings: anything
+    else would fail later, in core (sorting, the report), as an error that names no plugin."""
+    if not isinstance(got, (list, tuple)):
+        raise TypeError(f"returned {type(got).__name__}, expected a list of Finding")
+    for item in got:
+        if not isinstance(item, Finding):
+            raise TypeError(f"returned a list holding {type(item).__name__}, expected Finding")
+    return list(got)
+
+
 def run_micro_profilers(gated: list[MicroProfiler], profiles: dict[str, ProfileData], bottleneck: Any,
                         context: ProfileContext, notes: list[str]) -> list[Finding]:
     findings: list[Finding] = []
@@ -296,7 +314,7 @@ def run_micro_profilers(gated: list[MicroProfiler], profiles: dict[str, ProfileD
         if profile is None:
             continue
         try:
-            findings.extend(m.analyze(profile, bottleneck, context))
+            findings.extend(_findings(m.analyze(profile, bottleneck, context)))
         except Exception as exc:  # a broken micro-profiler must not end the run
             notes.append(f"micro-profiler {m.name} failed: {type(exc).__name__}: {exc}")
     return findings
