@@ -103,3 +103,8 @@ def problem(name: str) -> Path:
 
 
 os.environ.setdefault("PYTHONDONTWRITEBYTECODE", "1")
+
+
+def wrong(name: str) -> Path:
+    """Candidates that compute a wrong result without trying to cheat a check."""
+    return HERE / "wrong" / f"{name}.py"

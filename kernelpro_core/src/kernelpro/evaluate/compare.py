@@ -334,7 +334,7 @@ def sampled_values(sampled: Any) -> list[Any]:
 
 def read_back(leaves: list[dict[str, Any]], exported: list[bool], ref_out: Any, views: list[Any],
               device_type: str | None = None, reference: bool = False,
-              check_values: bool = True) -> tuple[Comparison | None, Any]:
+              check_values: bool = True, alias_ok: bool = False) -> tuple[Comparison | None, Any]:
     """A candidate's output as its harness described it (``leaves``, in :func:`flatten`
     order, see :func:`kernelpro.evaluate.transport.describe_output`) and copied into the
     judge's buffers (``views``, one per reference output tensor; ``exported[i]``: whether
@@ -346,7 +346,8 @@ def read_back(leaves: list[dict[str, Any]], exported: list[bool], ref_out: Any, 
     of its structure: its non-tensor values are taken as described, and it may return (a
     view of) its input. ``check_values`` False: the candidate's non-tensor values are taken as
     described too (their type still checked), for a call on other inputs than ``ref_out``'s
-    whose output is compared later."""
+    whose output is compared later. ``alias_ok``: the candidate may return (a view of) an
+    input, as the reference does."""
     refs = flatten(ref_out)
     if len(leaves) != len(refs):
         return Comparison(False, f"expected {len(refs)} output(s), got {len(leaves)}"), None
@@ -386,7 +387,7 @@ def read_back(leaves: list[dict[str, Any]], exported: list[bool], ref_out: Any, 
             return Comparison(False, f"{where}: shape {tuple(t.get('shape') or ())} != reference {tuple(r.shape)}"), None
         if t.get("dtype") != str(r.dtype).replace("torch.", ""):
             return Comparison(False, f"{where}: dtype torch.{t.get('dtype')} != reference {r.dtype}"), None
-        if t.get("alias") and not reference:
+        if t.get("alias") and not (reference or alias_ok):
             return Comparison(False, f"{where}: output shares memory with an input", integrity=True), None
         if i >= len(exported) or not exported[i]:
             return Comparison(False, f"{where}: the candidate's process did not hand the output back",

@@ -37,7 +37,7 @@ from kernelpro.evaluate import policy, transport
 from kernelpro.evaluate.compile import install_build_hooks, trim_compiler_log
 from kernelpro.evaluate.guard import backend_flags, set_default_precision, set_reference_precision
 from kernelpro.evaluate.interpret import prepare_interpreter
-from kernelpro.evaluate.loader import build_model, load_module
+from kernelpro.evaluate.loader import build_model, load_module, seed_everything
 from kernelpro.evaluate.protocol import FD_ENV, Channel, Closed
 from kernelpro.evaluate.timing import EventTimer
 CANDIDATE_MODULE = "kernelpro_candidate"
@@ -102,6 +102,25 @@ def classify_runtime(exc: BaseException, prefix: str) -> Failure:
     if is_cuda_error(exc):
         return Failure("cuda_error", prefix + one_line(exc))
     return Failure("runtime_error", prefix + one_line(exc))
+
+
+# submodules whose forward depends on training mode, named in the eval-mode flag's message
+_MODE_DEPENDENT = (torch.nn.modules.dropout._DropoutNd, torch.nn.modules.batchnorm._NormBase, torch.nn.RReLU)
+
+
+def _close(a: Any, b: Any) -> bool:
+    """Whether two outputs of the reference agree (same structure; floating tensors within
+    1e-3 relative, 1e-5 absolute, NaN equal to NaN; the rest exactly)."""
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)) or a.shape != b.shape \
+                or a.dtype != b.dtype:
+            return False
+        if a.is_floating_point() or a.is_complex():
+            return bool(torch.allclose(a, b, rtol=1e-3, atol=1e-5, equal_nan=True))
+        return bool(torch.equal(a, b))
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b))
+    return bool(a == b) if type(a) is type(b) else False
 
 
 def candidate_threads() -> list[str]:
@@ -300,6 +319,32 @@ class Harness:
         work = bounds.estimate(self.models["main"], self.inputs, out, int(msg["l2_bytes"]),
                                flops=float(known) if known is not None else None)
         return {"ok": True, "flops": work.flops, "bytes_min": work.bytes_min, "dtype": work.dtype}
+
+    def op_mode_check(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """Whether the reference computes otherwise in training mode (the evaluator judges
+        models in eval mode): a second reference built as the first, in training mode, called
+        on the current inputs under the same seed as the reference. ``modules``: the kinds of
+        its submodules known to behave differently, for the message."""
+        self._reference_only()
+        model = self.models.get("main")
+        if not isinstance(model, torch.nn.Module):
+            return {"ok": True, "differs": False, "modules": []}
+        kinds = sorted({type(m).__name__ for m in model.modules() if isinstance(m, _MODE_DEPENDENT)})
+        trained: Any = None
+        a: Any = None
+        b: Any = None
+        try:
+            trained = build_model(self.problem.Model, self.problem, self.seed, self.device).train()
+            seed_everything(self.seed)
+            a = trained(*self.inputs)
+            seed_everything(self.seed)
+            b = model(*self.inputs)
+            differs = not _close(a, b)
+        except Exception as exc:  # the flag is information: a model that cannot run in training mode gets none
+            return {"ok": True, "differs": None, "modules": kinds, "error": one_line(exc)[:300]}
+        finally:
+            trained = a = b = None
+        return {"ok": True, "differs": differs, "modules": kinds}
 
     def _reference_only(self) -> None:
         if self.role != "reference":

@@ -193,6 +193,10 @@ class Judge:
         self.device: str = job["device"]
         self.cuda = self.device.startswith("cuda")
         self.seed = int(job["seed"])
+        # whether the reference writes into its inputs / returns (a view of) one (a candidate may too)
+        self.ref_writes_inputs = False
+        self.ref_inputs_after: dict[int, list[torch.Tensor]] = {}  # trial -> its inputs after the reference's call
+        self.ref_aliases = False
         self.workdir = Path(job["workdir"])
         self.flags: list[str] = []
         self.notes: dict[str, float] = {}
@@ -303,7 +307,8 @@ class Judge:
         if not isinstance(exported, list):
             exported = []
         return cmp.read_back(leaves, [bool(x) for x in exported], ref_out, views, torch.device(self.device).type,
-                             reference=reference, check_values=check_values)
+                             reference=reference, check_values=check_values,
+                             alias_ok=self.ref_aliases)
 
     def sync(self) -> None:
         if self.cuda:
@@ -444,6 +449,15 @@ class Judge:
             err, out = self.read_back(answer, self.ref_example, self.ref_views, reference=True)
             if err is not None:
                 raise Fail(Verdict.PROBLEM_ERROR, f"the reference's output cannot be read back: {err.message}")
+            # what the reference does to its inputs a candidate may do too: write into them,
+            # return (a view of) one of them
+            if not inp.unchanged(values, self.ref_in):  # the inputs as it left them: part of its result
+                self.ref_writes_inputs = True
+                self.ref_inputs_after[len(self.ref_outs)] = [t.clone() for t in self.ref_in]
+            if not self.ref_aliases:
+                self.ref_aliases = any(isinstance(leaf, dict) and isinstance(leaf.get("tensor"), dict)
+                                       and bool(leaf["tensor"].get("alias"))
+                                       for leaf in transport.output_leaves(answer.get("out")))
             self.sync()
             lap("read_back")
             if other and not all(torch.isfinite(x).all() for x in cmp.tensors(out) if x.is_floating_point()):
@@ -461,6 +475,7 @@ class Judge:
 
         for values in self.input_sets:
             one(values)
+        self.check_reference_repeats()
         if self.ev.get("other_distribution", True):
             values = inp.other_distribution(self.draw_inputs(self.seed + 1000), self.seed + 1000)
             self.sync()
@@ -472,6 +487,37 @@ class Judge:
             float(sum(o is not None for o in self.ref_outs))
         self.notes["reference_call_s"] = self.ref_call_s
         self.notes.update({f"ref_outputs_{part}_s": v for part, v in split.items()})
+
+    def check_reference_repeats(self) -> None:
+        """The reference called again on the first trial's inputs must give the same output
+        (within the tolerance: atomics may reorder sums): a reference that draws random
+        numbers in its forward, or changes its own state between calls, has no output a
+        candidate can be checked against (and the float64 second opinion, which draws other
+        numbers, would pass anything). Then whether it computes otherwise in training mode:
+        models are judged in eval mode, and the flag says so where that matters."""
+        kept = self.ref_outs[0] if self.ref_outs else None
+        if kept is not None or not cmp.tensors(self.ref_example):  # kept, or nothing to keep (None)
+            again = self.reference_on(self.input_sets[0], 0.0, "the reference's forward, repeated")
+            c = cmp.compare(again, kept, self.tols, torch.device(self.device).type)
+            self.sync()
+            if not c.ok:
+                raise Fail(Verdict.PROBLEM_ERROR, f"the reference is not deterministic: called twice on the same "
+                           f"inputs, its outputs differ ({c.message}); no candidate can be checked against it "
+                           f"(random numbers drawn in forward, or state that changes between calls)")
+        else:
+            self.flags.append("reference_repeat_unchecked: the first trial's output was not kept (memory)")
+        if self.ref_writes_inputs:
+            self.flags.append("reference_writes_inputs: the reference writes into its inputs; candidates may too")
+        inp.fill(self.ref_in, self.input_sets[0])
+        self.sync()
+        assert self.ref is not None
+        answer = self.ask(self.ref, {"op": "mode_check"}, max(float(self.ev["first_call_timeout_s"]),
+                                                              2 * self.call_limit()), "the reference in training mode")
+        if answer.get("differs"):
+            kinds = [str(k)[:60] for k in answer.get("modules") or []][:6]
+            self.flags.append("eval_mode: the model computes otherwise in training mode "
+                              f"({', '.join(kinds) if kinds else 'its forward reads self.training'}); "
+                              "reference and candidate are judged in eval mode (docs/evaluation.md)")
 
     def trial_reference(self, t: int) -> Any:
         """The reference's output for trial ``t``: the kept copy, or the reference called again
@@ -638,7 +684,18 @@ class Judge:
                 raise self.fail(Verdict.INTEGRITY if err.integrity else Verdict.INCORRECT, f"{label}: {err.message}",
                                 correctness=None if err.integrity else CorrectnessResult(False, t + 1, None, None,
                                                                                         err.message))
-            if not inp.unchanged(values, self.cand_in):
+            after = self.ref_inputs_after.get(t)
+            if after is not None:
+                # the reference wrote into these inputs: the candidate leaves them as the reference
+                # did, or (when the reference also returns a tensor, its result) untouched
+                c_in = cmp.compare(list(self.cand_in), after, self.tols, torch.device(self.device).type)
+                if not c_in.ok and cmp.tensors(self.ref_example) and inp.unchanged(values, self.cand_in):
+                    c_in = cmp.Comparison(True)
+                if not c_in.ok:
+                    raise self.fail(Verdict.INCORRECT, f"{label}: its inputs after the call differ from the "
+                                    f"reference's, which writes into them: {c_in.message}",
+                                    correctness=CorrectnessResult(False, t + 1, None, None, c_in.message))
+            elif not inp.unchanged(values, self.cand_in):
                 raise self.fail(Verdict.INTEGRITY, f"{label}: the candidate modified its inputs")
             c = cmp.compare(out, ref_out, self.tols, torch.device(self.device).type)
             if not c.ok and c.integrity:
