@@ -178,3 +178,31 @@ def test_an_unknown_name_in_the_profiling_config_names_the_failed_registration_h
     (line,) = check_plugin_names(config, plugins)
     assert "unknown bottleneck classifier 'mine_classifier' (plugin 'mine' failed in " \
            "kernelpro_register_classifiers)" in line
+
+
+def test_a_run_whose_generator_proposes_nothing_says_why(tmp_path):
+    """A run that ends without a candidate names the generator and its reason (API 1.6's
+    Generator.why_nothing), not a bare "search exhausted"."""
+    from kernelpro.api import Generator
+    from kernelpro.loop import Optimizer
+
+    class Nothing(Generator):
+        name = "nothing"
+
+        def generate(self, request):
+            return []
+
+        def why_nothing(self, request):
+            return "no template for a model of this shape\nsecond line dropped"
+
+    opt = Optimizer.__new__(Optimizer)
+    opt.generator = Nothing(None)
+    opt._request = lambda parent_id: None
+    assert opt._why_nothing("root") == "no template for a model of this shape"
+
+    class Raises(Nothing):
+        def why_nothing(self, request):
+            raise RuntimeError("boom")
+
+    opt.generator = Raises(None)
+    assert opt._why_nothing("root") == ""

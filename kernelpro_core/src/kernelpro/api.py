@@ -41,7 +41,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from kernelpro.problem import Problem
 
 #: the API's version, "MAJOR.MINOR" (see the module's docstring)
-API_VERSION = "1.5"
+API_VERSION = "1.6"
 
 
 @attrs.frozen
@@ -126,6 +126,12 @@ class Generator(Plugin):
     @abc.abstractmethod
     def generate(self, request: GenerationRequest) -> list[CandidateDraft]:
         """Return up to ``request.n`` drafts; an empty list means nothing left to try."""
+
+    def why_nothing(self, request: GenerationRequest) -> str:
+        """Why :meth:`generate` returned no draft for ``request``, in one line (e.g. the
+        problem is of no form the generator knows), or "" to say nothing (API 1.6). Asked
+        when a run ends without a candidate, for its stop reason."""
+        return ""
 
 
 class GenerationBudgetExhausted(Exception):

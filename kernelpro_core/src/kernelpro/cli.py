@@ -270,6 +270,8 @@ def _print_run_summary(summary: dict[str, Any], run_path: Path, noisy_cv: float,
             head += f"; {KEEP_REFERENCE}"
     else:
         head = "no correct candidate"
+        if not summary["evaluated"] and summary.get("stopped_because"):
+            head += f" ({summary['stopped_because']})"
     click.echo(f"{summary['evaluated']} candidates, {summary['correct']} correct; {head}; "
                f"report: {run_path / 'report.md'}")
 

@@ -227,6 +227,7 @@ class Optimizer:
         self.executor: Executor = executor
         self._started = False
         self.generator_failures = 0
+        self.empty_reason = ""  # the generator's word on why it proposed nothing (a run without candidates)
         self.measurements = resolved["measurements"]
         self.heuristic_settings = resolved["heuristics"]
         self.gpu = gpu_spec(plugins, device, config.gpu)
@@ -391,6 +392,9 @@ class Optimizer:
             parents = self._select()
             if not parents:
                 self.stopped_because = "search exhausted"
+                if not self.records:  # nothing was ever proposed: say what the generator said
+                    self.stopped_because += (f": generator {self.generator.name} proposed no candidate"
+                                             + (f" ({self.empty_reason})" if self.empty_reason else ""))
                 break
             batch: list[dict[str, Any]] = []
             for parent_id in parents:
@@ -421,6 +425,8 @@ class Optimizer:
                     continue
                 self.generator_failures = 0
                 if not drafts:
+                    if not self.records and not batch and not self.empty_reason:
+                        self.empty_reason = self._why_nothing(parent_id)
                     self._policy("release", self.tree, parent_id)
                     continue
                 for draft in drafts:
@@ -887,6 +893,15 @@ class Optimizer:
         except Exception as exc:
             raise PluginFailed(self.plugins.provider("search", self.policy.name), "select()", exc) from None
         return list(parents)
+
+    def _why_nothing(self, parent_id: str) -> str:
+        """The generator's one line on why it proposed nothing (``Generator.why_nothing``);
+        "" when it says nothing, or fails to (the stop reason is then the plain one)."""
+        try:
+            why = self.generator.why_nothing(self._request(parent_id))
+        except Exception:
+            return ""
+        return _first_line(why)[:300] if isinstance(why, str) else ""
 
     def _score(self, result: EvalResult, context: RewardContext) -> float:
         try:

@@ -146,6 +146,12 @@ class ExpertGenerator(Generator):
                      for child in moves.apply(move, rid, start)]
         return pool
 
+    def why_nothing(self, request: GenerationRequest) -> str:
+        rec = self.recognition(request.problem.source, request.problem.digest)
+        if not rec.ok:
+            return f"no kernel template fits the problem: {rec.reason}"
+        return "every variant its templates offer for this problem was tried"
+
     def generate(self, request: GenerationRequest) -> list[CandidateDraft]:
         rec = self.recognition(request.problem.source, request.problem.digest)
         if not rec.ok:
