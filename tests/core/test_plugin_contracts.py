@@ -206,3 +206,22 @@ def test_a_run_whose_generator_proposes_nothing_says_why(tmp_path):
 
     opt.generator = Raises(None)
     assert opt._why_nothing("root") == ""
+
+
+@pytest.mark.parametrize("value", [float("nan"), "fast", None])
+def test_a_reward_that_scores_nan_or_no_number_is_named(value):
+    """A NaN reward would poison every comparison of the search from then on."""
+    from kernelpro.api import Reward
+    from kernelpro.loop import Optimizer
+
+    class Bad(Reward):
+        name = "bad"
+
+        def score(self, result, context):
+            return value
+
+    opt = Optimizer.__new__(Optimizer)
+    opt.reward = Bad(None)
+    opt.plugins = Plugins(entry_points=False)
+    with pytest.raises(PluginFailed, match="score"):
+        opt._score(None, None)

@@ -8,6 +8,7 @@ tree is rebuilt from ``tree.json`` plus any records it had not caught up with.
 
 from __future__ import annotations
 
+import math
 import random
 import shutil
 import sys
@@ -905,7 +906,10 @@ class Optimizer:
 
     def _score(self, result: EvalResult, context: RewardContext) -> float:
         try:
-            return float(self.reward.score(result, context))
+            value = float(self.reward.score(result, context))
+            if math.isnan(value):  # it would poison every comparison of the search from here on
+                raise ValueError("returned NaN")
+            return value
         except Exception as exc:
             raise PluginFailed(self.plugins.provider("reward", self.reward.name), "score()", exc) from None
 
