@@ -75,6 +75,8 @@ def test_failing_plugin_is_reported_with_distribution():
     test = {p["name"]: p for p in json.loads(res.stdout)}["testplugin"]
     assert test["error"].startswith("ImportError: kernelpro_testplugin was asked to fail")
     assert "plugin 'testplugin' from kernelpro-testplugin failed to load" in res.stderr
+    # and what to do about it, as every plugin failure line says
+    assert "block it with KERNELPRO_BLOCK_PLUGINS=testplugin" in res.stderr
 
 
 def test_block_by_environment():

@@ -23,7 +23,7 @@ from typing import Any
 import click
 
 from kernelpro import config as cfg
-from kernelpro.plugins import PluginError, PluginFailed, Plugins
+from kernelpro.plugins import BLOCK_ENV, PluginError, PluginFailed, Plugins
 
 EXIT_FAIL = 1
 EXIT_USAGE = 2
@@ -66,7 +66,8 @@ def load_plugins(block: list[str] | tuple[str, ...] = (), check: bool = True, co
             raise Abort(str(exc)) from None
         for failure in plugins.failures:
             click.echo(f"warning: plugin {failure.name!r} from {failure.distribution or '?'} failed to load: "
-                       f"{failure.error}", err=True)
+                       f"{failure.error}; it is left out (fix, upgrade or uninstall it, or block it with "
+                       f"{BLOCK_ENV}={failure.name})", err=True)
         _PLUGINS[key] = plugins
     if collect and key not in _COLLECTED:
         _PLUGINS[key].collect()
