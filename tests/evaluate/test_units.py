@@ -580,6 +580,9 @@ def test_degenerate_flags_from_outputs_seen_one_at_a_time(kept):
     late = _watched([torch.full((64,), 2.0), torch.full((64,), 2.0), torch.randn(64)], kept)
     assert late.equal_trials and not late.equal
     assert any("does not depend" in f for f in late.flags())
+    # one value per output (a loss, a 0-dim sum) is its own mean: not flagged as constant
+    scalar = _watched([torch.randn(()) + 3.0 + t for t in range(3)], kept)
+    assert scalar.flags() == [], scalar.flags()
 
 
 def test_compare_to_exact_keeps_the_reference_s_nan_and_inf_exact():
