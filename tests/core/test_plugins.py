@@ -105,3 +105,13 @@ def test_settings_class_validates_plugin_params():
     with pytest.raises(ConfigError) as exc:
         plugin_settings(P, {"k": "x"}, "generator.params")
     assert exc.value.problems == ["generator.params.k: expected float, got 'x'"]
+
+
+def test_text_listing_shows_what_a_plugin_adds_besides_named_things():
+    # a plugin that only adds commands, report sections or observers listed nothing under
+    # its name in text mode (--json listed its hooks)
+    res = kernelpro("plugins")
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("core_bench "))
+    assert lines[at + 1].strip() == "hooks: kernelpro_register_commands", lines[at:at + 3]

@@ -638,6 +638,11 @@ def plugins_cmd(as_json: bool) -> None:
             click.echo(f"{p['name']}  [{p['distribution'] or '-'} {p['version'] or ''}]{status}")
             for kind, names in p["registers"].items():
                 click.echo(f"    {kind}: {', '.join(names)}")
+            # what it adds besides named things: commands, report sections, observers, ...
+            others = [h for h in p["hooks"] if h == "kernelpro_register_commands"
+                      or not h.startswith("kernelpro_register_")]
+            if others:
+                click.echo(f"    hooks: {', '.join(others)}")
     conflicts = plugins.conflict_lines()
     if conflicts:
         _err(conflicts)
