@@ -136,3 +136,14 @@ def test_missing_api_key_is_one_line_and_exit_2(tmp_path):
     assert "ANTHROPIC_API_KEY is not set" in res.stderr
     assert "Traceback" not in res.stderr
     assert not (tmp_path / "r").exists()
+
+
+def test_one_config_problem_is_one_error_line(tmp_path):
+    # a plugin's unknown parameter was followed by a second line, "error: invalid configuration"
+    cfg = tmp_path / "bad.yaml"
+    cfg.write_text("search: {name: greedy, params: {no_such_key: 1}}\n")
+    res = kernelpro("optimize", PROBLEM, "-c", str(cfg), "-o", str(tmp_path / "run"), "--device", "cpu")
+    assert res.returncode == 2, res.stderr
+    errors = [ln for ln in res.stderr.splitlines() if ln.startswith("error:")]
+    assert errors == ["error: search.params.no_such_key: unknown key"], res.stderr
+    assert not (tmp_path / "run").exists()

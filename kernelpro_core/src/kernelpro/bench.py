@@ -616,7 +616,7 @@ def kernelpro_register_commands(cli):
         import time
 
         from kernelpro import config as cfg
-        from kernelpro.cli import Abort, _err, load_config_or_abort, load_plugins
+        from kernelpro.cli import Abort, config_abort, load_config_or_abort, load_plugins
         from kernelpro.loop import RunError, resolve_device
 
         try:
@@ -644,8 +644,7 @@ def kernelpro_register_commands(cli):
         try:
             cfg.validate(config, plugins)
         except cfg.ConfigError as exc:
-            _err(exc.problems)
-            raise Abort("invalid configuration") from None
+            raise config_abort(exc.problems) from None
         try:
             dev = resolve_device(config.device)
         except RunError as exc:  # --device cuda without a GPU: this machine cannot (exit 3)

@@ -47,6 +47,15 @@ def _err(lines: list[str]) -> None:
         click.echo(f"error: {line}", err=True)
 
 
+def config_abort(problems: list[str], code: int = EXIT_USAGE) -> Abort:
+    """The error for a configuration's problems: the problem itself when there is one (one
+    line), else each on its line and a last one counting them."""
+    if len(problems) == 1:
+        return Abort(problems[0], code)
+    _err(problems)
+    return Abort(f"invalid configuration ({len(problems)} problems)", code)
+
+
 _PLUGINS: dict[tuple[str, ...], Plugins] = {}
 _COLLECTED: set[tuple[str, ...]] = set()
 _SHOWN_HOOK_FAILURES: dict[tuple[str, ...], int] = {}
@@ -180,8 +189,7 @@ def optimize(problem: str | None, config_path: str | None, run_dir: str | None, 
     try:
         cfg.validate(config, plugins)
     except cfg.ConfigError as exc:
-        _err(exc.problems)
-        raise Abort("invalid configuration", EXIT_USAGE) from None
+        raise config_abort(exc.problems) from None
     try:
         prob = load_problem(problem)
     except ProblemError as exc:
@@ -370,8 +378,7 @@ def eval_cmd(problem: str, candidate: str, config_path: str | None, device: str 
     try:
         measurements = cfg.validate(config, plugins)["measurements"]
     except cfg.ConfigError as exc:
-        _err(exc.problems)
-        raise Abort("invalid configuration") from None
+        raise config_abort(exc.problems) from None
     try:
         prob = load_problem(problem)
     except ProblemError as exc:
