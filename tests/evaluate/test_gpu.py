@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, cheater, honest, small_copy
+from conftest import REPO, cheater, honest, problem, small_copy
 from kernelpro.records import Verdict
 
 GPU = Path(__file__).parent / "gpu"
@@ -41,7 +41,10 @@ def test_honest_gpu_candidates_pass_with_compiled_baseline(run_eval, gpu_problem
         assert result.timing.method == "cuda_event+l2_flush"
         assert not any(f.startswith("side_stream_work") for f in result.flags), result.flags
         assert not any(f.startswith("l2_persistence") for f in result.flags), (cand.name, result.flags)
-        assert not any(f.startswith("fresh_inputs") for f in result.flags), (cand.name, result.flags)
+        # never charged nor rejected on new input sets; a first look above 1.5x that the second
+        # does not confirm is a flag only (calls of 0.1 ms with a cv of 0.3 on an H200 did)
+        assert not any(f.startswith("fresh_inputs") and not f.startswith("fresh_inputs_unconfirmed")
+                       for f in result.flags), (cand.name, result.flags)
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +66,23 @@ def test_outputs_corrected_along_the_timed_scale_are_caught_on_fresh_sets_on_gpu
     print("linear_gelu:", honest_result.verdict.value, honest_result.reason, honest_result.flags,
           {k: v for k, v in notes.items() if "fresh" in k or k.startswith("stage_")})
     assert honest_result.verdict is Verdict.CORRECT, honest_result.reason
-    assert not any(f.startswith("fresh_inputs") for f in honest_result.flags), honest_result.flags
+    assert not any(f.startswith("fresh_inputs") and not f.startswith("fresh_inputs_unconfirmed")
+                   for f in honest_result.flags), honest_result.flags
+
+
+def test_reference_semantics_on_gpu(run_eval):
+    # docs/evaluation.md, "Correctness": a reference drawing random numbers, one writing into
+    # its input, one with dropout judged in eval mode (tests/evaluate/test_reference_semantics_cpu.py)
+    result = run_eval(honest("noise_in_forward"), problem("noise_in_forward"), device="cuda")
+    print("noise_in_forward:", result.verdict.value, result.reason)
+    assert result.verdict is Verdict.PROBLEM_ERROR and "not deterministic" in result.reason, result.reason
+    for cand, prob, flag in (("scale_in_place", "scale_in_place", "reference_writes_inputs"),
+                             ("scale_in_place_pure", "scale_in_place", "reference_writes_inputs"),
+                             ("linear_dropout", "linear_dropout", "eval_mode")):
+        result = run_eval(honest(cand), problem(prob), device="cuda")
+        print(cand + ":", result.verdict.value, result.reason, result.flags)
+        assert result.verdict is Verdict.CORRECT, (cand, result.reason)
+        assert any(f.startswith(flag) for f in result.flags), (cand, result.flags)
 
 
 def test_torch_compile_candidate_with_cuda_graphs_passes(run_eval, gpu_problem):

@@ -4,7 +4,9 @@ product; neither linear nor homogeneous in its input."""
 import torch
 import torch.nn as nn
 
-ROWS, IN, OUT = 256, 512, 512
+ROWS = 256
+IN = 512
+OUT = 512
 
 
 class Model(nn.Module):
