@@ -27,8 +27,15 @@ def test_a_reference_that_writes_its_input_lets_the_candidate_do_so_or_not(run_e
     assert any(f.startswith("reference_writes_inputs") for f in result.flags), result.flags
 
 
-def test_inputs_left_otherwise_than_the_reference_leaves_them_are_wrong(run_eval):
-    result = run_eval(wrong("scale_in_place_scribbles"), problem("scale_in_place"))
+@pytest.mark.parametrize("candidate, prob", [
+    # the right result, the input overwritten with what neither the reference nor a pure version leaves
+    ("scale_in_place_scribbles", "scale_in_place"),
+    # None without the write, for a reference whose result is its input's new values: this
+    # passed before (the output, None, was all that was compared)
+    ("does_nothing", "shift_in_place_only"),
+])
+def test_inputs_left_otherwise_than_the_reference_leaves_them_are_wrong(run_eval, candidate, prob):
+    result = run_eval(wrong(candidate), problem(prob))
     assert result.verdict is Verdict.INCORRECT, (result.verdict, result.reason)
     assert "inputs after the call differ" in result.reason
 
@@ -36,10 +43,6 @@ def test_inputs_left_otherwise_than_the_reference_leaves_them_are_wrong(run_eval
 def test_a_reference_whose_result_is_its_input_s_new_values(run_eval):
     result = run_eval(honest("shift_in_place_only"), problem("shift_in_place_only"))
     assert result.verdict is Verdict.CORRECT, (result.verdict, result.reason)
-    # returning None without the write passed before: the output (None) was all that was compared
-    result = run_eval(wrong("does_nothing"), problem("shift_in_place_only"))
-    assert result.verdict is Verdict.INCORRECT, (result.verdict, result.reason)
-    assert "inputs after the call differ" in result.reason
 
 
 def test_a_model_with_training_mode_modules_is_judged_in_eval_mode_and_says_so(run_eval):
