@@ -49,6 +49,10 @@ def test_a_model_with_training_mode_modules_is_judged_in_eval_mode_and_says_so(r
     result = run_eval(honest("linear_dropout"), problem("linear_dropout"))
     assert result.verdict is Verdict.CORRECT, (result.verdict, result.reason)
     assert any(f.startswith("eval_mode:") and "Dropout" in f for f in result.flags), result.flags
+    # a forward that reads self.training itself, with no such module
+    result = run_eval(honest("training_flag"), problem("training_flag"))
+    assert result.verdict is Verdict.CORRECT, (result.verdict, result.reason)
+    assert any(f.startswith("eval_mode:") and "reads self.training" in f for f in result.flags), result.flags
     # a model that computes the same in both modes carries no such flag
     result = run_eval(honest("scale_in_place_pure"), problem("scale_in_place"))
     assert not any(f.startswith("eval_mode") for f in result.flags), result.flags
