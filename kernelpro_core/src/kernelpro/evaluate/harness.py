@@ -33,7 +33,7 @@ from typing import Any
 
 import torch
 
-from kernelpro.evaluate import policy, transport
+from kernelpro.evaluate import compare, policy, transport
 from kernelpro.evaluate.compile import install_build_hooks, trim_compiler_log
 from kernelpro.evaluate.guard import backend_flags, set_default_precision, set_reference_precision
 from kernelpro.evaluate.interpret import prepare_interpreter
@@ -118,21 +118,6 @@ def _mentions_training(problem: Any) -> bool:
     except (OSError, AttributeError, TypeError):
         return True
     return "training" in text or "dropout" in text or "batch_norm" in text
-
-
-def _close(a: Any, b: Any) -> bool:
-    """Whether two outputs of the reference agree (same structure; floating tensors within
-    1e-3 relative, 1e-5 absolute, NaN equal to NaN; the rest exactly)."""
-    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
-        if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)) or a.shape != b.shape \
-                or a.dtype != b.dtype:
-            return False
-        if a.is_floating_point() or a.is_complex():
-            return bool(torch.allclose(a, b, rtol=1e-3, atol=1e-5, equal_nan=True))
-        return bool(torch.equal(a, b))
-    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b))
-    return bool(a == b) if type(a) is type(b) else False
 
 
 def candidate_threads() -> list[str]:
@@ -335,7 +320,8 @@ class Harness:
     def op_mode_check(self, msg: dict[str, Any]) -> dict[str, Any]:
         """Whether the reference computes otherwise in training mode (the evaluator judges
         models in eval mode): a second reference built as the first, in training mode, called
-        on the current inputs under the same seed as the reference. ``modules``: the kinds of
+        on the current inputs under the same seed as the reference, its output compared with
+        the evaluator's ``tolerances``. ``modules``: the kinds of
         its submodules known to behave differently, for the message."""
         self._reference_only()
         model = self.models.get("main")
@@ -353,7 +339,8 @@ class Harness:
             a = trained(*self.inputs)
             seed_everything(self.seed)
             b = model(*self.inputs)
-            differs = not _close(a, b)
+            tols = {str(k): (float(v[0]), float(v[1])) for k, v in (msg.get("tolerances") or {}).items()}
+            differs = not compare.compare(a, b, tols, stop_early=True).ok
         except Exception as exc:  # the flag is information: a model that cannot run in training mode gets none
             return {"ok": True, "differs": None, "modules": kinds, "error": one_line(exc)[:300]}
         finally:

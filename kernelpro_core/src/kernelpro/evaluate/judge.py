@@ -511,7 +511,7 @@ class Judge:
         inp.fill(self.ref_in, self.input_sets[0])
         self.sync()
         assert self.ref is not None
-        answer = self.ask(self.ref, {"op": "mode_check"}, max(float(self.ev["first_call_timeout_s"]),
+        answer = self.ask(self.ref, {"op": "mode_check", "tolerances": self.tols}, max(float(self.ev["first_call_timeout_s"]),
                                                               2 * self.call_limit()), "the reference in training mode")
         if answer.get("differs"):
             kinds = [str(k)[:60] for k in answer.get("modules") or []][:6]
