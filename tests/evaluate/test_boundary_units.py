@@ -308,15 +308,18 @@ def test_no_envelope_shortfall_leaves_the_times_alone():
     assert judge.summaries["candidate"] is before and not judge.flags
 
 
-def _fresh_judge(seen_ms: float, new_ms: list[float], ref_new_ms: float = 2.0):
-    """A judge after the re-checks, on the CPU: the reference's calls take 2 ms (on new sets
-    ``ref_new_ms``), the candidate's ``seen_ms`` on the timed calls and, on the k-th new set
-    it is called on, ``new_ms[k]`` (the last one repeated); every output right."""
+def _fresh_judge(seen_ms: float, new_ms: list[float], ref_new_ms: float = 2.0, device: str = "cpu",
+                 later_ms: float | None = None):
+    """A judge after the re-checks: the reference's calls take 2 ms (on new sets
+    ``ref_new_ms``), the candidate's ``seen_ms`` on the timed calls (``later_ms`` on ordinary
+    calls after them, the same by default) and, on the k-th new set it is called on,
+    ``new_ms[k]`` (the last one repeated); every output right."""
     from kernelpro.evaluate import timing
     from kernelpro.evaluate.judge import Judge
 
     judge = Judge({"evaluator": {"envelope_slack_ms": 0.05, "envelope_slack_ms_cpu": 0.25,
                                  "fresh_input_calls": 3}, "device": "cpu", "seed": 0, "workdir": "."}, None, None)
+    judge.cuda = device == "cuda"  # the clock's trust; the outputs stay on the CPU
     judge.status = lambda stage: None
     judge.samples = {"reference": [timing.Sample(2.0 + 0.01 * (k % 3), 0.0, 2.3) for k in range(40)],
                      "candidate": [timing.Sample(seen_ms + 0.01 * (k % 3), 0.0, seen_ms + 0.3) for k in range(40)]}
@@ -327,11 +330,12 @@ def _fresh_judge(seen_ms: float, new_ms: list[float], ref_new_ms: float = 2.0):
     judge.draw_inputs = lambda seed: [torch.full((4,), float(seed))]
     judge.reference_on = lambda values, u, what: out
     n_new = [0]
+    later = seen_ms if later_ms is None else later_ms
 
     def cand(i, values=None):
         judge._last_out = out
         if values is None:
-            return timing.Sample(seen_ms, 0.0, seen_ms + 0.3)
+            return timing.Sample(later, 0.0, later + 0.3)
         n_new[0] += 1
         ms = new_ms[min(n_new[0] - 1, len(new_ms) - 1)]
         return timing.Sample(ms, 0.0, ms + 0.3)
@@ -381,6 +385,38 @@ def test_a_machine_slower_for_both_is_not_the_candidate_s_doing():
     before = judge.summaries["candidate"]
     judge.check_fresh_inputs()
     assert judge.summaries["candidate"] is before and not judge.flags
+
+
+def test_slower_on_everything_after_timing_is_flagged_on_a_cpu():
+    # on the 2-core CPU machine an honest candidate timed at 0.94 ms took 1.75 ms on seen
+    # values and 1.71 ms on new sets after timing, the reference 1.6-1.8 ms throughout
+    # (docs/validation/evaluator_boundary.md, "New input sets on a CPU")
+    judge = _fresh_judge(1.0, [1.9], later_ms=1.9)
+    before = judge.summaries["candidate"]
+    judge.check_fresh_inputs()
+    assert judge.summaries["candidate"] is before
+    assert [f.split(":")[0] for f in judge.flags] == ["speed_changed_after_timing"], judge.flags
+    assert judge.notes["fresh_input_factor"] == pytest.approx(1.0, abs=0.01)
+    assert judge.notes["fresh_input_timed_factor"] == pytest.approx(1.9, abs=0.05)
+
+
+def test_slower_on_everything_after_timing_is_charged_on_a_gpu():
+    judge = _fresh_judge(1.0, [1.9], later_ms=1.9, device="cuda")
+    judge.check_fresh_inputs()
+    assert judge.summaries["candidate"].stats.method.endswith("+fresh_input_charge")
+    assert any(f.startswith("fresh_inputs_charged") for f in judge.flags), judge.flags
+
+
+def test_fast_on_seen_values_beside_the_new_sets_is_the_evidence():
+    from kernelpro.evaluate.judge import Fail
+    from kernelpro.records import Verdict
+
+    # timed slow on purpose, fast on the ordinary calls beside the new sets and 10x slower on
+    # those: the comparison within the look catches it whatever the timed median was
+    judge = _fresh_judge(5.0, [2.0], later_ms=0.2)
+    with pytest.raises(Fail) as info:
+        judge.check_fresh_inputs()
+    assert info.value.verdict is Verdict.INTEGRITY and "fast only on values it has seen" in info.value.reason
 
 
 def test_no_room_for_a_second_look_charges_what_the_first_saw():

@@ -1285,14 +1285,18 @@ class Judge:
                           f"on {calls} alternating calls ({excess:.3g} ms, z {z:.1f}), so its times carry that excess")
 
     def check_fresh_inputs(self) -> None:
-        """Calls on input sets no call has seen, against the timed calls. Every timed call sees
-        a kept trial's values, scaled by a factor of its own: a candidate that keeps its outputs
-        (and their change along that one scale) can correct them instead of computing, and pass
-        every re-check. On ``fresh_input_calls`` sets drawn from seeds it cannot predict, each
-        called once, it must compute: their outputs are checked, and when the candidate's calls
-        take more than ``fresh_input_factor`` times its timed median (the reference's own
-        ratio on the same sets divided out, and more than the envelope's slack), a second look
-        on new sets confirms it. Confirmed at ``fresh_input_reject`` times or more: an
+        """Calls on input sets no call has seen, against calls on values it has. Every timed
+        call sees a kept trial's values, scaled by a factor of its own: a candidate that keeps
+        its outputs (and their change along that one scale) can correct them instead of
+        computing, and pass every re-check. On ``fresh_input_calls`` sets drawn from seeds it
+        cannot predict, each called once right after an ordinary call (a seen set, scaled as
+        the timed calls' are), it must compute: their outputs are checked, and when its calls on
+        them take more than ``fresh_input_factor`` times its ordinary calls beside them (the
+        reference's own ratio divided out, and more than the envelope's slack), a second look
+        on new sets confirms it. On a GPU its timed median is a second yardstick for the new
+        sets (a candidate slower on everything once timing is over is charged too); on a CPU,
+        where a process's thread placement alone changes its speed 1.7x between phases, that
+        change is flagged, not charged. Confirmed at ``fresh_input_reject`` times or more: an
         integrity violation; below that, the candidate is charged the difference."""
         ev = self.ev
         n = int(ev.get("fresh_input_calls", 3))
@@ -1307,11 +1311,20 @@ class Judge:
         rng = random.Random(secrets.randbits(64))
         base = 1 + max(len(xs) for xs in self.samples.values()) + 2 * 4096
 
-        def look(first: int) -> tuple[float, float, float, float]:
-            """(candidate's median ms on new sets, the reference's, the candidate's ratio to
-            its timed median with the reference's ratio divided out, the excess ms per call)."""
+        def ratio(new: float, old: float) -> float:
+            # the machine slower for both is divided out, up to 2x (the candidate is stopped during
+            # the reference's calls, so it cannot slow them; beyond that it is not trusted)
+            return min(2.0, max(1.0, new / old)) if old > 0 else 1.0
+
+        def look(first: int) -> dict[str, float]:
+            """The medians of one look (ms): ``new`` / ``ref_new`` on the new sets, ``seen`` /
+            ``ref_seen`` on the ordinary calls beside them; ``factor`` and ``excess``: the
+            candidate on the new sets against its ordinary calls, the reference's ratio divided
+            out; ``timed_factor`` and ``timed_excess``: the same against its timed median."""
             c_ms: list[float] = []
             r_ms: list[float] = []
+            c_seen: list[float] = []
+            r_seen: list[float] = []
             self._confirming = True
             try:
                 # a pair of ordinary calls first: the device comes back from the checks' pause
@@ -1322,9 +1335,12 @@ class Judge:
                         values = self.draw_inputs(rng.randrange(1 << 31))  # a seed the candidate cannot know
                     except Fail as exc:  # drawn before: only room (one more set on the device) can lack
                         raise _NoFreshSet(exc.reason) from None
-                    r_sample = self._calls["reference"](first + 1 + k, values)
+                    i = first + 1 + 2 * k
+                    r_seen += timing.reported([self._calls["reference"](i)], ref_s)
+                    c_seen += timing.reported([self._calls["candidate"](i)], cand_s)
+                    r_sample = self._calls["reference"](i + 1, values)
                     expected = self.reference_on(values, 0.0, "the reference on a new input set")
-                    c_sample = self._calls["candidate"](first + 1 + k, values)
+                    c_sample = self._calls["candidate"](i + 1, values)
                     out = self._last_out
                     c = cmp.compare(out, expected, self.tols, compute_device=self.device if self.cuda else None)
                     if not c.ok and not c.integrity:
@@ -1338,39 +1354,52 @@ class Judge:
                     c_ms += timing.reported([c_sample], cand_s)
             finally:
                 self._confirming = False
-            c_new, r_new = statistics.median(c_ms), statistics.median(r_ms)
-            # the machine slower for both is divided out, up to 2x (the candidate is stopped during
-            # the reference's calls, so it cannot slow them; beyond that it is not trusted)
-            ref_ratio = min(2.0, max(1.0, r_new / ref_med)) if ref_med > 0 else 1.0
-            factor = c_new / (cand_med * ref_ratio) if cand_med > 0 else 1.0
-            return c_new, r_new, factor, c_new - cand_med * ref_ratio
+            m = {"new": statistics.median(c_ms), "ref_new": statistics.median(r_ms),
+                 "seen": statistics.median(c_seen), "ref_seen": statistics.median(r_seen)}
+            beside = m["seen"] * ratio(m["ref_new"], m["ref_seen"])
+            timed = cand_med * ratio(m["ref_new"], ref_med)
+            m.update(factor=m["new"] / beside if beside > 0 else 1.0, excess=m["new"] - beside,
+                     timed_factor=m["new"] / timed if timed > 0 else 1.0, timed_excess=m["new"] - timed)
+            if self.cuda and m["timed_factor"] > m["factor"]:  # a stable clock: the larger of the two
+                m.update(factor=m["timed_factor"], excess=m["timed_excess"])
+            return m
+
+        def over(m: dict[str, float]) -> bool:
+            return m["factor"] > factor_limit and m["excess"] > slack
 
         try:
-            c_new, r_new, factor, excess = look(base)
+            m1 = look(base)
         except _NoFreshSet as exc:
             self.flags.append(f"fresh_inputs_skipped: {exc}")
             return
-        self.notes.update(fresh_input_ms=c_new, reference_fresh_input_ms=r_new, fresh_input_factor=factor)
-        if factor <= factor_limit or excess <= slack:
+        self.notes.update(fresh_input_ms=m1["new"], reference_fresh_input_ms=m1["ref_new"],
+                          fresh_input_seen_ms=m1["seen"], fresh_input_factor=m1["factor"],
+                          fresh_input_timed_factor=m1["timed_factor"])
+        if not over(m1):
+            if not self.cuda and m1["timed_factor"] > factor_limit and m1["timed_excess"] > slack:
+                self.flags.append(
+                    f"speed_changed_after_timing: after the timed calls it took {m1['seen']:.4g} ms per call on "
+                    f"values it had seen and {m1['new']:.4g} ms on new ones, against {cand_med:.4g} ms when timed "
+                    f"(the reference: {m1['ref_new']:.4g} against {ref_med:.4g} ms); on a CPU not charged: a "
+                    f"process's thread placement changes its speed this much")
             return
-        first = (c_new, r_new, factor)
-        seen = (f"on {n} input sets no call had seen it took {first[0]:.4g} ms per call (median) against "
-                f"{cand_med:.4g} ms on the timed calls, {first[2]:.2f}x (the reference: {first[1]:.4g} against "
-                f"{ref_med:.4g} ms)")
+        seen = (f"on {n} input sets no call had seen it took {m1['new']:.4g} ms per call (median) against "
+                f"{m1['seen']:.4g} ms on values it had seen beside them and {cand_med:.4g} ms on the timed calls, "
+                f"{m1['factor']:.2f}x (the reference: {m1['ref_new']:.4g} against {m1['ref_seen']:.4g} ms)")
         try:
-            c_new, r_new, factor, excess = look(base + n + 2)
+            m2 = look(base + 2 * n + 2)
         except _NoFreshSet as exc:  # not confirmed, not cleared: charged what the first look saw
-            self._charge_fresh(excess, f"{seen}; no more sets to confirm it ({exc})")
+            self._charge_fresh(m1["excess"], f"{seen}; no more sets to confirm it ({exc})")
             return
-        self.notes.update(fresh_input_confirm_ms=c_new, reference_fresh_input_confirm_ms=r_new,
-                          fresh_input_confirm_factor=factor)
-        if factor <= factor_limit or excess <= slack:
-            self.flags.append(f"fresh_inputs_unconfirmed: {seen}; not again on {n} more ({factor:.2f}x)")
+        self.notes.update(fresh_input_confirm_ms=m2["new"], reference_fresh_input_confirm_ms=m2["ref_new"],
+                          fresh_input_confirm_seen_ms=m2["seen"], fresh_input_confirm_factor=m2["factor"])
+        if not over(m2):
+            self.flags.append(f"fresh_inputs_unconfirmed: {seen}; not again on {n} more ({m2['factor']:.2f}x)")
             return
-        if min(factor, first[2]) >= float(ev.get("fresh_input_reject", 3.0)):
+        if min(m1["factor"], m2["factor"]) >= float(ev.get("fresh_input_reject", 3.0)):
             raise self.fail(Verdict.INTEGRITY, f"the candidate is fast only on values it has seen: {seen}, and "
-                            f"{factor:.2f}x on {n} more: outputs kept from earlier calls and reused")
-        self._charge_fresh(excess, f"{seen}, and {factor:.2f}x on {n} more")
+                            f"{m2['factor']:.2f}x on {n} more: outputs kept from earlier calls and reused")
+        self._charge_fresh(m2["excess"], f"{seen}, and {m2['factor']:.2f}x on {n} more")
 
     def _charge_fresh(self, excess: float, seen: str) -> None:
         now = self.summaries["candidate"]  # charged already, perhaps, by the cross-checks
