@@ -13,8 +13,9 @@ duration. Against the GPU's ceilings (DRAM bandwidth B, peak rate P_p of each pi
 Classes, checked in order:
 
 1. ``too_little_work``: most of the time is spent in kernels whose grid has fewer blocks
-   than the GPU has SMs, or the kernels are so short (mean below ``launch_bound_us``)
-   that launch overhead dominates.
+   than the GPU has SMs (while the forward stays below ``small_grid_max_fraction`` of its
+   roofline), or the kernels are so short (mean below ``launch_bound_us``) that launch
+   overhead dominates.
 2. ``memory``: memory throughput (the busiest of DRAM, L2, L1 in Nsight Compute's Speed Of
    Light) is at least ``busy_pct`` and at least the SM throughput.
 3. ``compute``: SM throughput is at least ``busy_pct``; the pipe named is the busiest of
@@ -56,6 +57,11 @@ class RooflineSettings:
     # a kernel with fewer blocks than SMs leaves SMs idle; it counts as "too little work"
     # when such kernels take at least this share of the time
     small_grid_time_share: float = 0.5
+    # ... unless the forward reaches this fraction of its roofline anyway (the at-roofline
+    # line of the micro-profilers): then the grid moves the bytes or FLOPs near the roof and
+    # is not what binds (PyTorch's layer-norm gamma/beta backward, 66.7 us at 85 % of the
+    # DRAM roofline on fewer blocks than SMs, was called "too little work")
+    small_grid_max_fraction: float = 0.75
     # mean kernel duration under which launch overhead (~2-5 us per launch) dominates
     launch_bound_us: float = 5.0
     # a forward achieving at least this fraction of its roofline is bound by that roof even
@@ -271,7 +277,7 @@ class RooflineClassifier(BottleneckClassifier):
             return Bottleneck(kind=kind, summary=summary + spec_note, pipe=pipe,
                               roofline_fraction=fraction, evidence=ev, classifier=self.name)
 
-        if small_share >= s.small_grid_time_share:
+        if small_share >= s.small_grid_time_share and (fraction is None or fraction < s.small_grid_max_fraction):
             fewer = f"fewer blocks (min {ev.get('grid_blocks_min', 0):.0f}) than the GPU's {sm_count:.0f} SMs"
             if timed(kernels):
                 return make("too_little_work", f"too little work: {small_share:.0%} of the time is in kernels "
