@@ -5,6 +5,7 @@ internal error (or being blamed on another plugin). Plugins registered in-proces
 from __future__ import annotations
 
 import types
+from importlib import metadata
 
 import click
 import pytest
@@ -135,6 +136,24 @@ def test_a_misspelt_hook_argument_says_which_argument(monkeypatch):
     # pluggy's first line names only the hook; the argument is on the later ones
     assert failure.error.startswith("PluginValidationError: Plugin 'typo' for hook 'kernelpro_register_rewards'")
     assert "Argument(s) {'registr'} are declared in the hookimpl but can not be found" in failure.error
+
+
+def test_an_installed_plugin_with_a_misspelt_hook_name_is_left_out_like_a_misspelt_argument(monkeypatch):
+    # both are the plugin's own mistake: it is reported and left out, the others keep working
+    # (a misspelt name stopped every command with exit 2, a misspelt argument did not)
+    def kernelpro_register_reward(register):  # the hook is kernelpro_register_rewards
+        pass
+
+    plugin = types.SimpleNamespace(kernelpro_register_reward=hookimpl(kernelpro_register_reward))
+    typo = types.SimpleNamespace(name="typo", value="typo_module", dist=None, load=lambda: plugin)
+    real = [ep for ep in metadata.entry_points(group="kernelpro") if ep.name == "core_generators"]
+    monkeypatch.setattr("kernelpro.plugins.metadata.entry_points", lambda group: real + [typo])
+    plugins = Plugins()
+    (failure,) = plugins.failures
+    assert failure.name == "typo" and "\n" not in failure.error
+    assert "unknown hook 'kernelpro_register_reward' (did you mean 'kernelpro_register_rewards'?)" in failure.error
+    assert "typo" not in [i.name for i in plugins.infos if i.hooks]
+    assert "torch_compile" in plugins.names("generator")
 
 
 def test_a_plugin_command_cannot_replace_an_existing_one():

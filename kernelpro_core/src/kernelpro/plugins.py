@@ -175,6 +175,7 @@ class Plugins:
         only = _split_env(LOAD_ENV)
         if entry_points:
             self._load_entry_points(blocked, only)
+        extra = list(extra)
         for name, obj in extra:
             incompatible = _api_problem(obj)
             if incompatible is not None:
@@ -185,11 +186,7 @@ class Plugins:
                 PluginInfo(name=name, distribution=None, version=None,
                            module=getattr(obj, "__name__", repr(obj)), hooks=self._hooks_of(name))
             )
-        try:
-            self.pm.check_pending()
-        except pluggy.PluginValidationError as exc:
-            name = (self.pm.get_name(exc.plugin) if getattr(exc, "plugin", None) is not None else None) or "?"
-            raise PluginError(f"plugin {name!r}: {_error_text(exc)}") from None
+        self._check_hooks(entry_point_names=set(self._dist_of) - {n for n, _ in extra})
         self._registry: dict[str, dict[str, Registration]] | None = None
         self._gpu_specs: list[tuple[GpuSpec, str]] | None = None
         #: warnings so far (duplicate or tied GPU specs, a failing GPU-spec hook)
@@ -238,6 +235,25 @@ class Plugins:
             self._dist_of[ep.name] = (dist_name, version)
             self.infos.append(PluginInfo(name=ep.name, distribution=dist_name, version=version,
                                          module=ep.value, hooks=self._hooks_of(ep.name)))
+
+    def _check_hooks(self, entry_point_names: set[str]) -> None:
+        """Every hook a plugin implements must be one of the specifications (a misspelt hook
+        name would otherwise never be called). An installed plugin that fails this is left out
+        and reported like one that fails to import (a misspelt hook argument already is:
+        pluggy refuses it at registration); one passed in directly is an error."""
+        while True:
+            try:
+                self.pm.check_pending()
+                return
+            except pluggy.PluginValidationError as exc:
+                plugin = getattr(exc, "plugin", None)
+                name = (self.pm.get_name(plugin) if plugin is not None else None) or "?"
+                if name not in entry_point_names:
+                    raise PluginError(f"plugin {name!r}: {_error_text(exc)}") from None
+                self.pm.unregister(name=name)
+                self._dist_of.pop(name, None)
+                error = f"PluginValidationError: {_unknown_hook_text(exc)}"
+                self.infos = [attrs.evolve(i, hooks=(), error=error) if i.name == name else i for i in self.infos]
 
     def _hooks_of(self, name: str) -> tuple[str, ...]:
         plugin = self.pm.get_plugin(name)
@@ -590,6 +606,21 @@ def _error_text(exc: BaseException) -> str:
     if isinstance(exc, pluggy.PluginValidationError):
         return "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
     return _first_line(str(exc))
+
+
+def _unknown_hook_text(exc: pluggy.PluginValidationError) -> str:
+    """pluggy's "unknown hook" message without the module's repr, with the closest hook's
+    name when there is one."""
+    import difflib
+    import re
+
+    found = re.match(r"unknown hook '([^']+)'", str(exc))
+    if found is None:
+        return _error_text(exc)
+    specs = [n for n in dir(hookspecs) if n.startswith("kernelpro_")]
+    close = difflib.get_close_matches(found.group(1), specs, n=1, cutoff=0.75)
+    return f"unknown hook {found.group(1)!r}" + (f" (did you mean {close[0]!r}?)" if close else
+                                                  " (no KernelPro hook has that name)")
 
 
 def _first_line(text: str) -> str:
