@@ -12,7 +12,8 @@ GROUP is ``eager``, ``compiled`` or ``template`` (the first corpus), or ``eager_
 and never tuned on; ``benchmarks/ncu_corpus/validation_v2.md``), or ``eager_v3`` (corpus v3,
 ``validation_v3.md``: families neither has, after v2 became tuning data), or ``eager_v4``
 (corpus v4, ``validation_v4.md``: families none of them has, after v3 became tuning data), or
-``eager_v5`` (corpus v5, ``validation_v5.md``: the same, after v4 became tuning data). Each workload is built,
+``eager_v5`` (corpus v5, ``validation_v5.md``: the same, after v4 became tuning data), or
+``eager_v6`` (corpus v6, ``validation_v6.md``: the same, after v5). Each workload is built,
 run three times (warm-up, torch.compile's compilation and autotuning happen there), then
 run once inside an NVTX range named ``<workload>@<size>`` between ``cudaProfilerStart`` and
 ``cudaProfilerStop``: the kernels of that one call are the ones profiled. ``--sources DIR``
@@ -578,15 +579,97 @@ EAGER_V5: dict[str, dict[str, Any]] = {
 }
 
 
+def _fp8_mm(t, m, k, n):
+    """float8 e4m3 x e4m3 -> bf16 with per-tensor scales (Hopper's FP8 tensor cores). The
+    operands are drawn as bytes and viewed as float8 (exponents 6 to 8: values 0.5 to 3.75,
+    no NaN pattern), so that no float tensor is converted; the second one is column-major, as
+    _scaled_mm requires."""
+    a = t.randint(0x30, 0x48, (m, k), dtype=t.uint8, device=DEVICE).view(t.float8_e4m3fn)
+    b = t.randint(0x30, 0x48, (n, k), dtype=t.uint8, device=DEVICE).view(t.float8_e4m3fn).t()
+    one = t.ones((), device=DEVICE)
+    return lambda: t._scaled_mm(a, b, one, one, out_dtype=t.bfloat16)
+
+
+def _remainder_int64(t, n):
+    # operands past 32 bits, so that the 64-bit division is not shortened to a 32-bit one
+    a = t.randint(-(1 << 62), 1 << 62, (n,), device=DEVICE)
+    b = t.randint(1, 1 << 40, (n,), device=DEVICE)
+    return lambda: t.remainder(a, b)
+
+
+def _cumprod_outer(t, batch, steps, features):
+    """cumprod over the middle dimension of (batch, steps, features): the scan over a dimension
+    that is not the innermost (factors near 1, so that the products stay finite)."""
+    x = t.rand(batch, steps, features, device=DEVICE)
+    x.mul_(0.02).add_(0.99)
+    return lambda: t.cumprod(x, 1)
+
+
+def _upsample_bicubic(t, n, c, hw):
+    x = t.randn(n, c, hw, hw, device=DEVICE)
+    return lambda: t.nn.functional.interpolate(x, scale_factor=2, mode="bicubic", align_corners=False)
+
+
+def _ctc_loss(t, steps, batch, classes, target_len):
+    """The forward (alpha) recursion of CTC, per sample: (steps, batch, classes) log-probabilities,
+    int64 targets of target_len labels on the device (cuDNN's path takes int32 targets: not taken)."""
+    log_probs = t.randn(steps, batch, classes, device=DEVICE)
+    log_probs.sub_(log_probs.logsumexp(-1, keepdim=True))
+    targets = t.randint(1, classes, (batch, target_len), device=DEVICE)
+    steps_each, target_each = (steps,) * batch, (target_len,) * batch
+    return lambda: t.nn.functional.ctc_loss(log_probs, targets, steps_each, target_each, reduction="none")
+
+
+def _index_add_rows(t, rows, cols, picked):
+    """index_add_ of picked source rows into a table of rows (in place: no copy of the table)."""
+    base = t.zeros(rows, cols, device=DEVICE)
+    idx = t.randint(0, rows, (picked,), device=DEVICE)
+    src = t.randn(picked, cols, device=DEVICE)
+    return lambda: base.index_add_(0, idx, src)
+
+
+def _spmm_csr(t, rows, cols, dense_cols, per_row):
+    """A CSR matrix (rows x cols, per_row nonzeros in each row) times a dense (cols x dense_cols)
+    one: cuSPARSE's SpMM. Row r's j-th nonzero is in column j * (cols // per_row) + offset_r, so
+    that the column indices are sorted and unique without a sort."""
+    band = cols // per_row
+    crow = t.arange(0, rows * per_row + 1, per_row, device=DEVICE)
+    col = (t.randint(0, band, (rows, 1), device=DEVICE) + t.arange(0, cols, band, device=DEVICE)).reshape(-1)
+    a = t.sparse_csr_tensor(crow, col, t.randn(rows * per_row, device=DEVICE), (rows, cols))
+    b = t.randn(cols, dense_cols, device=DEVICE)
+    return lambda: a @ b
+
+
+def _normal_fill(t, n):
+    x = t.empty(n, device=DEVICE)
+    return lambda: x.normal_()
+
+
+#: corpus v6 (``benchmarks/ncu_corpus/validation_v6.md``): families none of v1-v5 has, fixed
+#: in session 17 before its capture
+EAGER_V6: dict[str, dict[str, Any]] = {
+    "fp8_scaled_mm": _eager({"large": (8192, 8192, 8192), "small": (32, 64, 32)}, _fp8_mm),
+    "remainder_int64": _eager({"large": (16 << 20,), "small": (1 << 16,)}, _remainder_int64),
+    "cumprod_outer": _eager({"large": (64, 512, 1024), "small": (2, 32, 256)}, _cumprod_outer),
+    "upsample_bicubic": _eager({"large": (4, 64, 256), "small": (1, 4, 16)}, _upsample_bicubic),
+    "ctc_loss": _eager({"large": (256, 512, 256, 64), "small": (32, 4, 32, 8)}, _ctc_loss),
+    "index_add_rows": _eager({"large": (65536, 256, 262144), "small": (1024, 64, 4096)}, _index_add_rows),
+    "normal_fill": _eager({"large": (64 << 20,), "small": (1 << 16,)}, _normal_fill),
+    "spmm_csr": _eager({"large": (65536, 131072, 256, 32), "small": (256, 256, 32, 8)}, _spmm_csr),
+}
+
+
 #: group -> its table of eager builders and the prefix of its workload names (``template``
 #: has its own table of problem sources)
 TABLES: dict[str, tuple[dict[str, dict[str, Any]], str]] = {
     "eager": (EAGER, ""), "compiled": (COMPILED, "tc_"),
     "eager_v2": (EAGER_V2, ""), "compiled_v2": (COMPILED_V2, "tc2_"),
     "eager_v3": (EAGER_V3, ""), "eager_v4": (EAGER_V4, ""), "eager_v5": (EAGER_V5, ""),
+    "eager_v6": (EAGER_V6, ""),
 }
 COMPILED_GROUPS = ("compiled", "compiled_v2")
-GROUPS = ("eager", "compiled", "template", "eager_v2", "compiled_v2", "eager_v3", "eager_v4", "eager_v5")
+GROUPS = ("eager", "compiled", "template", "eager_v2", "compiled_v2", "eager_v3", "eager_v4", "eager_v5",
+          "eager_v6")
 
 
 def workloads(group: str) -> list[tuple[str, str]]:
