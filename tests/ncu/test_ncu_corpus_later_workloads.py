@@ -131,12 +131,12 @@ def test_a_capture_can_continue_with_the_families_it_did_not_reach(wl):
         wl.selected("eager_v3", "rfft, roll_cols")
 
 
-def _limits(value: str | None) -> subprocess.CompletedProcess:
+def _limits(value: str | None, group: str = "eager_v4") -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "KP_CORPUS_LIMIT_S"}
     if value is not None:
         env["KP_CORPUS_LIMIT_S"] = value
     probe = (f"import sys; sys.path.insert(0, {str(CAPTURE.parent)!r}); import capture; "
-             "print(capture.limits('eager_v4'))")
+             f"print(capture.limits({group!r}))")
     return subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=60)
 
 
@@ -147,3 +147,10 @@ def test_a_continuation_can_set_its_own_limits_and_bad_limits_are_one_line():
         res = _limits(bad)
         assert res.returncode != 0 and "Traceback" not in res.stderr
         assert res.stderr.strip().startswith("error: KP_CORPUS_LIMIT_S"), res.stderr
+
+
+@pytest.mark.parametrize("group", list(LATER))
+def test_every_group_has_limits_of_its_own(group):
+    # the capture command a validation_v*.md gives needs no KP_CORPUS_LIMIT_S
+    res = _limits(None, group)
+    assert res.returncode == 0 and res.stdout.strip().startswith("("), res.stderr
