@@ -309,7 +309,7 @@ def test_no_envelope_shortfall_leaves_the_times_alone():
 
 
 def _fresh_judge(seen_ms: float, new_ms: list[float], ref_new_ms: float = 2.0, device: str = "cpu",
-                 later_ms: float | None = None):
+                 later_ms: float | None = None, min_ms: float = 0.0):
     """A judge after the re-checks: the reference's calls take 2 ms (on new sets
     ``ref_new_ms``), the candidate's ``seen_ms`` on the timed calls (``later_ms`` on ordinary
     calls after them, the same by default) and, on the k-th new set it is called on,
@@ -318,7 +318,8 @@ def _fresh_judge(seen_ms: float, new_ms: list[float], ref_new_ms: float = 2.0, d
     from kernelpro.evaluate.judge import Judge
 
     judge = Judge({"evaluator": {"envelope_slack_ms": 0.05, "envelope_slack_ms_cpu": 0.25,
-                                 "fresh_input_calls": 3}, "device": "cpu", "seed": 0, "workdir": "."}, None, None)
+                                 "fresh_input_calls": 3, "fresh_input_min_ms": min_ms},
+                   "device": "cpu", "seed": 0, "workdir": "."}, None, None)
     judge.cuda = device == "cuda"  # the clock's trust; the outputs stay on the CPU
     judge.status = lambda stage: None
     judge.samples = {"reference": [timing.Sample(2.0 + 0.01 * (k % 3), 0.0, 2.3) for k in range(40)],
@@ -387,24 +388,30 @@ def test_a_machine_slower_for_both_is_not_the_candidate_s_doing():
     assert judge.summaries["candidate"] is before and not judge.flags
 
 
-def test_slower_on_everything_after_timing_is_flagged_on_a_cpu():
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_slower_on_everything_after_timing_is_charged_as_a_speed_change(device):
     # on the 2-core CPU machine an honest candidate timed at 0.94 ms took 1.75 ms on seen
     # values and 1.71 ms on new sets after timing, the reference 1.6-1.8 ms throughout
-    # (docs/validation/evaluator_boundary.md, "New input sets on a CPU")
-    judge = _fresh_judge(1.0, [1.9], later_ms=1.9)
-    before = judge.summaries["candidate"]
+    # (docs/validation/evaluator_boundary.md, "New input sets on a CPU"): its timed calls
+    # did not earn their speed, so they are charged; the flag does not say "new sets"
+    judge = _fresh_judge(1.0, [1.9], later_ms=1.9, device=device)
     judge.check_fresh_inputs()
-    assert judge.summaries["candidate"] is before
+    assert judge.summaries["candidate"].stats.method.endswith("+fresh_input_charge")
     assert [f.split(":")[0] for f in judge.flags] == ["speed_changed_after_timing"], judge.flags
-    assert judge.notes["fresh_input_factor"] == pytest.approx(1.0, abs=0.01)
+    assert judge.notes["fresh_input_beside_factor"] == pytest.approx(1.0, abs=0.01)
     assert judge.notes["fresh_input_timed_factor"] == pytest.approx(1.9, abs=0.05)
 
 
-def test_slower_on_everything_after_timing_is_charged_on_a_gpu():
-    judge = _fresh_judge(1.0, [1.9], later_ms=1.9, device="cuda")
-    judge.check_fresh_inputs()
-    assert judge.summaries["candidate"].stats.method.endswith("+fresh_input_charge")
-    assert any(f.startswith("fresh_inputs_charged") for f in judge.flags), judge.flags
+def test_outputs_kept_while_timed_then_computed_on_every_call_is_a_violation():
+    from kernelpro.evaluate.judge import Fail
+    from kernelpro.records import Verdict
+
+    # fast (kept outputs) on the timed calls; from the first set it has not seen on it computes
+    # every call, seen values included, so the calls beside the new sets are as slow as they
+    judge = _fresh_judge(0.2, [2.0], later_ms=2.0)
+    with pytest.raises(Fail) as info:
+        judge.check_fresh_inputs()
+    assert info.value.verdict is Verdict.INTEGRITY and "faster than any call after them" in info.value.reason
 
 
 def test_fast_on_seen_values_beside_the_new_sets_is_the_evidence():
@@ -417,6 +424,18 @@ def test_fast_on_seen_values_beside_the_new_sets_is_the_evidence():
     with pytest.raises(Fail) as info:
         judge.check_fresh_inputs()
     assert info.value.verdict is Verdict.INTEGRITY and "fast only on values it has seen" in info.value.reason
+
+
+def test_short_calls_get_more_new_sets_and_a_slack_shrunk_with_the_median_s_error():
+    # a candidate keeping outputs of 0.25 ms calls, 0.14 ms when timed, gained 1.8x within the
+    # CPU's 0.25 ms slack on three sets (docs/validation/evaluator_boundary.md, "A red-team
+    # pass ... session 17"); with sets enough for 30 ms of its calls it is charged
+    judge = _fresh_judge(0.14, [0.25], later_ms=0.25, min_ms=30.0)
+    judge.check_fresh_inputs()
+    assert judge.notes["fresh_input_sets"] == 24
+    assert judge.notes["fresh_input_slack_ms"] == pytest.approx(0.25 * (3 / 24) ** 0.5)
+    assert judge.summaries["candidate"].stats.method.endswith("+fresh_input_charge")
+    assert [f.split(":")[0] for f in judge.flags] == ["speed_changed_after_timing"], judge.flags
 
 
 def test_no_room_for_a_second_look_charges_what_the_first_saw():

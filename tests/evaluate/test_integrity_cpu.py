@@ -157,6 +157,19 @@ def test_numbers_computed_from_the_values_are_checked_when_re_checked(run_eval):
     assert "re-check" in result.reason or "returned a wrong output" in result.reason, result.reason
 
 
+def test_an_exact_candidate_of_a_boolean_or_numeric_output_is_correct(run_eval):
+    # the red-team pass of session 17: a float64 product before a sign was an integrity
+    # violation for one of 2 million booleans decided otherwise than the fp32 reference; a
+    # sum of squares in float64 rounded to float32 at the end was incorrect by one ulp
+    result = run_eval(honest("sign_fp64"), problem("linear_sign"))
+    assert result.verdict is Verdict.CORRECT, (result.verdict, result.reason)
+    result = run_eval(honest("value_numbers_fp64"), problem("value_numbers"))
+    assert result.verdict is Verdict.CORRECT, (result.verdict, result.reason)
+    # fewer bits decide many more positions otherwise: not correct
+    result = run_eval(cheater("sign_of_half"), problem("linear_sign"))
+    assert result.verdict in (Verdict.INCORRECT, INTEGRITY), (result.verdict, result.reason)
+
+
 def test_outputs_kept_and_corrected_along_the_timed_scale_are_caught_on_fresh_sets(run_eval):
     # the re-checks all pass (each timed call's values are a seen set times a factor it reads
     # back); calls on sets drawn after timing, from seeds it cannot know, show its real speed

@@ -367,6 +367,60 @@ def test_compare_to_exact_allows_the_reference_s_own_error_and_no_more():
     assert not compare.compare_to_exact(torch.tensor([1, 2, 4]), ints, ints, tol, 2.0).ok
 
 
+def test_compare_to_exact_takes_the_reference_s_error_line_by_line():
+    # a product whose first feature is 1e5 times the others: the fp32 reference's error there
+    # (about 1e-2) lent to every feature let a candidate return zeros in the other 1023
+    # (docs/validation/evaluator_boundary.md, "A red-team pass on the CPU, session 17")
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(64, 128, generator=gen, dtype=torch.float64)
+    w = torch.randn(128, 32, generator=gen, dtype=torch.float64)
+    scale = torch.ones(32, dtype=torch.float64)
+    scale[0] = 1e7
+    exact = (x @ w) * scale
+    ref = ((x.float() @ w.float()) * scale.float())
+    tol = {"float32": (1e-4, 1e-4)}
+    assert (ref.double() - exact).abs()[:, 0].max() > 1.0  # the big feature's own rounding
+    zeros_but_big = ref.clone()
+    zeros_but_big[:, 1:] = 0
+    res = compare.compare_to_exact(zeros_but_big, ref, exact, tol, factor=2.0)
+    assert not res.ok and "largest on its line" in res.message, res.message
+    low = (x.to(torch.bfloat16) @ w.to(torch.bfloat16)).float() * scale.float()
+    assert not compare.compare_to_exact(low, ref, exact, tol, factor=2.0).ok
+    # another order of summation, at the reference's own error on every line: passes
+    other = ((x.float().flip(1) @ w.float().flip(0)) * scale.float())
+    assert compare.compare_to_exact(other, ref, exact, tol, factor=2.0).ok
+    # the same in pieces
+    import kernelpro.evaluate.compare as cmp_module
+
+    chunk = cmp_module.CHUNK
+    cmp_module.CHUNK = 100
+    try:
+        assert not compare.compare_to_exact(zeros_but_big, ref, exact, tol, factor=2.0).ok
+        assert compare.compare_to_exact(other, ref, exact, tol, factor=2.0).ok
+    finally:
+        cmp_module.CHUNK = chunk
+
+
+def test_boolean_outputs_get_a_second_opinion_and_python_floats_a_tolerance():
+    exact = torch.tensor([True, False, True, False] * 50_000)  # 200,000 positions
+    ref = exact.clone()
+    ref[5] = True  # the fp32 reference decided one position otherwise
+    tol = {"float32": (1e-4, 1e-4)}
+    assert compare.compare_to_exact(exact.clone(), ref, exact, tol, factor=2.0).ok  # as exact as fp64
+    few = exact.clone()
+    few[:4] = ~few[:4]  # 4 <= 2 x 1 + 2 (one in 100,000)
+    assert compare.compare_to_exact(few, ref, exact, tol, factor=2.0).ok
+    more = exact.clone()
+    more[:5] = ~more[:5]
+    res = compare.compare_to_exact(more, ref, exact, tol, factor=2.0)
+    assert not res.ok and "more than 2 x the fp32 reference's 1 + 2" in res.message, res.message
+    # a Python float within float32's tolerance passes; ints and bools stay exact
+    assert compare.compare((1.0, 486.86187744140625), (1.0, 486.8618469238281), tol).ok
+    assert not compare.compare(487.5, 486.8618469238281, tol).ok
+    assert not compare.compare(3, 4, tol).ok and not compare.compare(True, False, tol).ok
+    assert compare.compare(float("nan"), float("nan"), tol).ok
+
+
 def test_compare_in_chunks_counts_and_points_at_the_worst_element(monkeypatch):
     """Outputs are compared piece by piece (compare.CHUNK elements at a time): counts, the
     largest error and the example element come out as for one piece."""

@@ -85,10 +85,14 @@ class EvaluatorConfig:
     reverify_trials: int = 10  # extra trials (fresh seeds) when a speedup is suspicious
     recheck_calls: int = 8  # timed candidate calls whose outputs are re-checked (at least 1 per round)
     # after timing, calls on input sets no call has seen (seeds the candidate cannot know):
-    # checked, and timed against the timed calls (0: none); a candidate slower there than
-    # fresh_input_factor x its timed median (the reference's ratio divided out), confirmed
-    # on as many new sets, is charged the difference, from fresh_input_reject x rejected
+    # checked, and timed against calls on seen values beside them and against the timed calls
+    # (0: none); a candidate slower there than fresh_input_factor x either (the reference's
+    # ratio divided out), confirmed on as many new sets, is charged the difference, from
+    # fresh_input_reject x rejected. Short calls get more sets, up to fresh_input_max_calls,
+    # until a look holds about fresh_input_min_ms of the candidate's timed calls
     fresh_input_calls: int = 3
+    fresh_input_max_calls: int = 24
+    fresh_input_min_ms: float = 30.0
     fresh_input_factor: float = 1.5
     fresh_input_reject: float = 3.0
     # how a re-checked call's output is kept: auto (whole on the GPU when the copies fit in
@@ -156,6 +160,11 @@ class EvaluatorConfig:
             raise ValueError(f"trials: expected a positive integer, got {self.trials}")
         if self.fresh_input_calls < 0:
             raise ValueError(f"fresh_input_calls: expected an integer >= 0, got {self.fresh_input_calls}")
+        if self.fresh_input_max_calls < self.fresh_input_calls:
+            raise ValueError(f"fresh_input_max_calls: expected at least fresh_input_calls "
+                             f"({self.fresh_input_calls}), got {self.fresh_input_max_calls}")
+        if self.fresh_input_min_ms < 0:
+            raise ValueError(f"fresh_input_min_ms: expected a number >= 0, got {self.fresh_input_min_ms}")
         if not 1 <= self.fresh_input_factor <= self.fresh_input_reject:
             raise ValueError(f"fresh_input_factor, fresh_input_reject: expected 1 <= factor <= reject, got "
                              f"{self.fresh_input_factor} and {self.fresh_input_reject}")

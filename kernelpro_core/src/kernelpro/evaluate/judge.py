@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import os
 import random
 import secrets
@@ -781,7 +782,8 @@ class Judge:
         positions of a sampled output)."""
         if not self.ev.get("fp64_second_opinion", True) or self.exact_unavailable is not None:
             return None
-        if not any(t.dtype == torch.float32 for t in cmp.tensors(ref_out)):
+        if not any(t.dtype == torch.float32 or not (t.is_floating_point() or t.is_complex())
+                   for t in cmp.tensors(ref_out)):
             return None
         assert self.ref is not None
         if not hasattr(self, "fp64_views"):
@@ -1293,11 +1295,11 @@ class Judge:
         the timed calls' are), it must compute: their outputs are checked, and when its calls on
         them take more than ``fresh_input_factor`` times its ordinary calls beside them (the
         reference's own ratio divided out, and more than the envelope's slack), a second look
-        on new sets confirms it. On a GPU its timed median is a second yardstick for the new
-        sets (a candidate slower on everything once timing is over is charged too); on a CPU,
-        where a process's thread placement alone changes its speed 1.7x between phases, that
-        change is flagged, not charged. Confirmed at ``fresh_input_reject`` times or more: an
-        integrity violation; below that, the candidate is charged the difference."""
+        on new sets confirms it. Its timed median is a second yardstick for the new sets (the
+        larger factor counts): a candidate that keeps outputs while timed and computes from
+        the first set it has not seen on, seen values included, is as slow beside the new sets
+        as on them, but not as fast as when timed. Confirmed at ``fresh_input_reject`` times or
+        more: an integrity violation; below that, the candidate is charged the difference."""
         ev = self.ev
         n = int(ev.get("fresh_input_calls", 3))
         if n <= 0 or "candidate" not in self._calls:
@@ -1308,6 +1310,12 @@ class Judge:
         ref_med = statistics.median(timing.reported(self.samples["reference"], ref_s))
         factor_limit = float(ev.get("fresh_input_factor", 1.5))
         slack = float(ev["envelope_slack_ms"] if self.cuda else ev.get("envelope_slack_ms_cpu", 0.25))
+        # short calls: more sets, so that a look holds about fresh_input_min_ms of timed calls;
+        # the slack (meant for the median of three) shrinks as the median's error does
+        wanted = math.ceil(float(ev.get("fresh_input_min_ms", 30.0)) / max(cand_med, 1e-3))
+        n_min = n
+        n = max(n, min(int(ev.get("fresh_input_max_calls", 24)), wanted))
+        slack *= math.sqrt(n_min / n)
         rng = random.Random(secrets.randbits(64))
         base = 1 + max(len(xs) for xs in self.samples.values()) + 2 * 4096
 
@@ -1358,10 +1366,11 @@ class Judge:
                  "seen": statistics.median(c_seen), "ref_seen": statistics.median(r_seen)}
             beside = m["seen"] * ratio(m["ref_new"], m["ref_seen"])
             timed = cand_med * ratio(m["ref_new"], ref_med)
-            m.update(factor=m["new"] / beside if beside > 0 else 1.0, excess=m["new"] - beside,
+            m.update(beside_factor=m["new"] / beside if beside > 0 else 1.0, beside_excess=m["new"] - beside,
                      timed_factor=m["new"] / timed if timed > 0 else 1.0, timed_excess=m["new"] - timed)
-            if self.cuda and m["timed_factor"] > m["factor"]:  # a stable clock: the larger of the two
-                m.update(factor=m["timed_factor"], excess=m["timed_excess"])
+            larger = "beside" if m["beside_factor"] >= m["timed_factor"] else "timed"
+            m.update(factor=m[f"{larger}_factor"], excess=m[f"{larger}_excess"],
+                     values=float(m["beside_factor"] > factor_limit and m["beside_excess"] > slack))
             return m
 
         def over(m: dict[str, float]) -> bool:
@@ -1372,40 +1381,46 @@ class Judge:
         except _NoFreshSet as exc:
             self.flags.append(f"fresh_inputs_skipped: {exc}")
             return
-        self.notes.update(fresh_input_ms=m1["new"], reference_fresh_input_ms=m1["ref_new"],
+        self.notes.update(fresh_input_sets=float(n), fresh_input_slack_ms=slack,
+                          fresh_input_ms=m1["new"], reference_fresh_input_ms=m1["ref_new"],
                           fresh_input_seen_ms=m1["seen"], fresh_input_factor=m1["factor"],
-                          fresh_input_timed_factor=m1["timed_factor"])
+                          fresh_input_beside_factor=m1["beside_factor"], fresh_input_timed_factor=m1["timed_factor"])
         if not over(m1):
-            if not self.cuda and m1["timed_factor"] > factor_limit and m1["timed_excess"] > slack:
-                self.flags.append(
-                    f"speed_changed_after_timing: after the timed calls it took {m1['seen']:.4g} ms per call on "
-                    f"values it had seen and {m1['new']:.4g} ms on new ones, against {cand_med:.4g} ms when timed "
-                    f"(the reference: {m1['ref_new']:.4g} against {ref_med:.4g} ms); on a CPU not charged: a "
-                    f"process's thread placement changes its speed this much")
             return
-        seen = (f"on {n} input sets no call had seen it took {m1['new']:.4g} ms per call (median) against "
-                f"{m1['seen']:.4g} ms on values it had seen beside them and {cand_med:.4g} ms on the timed calls, "
-                f"{m1['factor']:.2f}x (the reference: {m1['ref_new']:.4g} against {m1['ref_seen']:.4g} ms)")
+        seen = (f"on {n} input sets no call had seen it took {m1['new']:.4g} ms per call (median), on values it "
+                f"had seen beside them {m1['seen']:.4g} ms, on the timed calls {cand_med:.4g} ms: {m1['factor']:.2f}x "
+                f"(the reference: {m1['ref_new']:.4g}, {m1['ref_seen']:.4g} and {ref_med:.4g} ms)")
         try:
             m2 = look(base + 2 * n + 2)
         except _NoFreshSet as exc:  # not confirmed, not cleared: charged what the first look saw
-            self._charge_fresh(m1["excess"], f"{seen}; no more sets to confirm it ({exc})")
+            self._charge_fresh(m1["excess"], f"{seen}; no more sets to confirm it ({exc})", bool(m1["values"]))
             return
         self.notes.update(fresh_input_confirm_ms=m2["new"], reference_fresh_input_confirm_ms=m2["ref_new"],
                           fresh_input_confirm_seen_ms=m2["seen"], fresh_input_confirm_factor=m2["factor"])
         if not over(m2):
             self.flags.append(f"fresh_inputs_unconfirmed: {seen}; not again on {n} more ({m2['factor']:.2f}x)")
             return
+        values = bool(m1["values"] and m2["values"])
         if min(m1["factor"], m2["factor"]) >= float(ev.get("fresh_input_reject", 3.0)):
-            raise self.fail(Verdict.INTEGRITY, f"the candidate is fast only on values it has seen: {seen}, and "
-                            f"{m2['factor']:.2f}x on {n} more: outputs kept from earlier calls and reused")
-        self._charge_fresh(m2["excess"], f"{seen}, and {m2['factor']:.2f}x on {n} more")
+            if values:
+                raise self.fail(Verdict.INTEGRITY, f"the candidate is fast only on values it has seen: {seen}, and "
+                                f"{m2['factor']:.2f}x on {n} more: outputs kept from earlier calls and reused")
+            raise self.fail(Verdict.INTEGRITY, f"the candidate's timed calls were faster than any call after them: "
+                            f"{seen}, and {m2['factor']:.2f}x on {n} more: it did not compute on the timed calls "
+                            "what it computes after them (outputs kept while timed?)")
+        self._charge_fresh(m2["excess"], f"{seen}, and {m2['factor']:.2f}x on {n} more", values)
 
-    def _charge_fresh(self, excess: float, seen: str) -> None:
+    def _charge_fresh(self, excess: float, seen: str, values: bool) -> None:
+        """Charge the timed calls ``excess`` ms each: flagged ``fresh_inputs_charged`` where the
+        candidate was slower on the new sets than on seen values beside them, else
+        ``speed_changed_after_timing`` (as slow on both after timing: on the 2-core CPU machine
+        an honest process's two threads losing a core does that, and the charge corrects a
+        speedup its timed calls did not earn)."""
         now = self.summaries["candidate"]  # charged already, perhaps, by the cross-checks
         self.summaries["candidate"] = attrs.evolve(now, stats=timing.charged(now.stats, excess, "fresh_input_charge"))
         self.notes["fresh_input_charged_ms"] = excess
-        self.flags.append(f"fresh_inputs_charged: {seen}: its timed calls are charged {excess:.3g} ms each")
+        name = "fresh_inputs_charged" if values else "speed_changed_after_timing"
+        self.flags.append(f"{name}: {seen}: its timed calls are charged {excess:.3g} ms each")
 
     def envelope_allowed(self, se: float) -> float:
         ev = self.ev
