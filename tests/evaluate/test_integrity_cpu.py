@@ -170,6 +170,15 @@ def test_an_exact_candidate_of_a_boolean_or_numeric_output_is_correct(run_eval):
     assert result.verdict in (Verdict.INCORRECT, INTEGRITY), (result.verdict, result.reason)
 
 
+def test_a_constant_output_is_right_where_the_function_is_constant(run_eval):
+    # the reference in float64 is the same on every trial: the fp32 reference varies by
+    # rounding alone, and the exact constant is the answer, not a cheat (a constant where
+    # the float64 reference varies is still one: problems/tiny_output.py, above)
+    result = run_eval(honest("softmax_row_sums_ones"), problem("softmax_row_sums"))
+    assert result.verdict is Verdict.CORRECT, (result.verdict, result.reason)
+    assert any(f.startswith("constant_function") for f in result.flags), result.flags
+
+
 def test_outputs_kept_and_corrected_along_the_timed_scale_are_caught_on_fresh_sets(run_eval):
     # the re-checks all pass (each timed call's values are a seen set times a factor it reads
     # back); calls on sets drawn after timing, from seeds it cannot know, show its real speed
