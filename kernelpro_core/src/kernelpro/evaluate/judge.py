@@ -1371,6 +1371,8 @@ class Judge:
             # the reference's calls, so it cannot slow them; beyond that it is not trusted)
             return min(2.0, max(1.0, new / old)) if old > 0 else 1.0
 
+        burst = max(1, min(8, round(ref_med / cand_med) if cand_med > 0 else 1))
+
         def look(first: int) -> dict[str, float]:
             """The medians of one look (ms): ``new`` / ``ref_new`` on the new sets, ``seen`` /
             ``ref_seen`` on the ordinary calls beside them; ``factor`` and ``excess``: the
@@ -1390,12 +1392,18 @@ class Judge:
                         values = self.draw_inputs(rng.randrange(1 << 31))  # a seed the candidate cannot know
                     except Fail as exc:  # drawn before: only room (one more set on the device) can lack
                         raise _NoFreshSet(exc.reason) from None
-                    i = first + 1 + 2 * k
+                    i = first + 1 + (burst + 2) * k
                     r_seen += timing.reported([self._calls["reference"](i)], ref_s)
-                    c_seen += timing.reported([self._calls["candidate"](i)], cand_s)
                     r_sample = self._calls["reference"](i + 1, values)
                     expected = self.reference_on(values, 0.0, "the reference on a new input set")
-                    c_sample = self._calls["candidate"](i + 1, values)
+                    # the candidate's calls on seen values right before its call on the new set,
+                    # as many as it made per reference call while timed (up to 8): a 0.05 ms
+                    # candidate beside a 20 ms reference was timed in runs of warm calls, and a
+                    # single call after the reference's took 3x as long
+                    for b in range(burst):
+                        last = self._calls["candidate"](i + 2 + b)
+                    c_seen += timing.reported([last], cand_s)
+                    c_sample = self._calls["candidate"](i + 2 + burst, values)
                     out = self._last_out
                     c = cmp.compare(out, expected, self.tols, compute_device=self.device if self.cuda else None)
                     if not c.ok and not c.integrity:
@@ -1428,7 +1436,7 @@ class Judge:
         except _NoFreshSet as exc:
             self.flags.append(f"fresh_inputs_skipped: {exc}")
             return
-        self.notes.update(fresh_input_sets=float(n), fresh_input_slack_ms=slack,
+        self.notes.update(fresh_input_sets=float(n), fresh_input_slack_ms=slack, fresh_input_burst=float(burst),
                           fresh_input_ms=m1["new"], reference_fresh_input_ms=m1["ref_new"],
                           fresh_input_seen_ms=m1["seen"], fresh_input_factor=m1["factor"],
                           fresh_input_beside_factor=m1["beside_factor"], fresh_input_timed_factor=m1["timed_factor"])
@@ -1438,7 +1446,7 @@ class Judge:
                 f"had seen beside them {m1['seen']:.4g} ms, on the timed calls {cand_med:.4g} ms: {m1['factor']:.2f}x "
                 f"(the reference: {m1['ref_new']:.4g}, {m1['ref_seen']:.4g} and {ref_med:.4g} ms)")
         try:
-            m2 = look(base + 2 * n + 2)
+            m2 = look(base + (burst + 2) * n + 2)
         except _NoFreshSet as exc:  # not confirmed, not cleared: charged what the first look saw
             self._charge_fresh(m1["excess"], f"{seen}; no more sets to confirm it ({exc})", bool(m1["values"]))
             return
