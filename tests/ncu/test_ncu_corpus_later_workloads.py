@@ -32,37 +32,6 @@ _NAMES = _load(WORKLOADS, "ncu_corpus_workloads_later_names")
 FAMILIES = [(group, name) for group, (table, _, _) in LATER.items() for name in getattr(_NAMES, table)]
 
 
-def _bytes_created_on_cpu(make, sizes) -> float:
-    """``_bytes_created`` on the CPU (real tensors), for a family without meta kernels: the same
-    count of every storage the builder and one call create, where a sparse CSR tensor (which
-    has no storage of its own) counts its row offsets, column indices and values."""
-    import torch
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    class Storages(TorchDispatchMode):
-        def __init__(self) -> None:
-            super().__init__()
-            self.nbytes: dict[int, int] = {}
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            out = func(*args, **(kwargs or {}))
-            for t in out if isinstance(out, (tuple, list)) else (out,):
-                if not isinstance(t, torch.Tensor):
-                    continue
-                parts = (t,)
-                if t.layout == torch.sparse_csr:
-                    parts = (t.crow_indices(), t.col_indices(), t.values())
-                for part in parts:
-                    st = part.untyped_storage()
-                    self.nbytes[st._cdata] = st.nbytes()
-            return out
-
-    mode = Storages()
-    with mode, torch.no_grad():
-        make(torch, *sizes)()
-    return float(sum(mode.nbytes.values()))
-
-
 @pytest.fixture(scope="module")
 def wl():
     return _load(WORKLOADS, "ncu_corpus_workloads_later_test", {"KP_CORPUS_DEVICE": "cpu"})
@@ -116,8 +85,8 @@ def test_large_is_past_l2_and_small_far_inside_it(wl, monkeypatch, group, name):
         if name not in MEASURED_ON_CPU:
             pytest.skip(f"{name}: not measurable on the meta device: {str(exc)[:200]}")
         monkeypatch.setattr(wl, "DEVICE", "cpu")
-        large = _bytes_created_on_cpu(spec["make"], spec["sizes"]["large"])
-        small = _bytes_created_on_cpu(spec["make"], spec["sizes"]["small"])
+        large = _bytes_created(spec["make"], spec["sizes"]["large"])
+        small = _bytes_created(spec["make"], spec["sizes"]["small"])
     print(f"{name}: large {large / 1e6:.0f} MB, small {small / 1e6:.2f} MB")
     assert 3 * L2_BYTES <= large <= MAX_LARGE_BYTES and small <= 4e6
 

@@ -108,8 +108,10 @@ def test_every_eager_v2_workload_builds_and_runs_on_the_cpu_at_its_small_size(wl
 
 def _bytes_created(make: Any, sizes: tuple[Any, ...]) -> float:
     """Bytes of every tensor storage the builder and one call create, on the meta device (no
-    memory): inputs, intermediates, output. An op's own scratch inside one ATen call is not
-    seen (CUDA's mse_loss writes its elementwise loss before reducing it)."""
+    memory; on the CPU for a family without meta kernels): inputs, intermediates, output, a
+    sparse CSR tensor (which has no storage of its own) by its row offsets, column indices
+    and values. An op's own scratch inside one ATen call is not seen (CUDA's mse_loss writes
+    its elementwise loss before reducing it)."""
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -121,8 +123,11 @@ def _bytes_created(make: Any, sizes: tuple[Any, ...]) -> float:
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             out = func(*args, **(kwargs or {}))
             for t in out if isinstance(out, (tuple, list)) else (out,):
-                if isinstance(t, torch.Tensor):
-                    st = t.untyped_storage()
+                if not isinstance(t, torch.Tensor):
+                    continue
+                parts = (t.crow_indices(), t.col_indices(), t.values()) if t.layout == torch.sparse_csr else (t,)
+                for part in parts:
+                    st = part.untyped_storage()
                     self.nbytes[st._cdata] = st.nbytes()
             return out
 
