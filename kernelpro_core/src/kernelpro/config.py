@@ -89,10 +89,12 @@ class EvaluatorConfig:
     # (0: none); a candidate slower there than fresh_input_factor x either (the reference's
     # ratio divided out), confirmed on as many new sets, is charged the difference, from
     # fresh_input_reject x rejected. Short calls get more sets, up to fresh_input_max_calls,
-    # until a look holds about fresh_input_min_ms of the candidate's timed calls
+    # until a look holds about fresh_input_min_ms of the candidate's timed calls, as long as
+    # a look's calls take about fresh_input_max_ms at most
     fresh_input_calls: int = 3
     fresh_input_max_calls: int = 24
     fresh_input_min_ms: float = 30.0
+    fresh_input_max_ms: float = 500.0
     fresh_input_factor: float = 1.5
     fresh_input_reject: float = 3.0
     # how a re-checked call's output is kept: auto (whole on the GPU when the copies fit in
@@ -163,8 +165,9 @@ class EvaluatorConfig:
         if self.fresh_input_max_calls < self.fresh_input_calls:
             raise ValueError(f"fresh_input_max_calls: expected at least fresh_input_calls "
                              f"({self.fresh_input_calls}), got {self.fresh_input_max_calls}")
-        if self.fresh_input_min_ms < 0:
-            raise ValueError(f"fresh_input_min_ms: expected a number >= 0, got {self.fresh_input_min_ms}")
+        if self.fresh_input_min_ms < 0 or self.fresh_input_max_ms < 0:
+            raise ValueError(f"fresh_input_min_ms, fresh_input_max_ms: expected numbers >= 0, got "
+                             f"{self.fresh_input_min_ms} and {self.fresh_input_max_ms}")
         if not 1 <= self.fresh_input_factor <= self.fresh_input_reject:
             raise ValueError(f"fresh_input_factor, fresh_input_reject: expected 1 <= factor <= reject, got "
                              f"{self.fresh_input_factor} and {self.fresh_input_reject}")

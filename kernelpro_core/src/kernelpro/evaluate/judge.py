@@ -1359,9 +1359,13 @@ class Judge:
         slack = float(ev["envelope_slack_ms"] if self.cuda else ev.get("envelope_slack_ms_cpu", 0.25))
         # short calls: more sets, so that a look holds about fresh_input_min_ms of timed calls;
         # the slack (meant for the median of three) shrinks as the median's error does
+        # ... as long as a look's calls (the reference's three a set: ordinary, timed, the
+        # output to compare with) stay within about fresh_input_max_ms
+        burst = max(1, min(8, round(ref_med / cand_med) if cand_med > 0 else 1))
         wanted = math.ceil(float(ev.get("fresh_input_min_ms", 30.0)) / max(cand_med, 1e-3))
+        affordable = int(float(ev.get("fresh_input_max_ms", 500.0)) / max(3 * ref_med + (burst + 1) * cand_med, 1e-3))
         n_min = n
-        n = max(n, min(int(ev.get("fresh_input_max_calls", 24)), wanted))
+        n = max(n, min(int(ev.get("fresh_input_max_calls", 24)), wanted, affordable))
         slack *= math.sqrt(n_min / n)
         rng = random.Random(secrets.randbits(64))
         base = 1 + max(len(xs) for xs in self.samples.values()) + 2 * 4096
@@ -1370,8 +1374,6 @@ class Judge:
             # the machine slower for both is divided out, up to 2x (the candidate is stopped during
             # the reference's calls, so it cannot slow them; beyond that it is not trusted)
             return min(2.0, max(1.0, new / old)) if old > 0 else 1.0
-
-        burst = max(1, min(8, round(ref_med / cand_med) if cand_med > 0 else 1))
 
         def look(first: int) -> dict[str, float]:
             """The medians of one look (ms): ``new`` / ``ref_new`` on the new sets, ``seen`` /
