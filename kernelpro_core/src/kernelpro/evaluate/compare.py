@@ -7,11 +7,13 @@ where the reference is finite fails; a trial whose reference is non-finite is sk
 the caller). Values pass when ``|cand - ref| <= atol + rtol * |ref|`` element-wise, with
 the tolerance of the output's dtype (see ``evaluator.tolerances`` in the config).
 :func:`compare_to_exact` is the second opinion for float32 outputs that fail: their
-distance to the reference computed in float64, against the fp32 reference's own.
+distance to the reference computed in float64, against the fp32 reference's own; and for
+integer and boolean outputs, which must take either reference's value.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import attrs
@@ -186,8 +188,6 @@ def _reference_error(runs: list[torch.Tensor], g: torch.Tensor,
     a line's largest error is one element's and an honest sum in two halves failed on it.
     Returns (a float, or a tensor broadcastable to ``g``'s shape, on the compute device), the
     relative share, and a word for the message."""
-    import math
-
     n = g.numel()
     dims = [d for d in range(g.dim()) if g.shape[d] >= 2] if n <= LINE_LIMIT else []
     err: torch.Tensor | None = None

@@ -1337,10 +1337,10 @@ class Judge:
         """Calls on input sets no call has seen, against calls on values it has. Every timed
         call sees a kept trial's values, scaled by a factor of its own: a candidate that keeps
         its outputs (and their change along that one scale) can correct them instead of
-        computing, and pass every re-check. On ``fresh_input_calls`` sets drawn from seeds it
-        cannot predict, each called once right after an ordinary call (a seen set, scaled as
-        the timed calls' are), it must compute: their outputs are checked, and when its calls on
-        them take more than ``fresh_input_factor`` times its ordinary calls beside them (the
+        computing, and pass every re-check. On ``fresh_input_calls`` sets (more for short calls)
+        drawn from seeds it cannot predict, each called once right after ordinary calls (seen
+        sets, scaled as the timed calls' are), it must compute: their outputs are checked, and
+        when its calls on them take more than ``fresh_input_factor`` times its ordinary calls beside them (the
         reference's own ratio divided out, and more than the envelope's slack), a second look
         on new sets confirms it. Its timed median is a second yardstick for the new sets (the
         larger factor counts): a candidate that keeps outputs while timed and computes from
@@ -1357,11 +1357,13 @@ class Judge:
         ref_med = statistics.median(timing.reported(self.samples["reference"], ref_s))
         factor_limit = float(ev.get("fresh_input_factor", 1.5))
         slack = float(ev["envelope_slack_ms"] if self.cuda else ev.get("envelope_slack_ms_cpu", 0.25))
-        # short calls: more sets, so that a look holds about fresh_input_min_ms of timed calls;
-        # the slack (meant for the median of three) shrinks as the median's error does
-        # ... as long as a look's calls (the reference's three a set: ordinary, timed, the
-        # output to compare with) stay within about fresh_input_max_ms
+        # before each new set the candidate makes as many calls on seen values as it made per
+        # reference call while timed (up to 8), so that it is as warm as it was then
         burst = max(1, min(8, round(ref_med / cand_med) if cand_med > 0 else 1))
+        # short calls: more sets, so that a look holds about fresh_input_min_ms of timed calls,
+        # as long as a look's calls (the reference's three a set: ordinary, timed, the output
+        # to compare with) stay within about fresh_input_max_ms; the slack (meant for the
+        # median of three) shrinks as the median's error does
         wanted = math.ceil(float(ev.get("fresh_input_min_ms", 30.0)) / max(cand_med, 1e-3))
         affordable = int(float(ev.get("fresh_input_max_ms", 500.0)) / max(3 * ref_med + (burst + 1) * cand_med, 1e-3))
         n_min = n
@@ -1377,9 +1379,11 @@ class Judge:
 
         def look(first: int) -> dict[str, float]:
             """The medians of one look (ms): ``new`` / ``ref_new`` on the new sets, ``seen`` /
-            ``ref_seen`` on the ordinary calls beside them; ``factor`` and ``excess``: the
-            candidate on the new sets against its ordinary calls, the reference's ratio divided
-            out; ``timed_factor`` and ``timed_excess``: the same against its timed median."""
+            ``ref_seen`` on the ordinary calls right before them; ``beside_factor`` and
+            ``beside_excess``: the candidate on the new sets against those calls, the reference's
+            ratio divided out; ``timed_factor`` and ``timed_excess``: the same against its timed
+            median; ``factor`` and ``excess``: the larger of the two; ``values`` 1.0 where the
+            new sets alone are slower (the calls beside them over the limit)."""
             c_ms: list[float] = []
             r_ms: list[float] = []
             c_seen: list[float] = []
