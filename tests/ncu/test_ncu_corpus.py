@@ -128,6 +128,9 @@ CORPUS_V4B = REPO / "tests" / "ncu" / "corpus" / "h200_v4b"
 # corpus v5 (validation_v5.md, fixed in session 14 before any change), captured once in
 # session 16 and scored once at 5594804 (ncu_corpus.md, "Validation corpus v5")
 CORPUS_V5 = REPO / "tests" / "ncu" / "corpus" / "h200_v5"
+# corpus v6 (validation_v6.md, fixed in session 17 before any capture), captured once in
+# session 18 (call BR) and scored once at 775cfb0 (ncu_corpus.md, "Validation corpus v6")
+CORPUS_V6 = REPO / "tests" / "ncu" / "corpus" / "h200_v6"
 
 
 @pytest.mark.parametrize("corpus,kernels,min_covered,below,min_recall", [
@@ -136,7 +139,8 @@ CORPUS_V5 = REPO / "tests" / "ncu" / "corpus" / "h200_v5"
     (CORPUS_V4, 91, 84, 84, 0.79),  # scored once: 83 of 84, 328 of 466; 84 since pipe_bound; 371 in session 14
     (CORPUS_V4B, 10, 9, 9, 0.88),  # scored once: 9 of 9, 39 of 45; 40 in session 14
     (CORPUS_V5, 22, 18, 18, 0.77),  # scored once: 18 of 18, 92 of 119
-], ids=["v3b", "v4", "v4b", "v5"])
+    (CORPUS_V6, 24, 21, 21, 0.81),  # scored once: 21 of 21, 88 of 108
+], ids=["v3b", "v4", "v4b", "v5", "v6"])
 def test_out_of_sample_corpora_coverage_and_agreement_do_not_drop(corpus, kernels, min_covered, below, min_recall):
     mod = _load("run")
     rows = mod.analyze(corpus, 10.0)
