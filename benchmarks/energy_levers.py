@@ -84,7 +84,8 @@ def _calls(n: int, device: str, sms: int) -> tuple[dict, dict]:
         y.zero_()
         call()
         torch.cuda.synchronize()
-        if not torch.equal(y, expected):
+        # Triton contracts x * 1.5 + 0.25 into one FMA; PyTorch rounds twice
+        if not torch.allclose(y, expected, rtol=1e-6, atol=1e-6):
             raise SystemExit(f"error: variant {name} is not correct on this machine")
         calls[name] = call
     return calls, specs
