@@ -469,6 +469,74 @@ def test_a_wrong_output_on_a_new_set_is_a_violation():
     assert info.value.verdict is Verdict.INTEGRITY and "no call had seen" in info.value.reason
 
 
+def _admitting_judge(offset: float, admitted: list[tuple[float, int]]):
+    """A fresh-set judge whose candidate is ``offset`` off the fp32 reference in one of its
+    four values, after the float64 opinion admitted ``admitted`` on the trials; the opinion
+    itself, if asked, is counted and says no."""
+    judge = _fresh_judge(1.0, [1.0])
+    judge.tols = {"float32": (1e-4, 1e-4)}
+    ref = torch.ones(4)
+    judge.reference_on = lambda values, u, what: ref
+    cand = torch.ones(4)
+    cand[2] += offset
+    inner = judge._calls["candidate"]
+
+    def call(i, values=None):
+        sample = inner(i, values)
+        judge._last_out = cand
+        return sample
+
+    judge._calls["candidate"] = call
+    judge.ref_example = ref
+    judge.admitted = admitted
+    asked: list[str] = []
+    judge.second_opinion = lambda out, expected, label, values: asked.append(label)
+    return judge, asked
+
+
+def test_a_new_set_off_by_what_the_float64_opinion_admitted_needs_no_float64_run():
+    # a 3-D transposed convolution's candidates (H200, session 18) failed the fp32 tolerance on
+    # every set and each of the look's 24 sets ran the reference in float64: 7-8.6 s a look
+    judge, asked = _admitting_judge(3e-4, admitted=[(2.6e-4, 1)])
+    judge.check_fresh_inputs()
+    assert not asked and not judge.flags
+    assert judge.notes["fresh_input_admitted_checks"] == judge.notes["fresh_input_sets"] == 3
+    assert judge.notes["fresh_input_fp64_checks"] == 0
+
+
+@pytest.mark.parametrize("offset,admitted", [
+    (1.0, [(2.6e-4, 1)]),  # a kept output: off by the output's own size
+    (3e-4, []),  # nothing admitted on the trials: the float64 opinion decides
+])
+def test_a_new_set_off_by_more_than_was_admitted_goes_to_the_float64_opinion(offset, admitted):
+    from kernelpro.evaluate.judge import Fail
+    from kernelpro.records import Verdict
+
+    judge, asked = _admitting_judge(offset, admitted)
+    with pytest.raises(Fail) as info:
+        judge.check_fresh_inputs()
+    assert asked == ["new input set 0"]
+    assert info.value.verdict is Verdict.INTEGRITY and "no call had seen" in info.value.reason
+
+
+def test_a_slow_set_shortens_the_look_to_its_seconds():
+    import time as clock
+
+    # short calls want 24 sets; inputs that take 50 ms to draw fit three in 0.1 s
+    judge = _fresh_judge(0.14, [0.14], min_ms=30.0)
+    judge.ev["fresh_input_max_s"] = 0.1
+    draw = judge.draw_inputs
+
+    def slow(seed):
+        clock.sleep(0.05)
+        return draw(seed)
+
+    judge.draw_inputs = slow
+    judge.check_fresh_inputs()
+    assert judge.notes["fresh_input_sets"] == 3 and judge.notes["fresh_input_set_s"] >= 0.05
+    assert judge.notes["fresh_input_slack_ms"] == pytest.approx(0.25)
+
+
 def _probe_judge(ref_ms: list[float], cand_ms: list[float]):
     from kernelpro.evaluate.judge import Judge
 

@@ -287,6 +287,11 @@ def test_exact_candidate_passes_against_the_fp64_reference(run_eval, copies):
     assert result.verdict is Verdict.CORRECT, result.reason
     (flag,) = [f for f in result.flags if f.startswith("fp64_second_opinion:")]
     assert "passed against the reference in float64" in flag
+    # the new-input-set look takes the errors the trials' float64 opinion admitted for what
+    # they are, without running the reference in float64 on every set
+    notes = result.measurements["evaluator"]
+    assert notes["fresh_input_admitted_checks"] >= 1
+    assert notes["fresh_input_admitted_checks"] + notes["fresh_input_fp64_checks"] == notes["fresh_input_sets"]
 
 
 def test_less_accurate_candidate_still_fails_against_the_fp64_reference(run_eval):

@@ -95,6 +95,9 @@ class EvaluatorConfig:
     fresh_input_max_calls: int = 24
     fresh_input_min_ms: float = 30.0
     fresh_input_max_ms: float = 500.0
+    # and as many as fit in about this many seconds of the look's wall time at its first
+    # set's pace (inputs drawn, outputs checked), never fewer than fresh_input_calls
+    fresh_input_max_s: float = 2.0
     fresh_input_factor: float = 1.5
     fresh_input_reject: float = 3.0
     # how a re-checked call's output is kept: auto (whole on the GPU when the copies fit in
@@ -165,6 +168,8 @@ class EvaluatorConfig:
         if self.fresh_input_max_calls < self.fresh_input_calls:
             raise ValueError(f"fresh_input_max_calls: expected at least fresh_input_calls "
                              f"({self.fresh_input_calls}), got {self.fresh_input_max_calls}")
+        if not self.fresh_input_max_s > 0:
+            raise ValueError(f"fresh_input_max_s: expected a number > 0, got {self.fresh_input_max_s}")
         if self.fresh_input_min_ms < 0 or self.fresh_input_max_ms < 0:
             raise ValueError(f"fresh_input_min_ms, fresh_input_max_ms: expected numbers >= 0, got "
                              f"{self.fresh_input_min_ms} and {self.fresh_input_max_ms}")

@@ -32,6 +32,7 @@ class Comparison:
     max_abs_err: float = 0.0
     max_rel_err: float = 0.0
     integrity: bool = False  # failed for not being a plain tensor / dense / on the right device
+    n_over: int = 0  # a failure on finite values alone: how many were outside the tolerance
 
 
 def flatten(out: Any) -> list[Any]:
@@ -132,6 +133,7 @@ def compare(cand_out: Any, ref_out: Any, tolerances: dict[str, tuple[float, floa
                 f"expected {_num(want)})",
                 max_abs,
                 max_rel,
+                n_over=n_over,
             )
     return Comparison(True, "", worst_abs, worst_rel)
 
