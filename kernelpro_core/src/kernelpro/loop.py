@@ -487,7 +487,8 @@ class Optimizer:
                             reference_flops=self._reference_flops(), compiled=compiled, profile=profile,
                             ceilings=self.gpu, prestart=self.next_problem or len(self.records) + 1 < self.config.budget,
                             next_is_baseline=self.next_problem and len(self.records) + 1 >= self.config.budget,
-                            measure_max_ms=self._measure_max_ms(), reference_history=self._reference_history())
+                            measure_max_ms=self._measure_max_ms(), reference_history=self._reference_history(),
+                            reference_history_file=str(self.run.reference_history_path) if self.measurements else None)
 
     #: earlier reference measurements handed to an evaluation, per worker and measurement
     REFERENCE_HISTORY = 8
@@ -766,6 +767,13 @@ class Optimizer:
         }
         self.run.append_record(record)
         self.records.append(record)
+        if self.measurements and record.get("worker"):
+            # a judge already started (the next of a batch) reads it when it measures: its
+            # job was written before this record
+            try:
+                self.run.write_json(self.run.reference_history_path.name, self._reference_history())
+            except OSError as exc:
+                self.progress.message(f"reference history not written: {exc}")
         self._drop_pending(cid)
         self._add_node(record)
         self._save_tree()

@@ -12,6 +12,7 @@ loses nothing that was evaluated.
     profiles/<id>/       raw profile data per level
     evals/<id>/          the evaluation's job, logs, and the candidate's own directory (sandbox/)
     retimes.jsonl        candidates timed again because their timing was noisy (the newer result)
+    reference_history.json  the reference's measurements so far, per worker (read by judges)
     .lock                held by the process running in this directory
     builds/<id>/         the candidate's compiled binaries (torch_extensions, triton)
     tree.json            the search tree and the policy's state
@@ -58,6 +59,10 @@ class RunDir:
 
     def analysis_path(self, cid: str) -> Path:
         return self.path / "analyses" / f"{cid}.json"
+
+    @property
+    def reference_history_path(self) -> Path:
+        return self.path / "reference_history.json"
 
     # records
     def append_record(self, record: dict[str, Any]) -> None:

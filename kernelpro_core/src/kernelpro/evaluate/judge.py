@@ -1605,16 +1605,30 @@ class Judge:
                 self.flags.append(f"measurement_failed: {spec['name']}: {one_line(exc)}")
 
     def earlier(self, name: str) -> list[Any]:
-        """The job's earlier measurements ``name`` of this reference on this worker, newest
-        first, with their age (the job's ``reference_history``, written by the loop)."""
+        """The earlier measurements ``name`` of this reference on this worker, newest first,
+        with their age: the job's ``reference_history`` and, read now, the loop's latest
+        ``reference_history_file`` (records written after this job was: the second candidate
+        of a batch is started before the first's record exists)."""
         from kernelpro.api import EarlierMeasurement
 
+        entries = list((self.job.get("reference_history") or {}).get(name) or [])
+        path, worker = self.job.get("reference_history_file"), self.job.get("worker")
+        if path and worker:
+            try:
+                latest = json.loads(Path(path).read_text())
+                entries += list(((latest.get(worker) or {}).get(name) or []) if isinstance(latest, dict) else [])
+            except (OSError, ValueError, AttributeError, TypeError):
+                pass  # not written yet, or on another host (a cluster's worker): the job's alone
         out = []
+        seen: set[float] = set()
         now = time.time()
-        for entry in (self.job.get("reference_history") or {}).get(name) or []:
+        for entry in entries:
+            if not isinstance(entry, dict):
+                continue
             values = {k: float(v) for k, v in entry.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
             at = values.pop("measured_at_unix_s", None)
-            if at is not None and now >= at:
+            if at is not None and now >= at and at not in seen:
+                seen.add(at)
                 out.append(EarlierMeasurement(values=values, age_s=now - at))
         return sorted(out, key=lambda e: e.age_s)
 

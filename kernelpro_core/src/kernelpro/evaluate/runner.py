@@ -122,6 +122,8 @@ def evaluate(
     next_is_baseline: bool = False,
     measure_max_ms: float | None = None,
     reference_history: dict[str, list[dict[str, float]]] | None = None,
+    reference_history_file: str | None = None,
+    worker: str | None = None,
 ) -> EvalResult:
     """Evaluate ``candidate_path`` against ``problem_path`` (see the module docstring).
 
@@ -143,7 +145,9 @@ def evaluate(
     is at most this (flag ``measurement_skipped`` otherwise). ``reference_history``: per
     measurement name, this run's earlier measurements of the reference on the same worker
     (``reference_``-stripped values, with ``measured_at_unix_s``), handed to
-    ``Measurement.measure_reference``."""
+    ``Measurement.measure_reference``; ``reference_history_file`` (the loop's
+    ``reference_history.json``, per worker) and ``worker`` (this evaluation's): read again when
+    the judge measures, for measurements recorded after this call began."""
     workdir = Path(workdir).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
@@ -155,7 +159,8 @@ def evaluate(
                        measurements=measurements, build_dir=build_dir, language=language, compiled=compiled,
                        reference_flops=reference_flops, ceilings=ceilings, extra_env=env or {},
                        prestart=prestart and config.prestart, next_is_baseline=next_is_baseline,
-                       measure_max_ms=measure_max_ms, reference_history=reference_history)
+                       measure_max_ms=measure_max_ms, reference_history=reference_history,
+                       reference_history_file=reference_history_file, worker=worker)
     changed = guard.changed() if candidate_path is not None else []
     if changed:
         result = EvalResult(verdict=Verdict.INTEGRITY, reason="the candidate changed files outside its directory: "
@@ -168,7 +173,8 @@ def _evaluate(problem_path: Path, candidate_path: Path | None, *, device: str, c
               language: str, compiled: build.CompileOutcome | None, reference_flops: float | None,
               ceilings: Any = None, extra_env: dict[str, str] | None = None, prestart: bool = False,
               next_is_baseline: bool = False, measure_max_ms: float | None = None,
-              reference_history: dict[str, list[dict[str, float]]] | None = None) -> EvalResult:
+              reference_history: dict[str, list[dict[str, float]]] | None = None,
+              reference_history_file: str | None = None, worker: str | None = None) -> EvalResult:
     t0 = time.monotonic()
     stage_info: dict[str, Any] = {}
     what = Path(candidate_path).stem if candidate_path is not None else "reference"
@@ -232,6 +238,8 @@ def _evaluate(problem_path: Path, candidate_path: Path | None, *, device: str, c
         "reference_flops": reference_flops,
         "measure_max_ms": measure_max_ms,
         "reference_history": reference_history or {},
+        "reference_history_file": reference_history_file,
+        "worker": worker,
         "ceilings": unstructure(ceilings) if ceilings is not None else None,
         # the variables of the candidate's build: the judge starts before its job is known,
         # so each harness is told them with its hello

@@ -132,6 +132,9 @@ class EvaluateCall:
     #: per worker name, per measurement name: this run's earlier measurements of the
     #: reference on that worker (the loop's ``reference_history``)
     reference_history: dict[str, dict[str, list[dict[str, float]]]] = attrs.field(factory=dict)
+    #: the same, as the loop last wrote it (``reference_history.json``): the judge reads it
+    #: again when it measures, for the records written after this call was made
+    reference_history_file: str | None = None
 
     def __call__(self, slot: Slot) -> dict[str, Any]:
         from kernelpro.evaluate.runner import evaluate
@@ -150,7 +153,8 @@ class EvaluateCall:
                           reference_flops=self.reference_flops, env=dict(slot.env), ceilings=self.ceilings,
                           prestart=self.prestart, next_is_baseline=self.next_is_baseline,
                           measure_max_ms=self.measure_max_ms,
-                          reference_history=self.reference_history.get(slot.name))
+                          reference_history=self.reference_history.get(slot.name),
+                          reference_history_file=self.reference_history_file, worker=slot.name)
         t1 = time.monotonic()
         profiled = None
         if self.profile is not None and result.correct:
