@@ -61,11 +61,15 @@ def test_a_judge_reads_the_measurements_recorded_after_its_job_was_written(tmp_p
     job = {"evaluator": {}, "device": "cpu", "seed": 0, "workdir": str(tmp_path),
            "reference_history": {"energy": [old]}, "reference_history_file": str(path), "worker": "gpu0"}
 
-    def earlier():
-        return [e.values["energy_j_per_call"] for e in Judge(job, None, None).earlier("energy")]
+    def earlier(landlock: float = 1.0):
+        judge = Judge(job, None, None)
+        judge.notes["sandbox_landlock"] = landlock
+        return [e.values["energy_j_per_call"] for e in judge.earlier("energy")]
 
     # the file's newer one first, the one both hold once, another worker's none
     assert earlier() == [1.0, 2.0]
+    # a candidate's process without Landlock could have written the file: the job's alone
+    assert earlier(landlock=0.0) == [2.0]
     path.write_text("{")  # a file that does not parse: the job's alone
     assert earlier() == [2.0]
     path.unlink()  # not written yet, or on another host

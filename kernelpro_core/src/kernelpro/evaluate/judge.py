@@ -1609,12 +1609,14 @@ class Judge:
         """The earlier measurements ``name`` of this reference on this worker, newest first,
         with their age: the job's ``reference_history`` and, read now, the loop's latest
         ``reference_history_file`` (records written after this job was: the second candidate
-        of a batch is started before the first's record exists)."""
+        of a batch is started before the first's record exists), where the candidate's
+        process is confined by Landlock: unconfined, it could have written that file."""
         from kernelpro.api import EarlierMeasurement
 
         entries = list((self.job.get("reference_history") or {}).get(name) or [])
         path, worker = self.job.get("reference_history_file"), self.job.get("worker")
-        if path and worker:
+        # read after the candidate's code has run: only where Landlock kept it from writing there
+        if path and worker and self.notes.get("sandbox_landlock") == 1.0:
             try:
                 latest = json.loads(Path(path).read_text())
                 entries += list(((latest.get(worker) or {}).get(name) or []) if isinstance(latest, dict) else [])
