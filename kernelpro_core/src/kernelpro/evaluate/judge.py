@@ -1376,10 +1376,11 @@ class Judge:
         # median of three) shrinks as the median's error does
         wanted = math.ceil(float(ev.get("fresh_input_min_ms", 30.0)) / max(cand_med, 1e-3))
         affordable = int(float(ev.get("fresh_input_max_ms", 500.0)) / max(3 * ref_med + (burst + 1) * cand_med, 1e-3))
-        # sets: n["sets"], fixed during the first look's first set (see look)
-        n = {"sets": max(n_min, min(int(ev.get("fresh_input_max_calls", 24)), wanted, affordable))}
+        # fixed during the first look's first set (see look)
+        sets = max(n_min, min(int(ev.get("fresh_input_max_calls", 24)), wanted, affordable))
         max_s = float(ev.get("fresh_input_max_s", 2.0))
-        checks: dict[str, float] = {"fp64": 0, "admitted": 0}
+        set_s: float | None = None
+        fp64_checks = admitted_checks = 0
         single = len(cmp.flatten(getattr(self, "ref_example", None))) == 1
         admitted = getattr(self, "admitted", [])
         rng = random.Random(secrets.randbits(64))
@@ -1391,7 +1392,7 @@ class Judge:
             return min(2.0, max(1.0, new / old)) if old > 0 else 1.0
 
         def slack_now() -> float:
-            return slack * math.sqrt(n_min / n["sets"])
+            return slack * math.sqrt(n_min / sets)
 
         def like_admitted(c: cmp.Comparison) -> bool:
             """A single output that failed the fp32 tolerance on finite values alone, by no more
@@ -1415,6 +1416,7 @@ class Judge:
             r_ms: list[float] = []
             c_seen: list[float] = []
             r_seen: list[float] = []
+            nonlocal sets, set_s, fp64_checks, admitted_checks
             self._confirming = True
             try:
                 # a pair of ordinary calls first: the device comes back from the checks' pause
@@ -1422,7 +1424,7 @@ class Judge:
                 self._calls["candidate"](first)
                 k = 0
                 started = time.monotonic()
-                while k < n["sets"]:
+                while k < sets:
                     try:
                         values = self.draw_inputs(rng.randrange(1 << 31))  # a seed the candidate cannot know
                     except Fail as exc:  # drawn before: only room (one more set on the device) can lack
@@ -1442,10 +1444,10 @@ class Judge:
                     out = self._last_out
                     c = cmp.compare(out, expected, self.tols, compute_device=self.device if self.cuda else None)
                     if not c.ok and not c.integrity and like_admitted(c):
-                        checks["admitted"] += 1
+                        admitted_checks += 1
                         c = cmp.Comparison(True)
                     if not c.ok and not c.integrity:
-                        checks["fp64"] += 1
+                        fp64_checks += 1
                         second = self.second_opinion(out, expected, f"new input set {k}", values)
                         c = second if second is not None and second.ok else c
                     if not c.ok:
@@ -1454,14 +1456,13 @@ class Judge:
                                         f"{c.message}")
                     r_ms += timing.reported([r_sample], ref_s)
                     c_ms += timing.reported([c_sample], cand_s)
-                    if k == 0 and "set_s" not in checks:
+                    if set_s is None:
                         # the look's seconds: as many sets as fit in fresh_input_max_s at the first
                         # set's pace (drawing inputs of gigabytes, a float64 opinion), never fewer
                         # than fresh_input_calls
-                        per_set = time.monotonic() - started
-                        checks["set_s"] = per_set
-                        if per_set > 0:
-                            n["sets"] = max(n_min, min(n["sets"], int(max_s / per_set)))
+                        set_s = time.monotonic() - started
+                        if set_s > 0:
+                            sets = max(n_min, min(sets, int(max_s / set_s)))
                     k += 1
             finally:
                 self._confirming = False
@@ -1484,16 +1485,15 @@ class Judge:
         except _NoFreshSet as exc:
             self.flags.append(f"fresh_inputs_skipped: {exc}")
             return
-        self.notes.update(fresh_input_sets=float(n["sets"]), fresh_input_slack_ms=slack_now(),
-                          fresh_input_burst=float(burst), fresh_input_set_s=checks.get("set_s", 0.0),
-                          fresh_input_fp64_checks=float(checks["fp64"]),
-                          fresh_input_admitted_checks=float(checks["admitted"]),
+        self.notes.update(fresh_input_sets=float(sets), fresh_input_slack_ms=slack_now(),
+                          fresh_input_burst=float(burst), fresh_input_set_s=set_s or 0.0,
+                          fresh_input_fp64_checks=float(fp64_checks),
+                          fresh_input_admitted_checks=float(admitted_checks),
                           fresh_input_ms=m1["new"], reference_fresh_input_ms=m1["ref_new"],
                           fresh_input_seen_ms=m1["seen"], fresh_input_factor=m1["factor"],
                           fresh_input_beside_factor=m1["beside_factor"], fresh_input_timed_factor=m1["timed_factor"])
         if not over(m1):
             return
-        sets = n["sets"]
         seen = (f"on {sets} input sets no call had seen it took {m1['new']:.4g} ms per call (median), on values it "
                 f"had seen beside them {m1['seen']:.4g} ms, on the timed calls {cand_med:.4g} ms: {m1['factor']:.2f}x "
                 f"(the reference: {m1['ref_new']:.4g}, {m1['ref_seen']:.4g} and {ref_med:.4g} ms)")
