@@ -20,7 +20,9 @@ def _records(run):
     path = run / "candidates.jsonl"
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    # up to the last newline: the run may be writing its next line as the test reads
+    text = path.read_text()
+    return [json.loads(line) for line in text[: text.rfind("\n") + 1].splitlines() if line.strip()]
 
 
 @pytest.mark.parametrize("search", ["greedy", "mcts"])

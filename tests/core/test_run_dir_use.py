@@ -103,3 +103,30 @@ def test_a_run_whose_candidates_are_all_slower_advises_keeping_the_reference(tmp
     as_json = kernelpro("optimize", "--resume", str(run), "--device", "cpu", "--budget", "1", "--json")
     assert as_json.returncode == 0, as_json.stderr
     assert json.loads(as_json.stdout)["faster_than_reference"] is False
+
+
+def test_a_record_goes_out_in_one_write_however_long(tmp_path, monkeypatch):
+    # a buffered file wrote a record past 4 KiB in pieces: a reader between them (a test
+    # watching the run, once) found half a line
+    import kernelpro.rundir as rundir
+
+    writes: list[int] = []
+    real_write = rundir.os.write
+    monkeypatch.setattr(rundir.os, "write", lambda fd, data: writes.append(len(data)) or real_write(fd, data))
+    run = RunDir(tmp_path)
+    record = {"id": "c0001", "source": "x" * 20_000}
+    run.append_record(record)
+    assert writes == [len(json.dumps(record)) + 1]
+    assert run.records() == [record]
+
+
+def test_a_line_a_kill_cut_short_loses_only_itself(tmp_path):
+    from kernelpro.report import read_records
+
+    run = RunDir(tmp_path)
+    run.append_record({"id": "c0001", "verdict": "correct"})
+    with open(run.records_path, "a") as fh:
+        fh.write('{"id": "c0002", "verd')  # the kill came mid-write
+    run.append_record({"id": "c0003", "verdict": "correct"})  # the resumed run's next record
+    assert [r["id"] for r in run.records()] == ["c0001", "c0003"]
+    assert [r["id"] for r in read_records(tmp_path)] == ["c0001", "c0003"]

@@ -105,10 +105,19 @@ def read_records(run_dir: Path) -> list[dict[str, Any]]:
     from kernelpro.records import EvalResult, from_json
 
     def lines(name: str) -> list[dict[str, Any]]:
-        path = run_dir / name
-        if not path.exists():
-            return []
-        return [json.loads(ln) for ln in path.read_text().splitlines() if ln.strip()]
+        out: list[dict[str, Any]] = []
+        try:
+            text = (run_dir / name).read_text(errors="replace")
+        except OSError:
+            return out
+        for ln in text.splitlines():
+            try:
+                obj = json.loads(ln)
+            except json.JSONDecodeError:
+                continue  # a line a kill cut short (that candidate is evaluated again on resume)
+            if isinstance(obj, dict):
+                out.append(obj)
+        return out
 
     records = lines("candidates.jsonl")
     by_id = {rec["id"]: rec for rec in records}

@@ -69,12 +69,24 @@ class RunDir:
         self.append_jsonl(self.records_path.name, record)
 
     def append_jsonl(self, name: str, record: dict[str, Any]) -> None:
-        """One JSON line appended to ``name`` in the run directory (flushed and fsynced)."""
-        line = json.dumps(record, default=str)
-        with open(self.path / name, "a") as fh:
-            fh.write(line + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
+        """One JSON line appended to ``name`` in the run directory, fsynced. The line goes out
+        in one write: a buffered file splits a line past its buffer (4 KiB) into several, and
+        a reader between them (``kernelpro report``, the MCP server, a watching script) saw
+        half a record. A line a kill cut short stays where it is, unreadable and skipped by
+        the readers; the next line starts on a line of its own instead of joining it, where
+        it would have been unreadable too."""
+        data = (json.dumps(record, default=str) + "\n").encode()
+        fd = os.open(self.path / name, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            end = os.lseek(fd, 0, os.SEEK_END)
+            if end > 0 and os.pread(fd, 1, end - 1) != b"\n":
+                data = b"\n" + data
+            view = memoryview(data)
+            while view:  # a regular file takes it in one write; a short one is finished
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
     def lock(self) -> Any:
         """An exclusive lock on the directory (an open file; held until it is closed or the
@@ -116,19 +128,9 @@ class RunDir:
         return out
 
     def records(self) -> list[dict[str, Any]]:
-        if not self.records_path.exists():
-            return []
-        out = []
-        for line in self.records_path.read_text().splitlines():
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError:
-                # a line cut short by a kill mid-write: that candidate is re-evaluated
-                continue
-        return out
+        """The evaluated candidates' records; a line cut short by a kill mid-write is skipped
+        (that candidate is evaluated again)."""
+        return self.read_jsonl(self.records_path.name)
 
     def write_json(self, name: str, data: Any) -> None:
         write_atomic(self.path / name, json.dumps(data, indent=1, default=str))
