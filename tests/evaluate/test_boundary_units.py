@@ -364,6 +364,33 @@ def test_a_candidate_fast_only_on_seen_values_is_a_violation():
     assert info.value.verdict is Verdict.INTEGRITY and "fast only on values it has seen" in info.value.reason
 
 
+class _Meter:
+    """An idle meter that read a share of a core between every call, in both looks."""
+
+    def __init__(self, share: float) -> None:
+        self.intervals = [share] * 40
+        self.share = self.upper_share = share
+        self.wall_s = 0.5
+        self.cpu_ns = share * self.wall_s * 1e9
+
+    def restart(self) -> None:
+        pass
+
+
+def test_work_between_calls_is_named_before_values_kept():
+    # a thread left working after each call slows whatever call follows, new sets included
+    # (seen once in CI: the new-set look gave its reason first, values kept from earlier calls)
+    from kernelpro.evaluate.judge import Fail
+    from kernelpro.records import Verdict
+
+    judge = _fresh_judge(0.2, [2.0])
+    judge.ev["idle_cpu_share"] = 0.2
+    judge.cand_idle, judge.ref_idle = _Meter(0.9), _Meter(0.0)
+    with pytest.raises(Fail) as info:
+        judge.check_fresh_inputs()
+    assert info.value.verdict is Verdict.INTEGRITY and "kept working between calls" in info.value.reason
+
+
 def test_a_candidate_somewhat_slower_on_new_sets_is_charged_the_difference():
     judge = _fresh_judge(1.0, [2.0])  # 2x: charged, not rejected
     judge.check_fresh_inputs()

@@ -1509,6 +1509,10 @@ class Judge:
             return
         values = bool(m1["values"] and m2["values"])
         if min(m1["factor"], m2["factor"]) >= float(ev.get("fresh_input_reject", 3.0)):
+            # work its process left running between calls slows whatever call follows: where
+            # the judge saw that, it is the verdict's reason, not values kept from earlier calls
+            if self._idle_excess():
+                self.check_idle_cpu()
             if values:
                 raise self.fail(Verdict.INTEGRITY, f"the candidate is fast only on values it has seen: {seen}, and "
                                 f"{m2['factor']:.2f}x on {sets} more: outputs kept from earlier calls and reused")
