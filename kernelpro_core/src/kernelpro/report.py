@@ -13,7 +13,7 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
-from kernelpro.rundir import write_atomic
+from kernelpro.rundir import RunDir, write_atomic
 
 if TYPE_CHECKING:  # pragma: no cover
     from kernelpro.loop import Optimizer
@@ -100,28 +100,12 @@ def speedup_short(rec: Mapping[str, Any], noisy_cv: float | None) -> str:
 def read_records(run_dir: Path) -> list[dict[str, Any]]:
     """candidates.jsonl with each candidate's latest re-timing (retimes.jsonl) applied: the
     numbers the run's best was chosen on."""
-    import json
-
     from kernelpro.records import EvalResult, from_json
 
-    def lines(name: str) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
-        try:
-            text = (run_dir / name).read_text(errors="replace")
-        except OSError:
-            return out
-        for ln in text.splitlines():
-            try:
-                obj = json.loads(ln)
-            except json.JSONDecodeError:
-                continue  # a line a kill cut short (that candidate is evaluated again on resume)
-            if isinstance(obj, dict):
-                out.append(obj)
-        return out
-
-    records = lines("candidates.jsonl")
+    run = RunDir(run_dir)  # a line a kill cut short is skipped (that candidate is evaluated again)
+    records = run.records()
     by_id = {rec["id"]: rec for rec in records}
-    for line in lines("retimes.jsonl"):
+    for line in run.read_jsonl("retimes.jsonl"):
         rec = by_id.get(line.get("id"))
         if rec is None:
             continue
