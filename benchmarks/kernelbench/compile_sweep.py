@@ -69,38 +69,6 @@ def variants(rec, limit: int = 40):
     return out[:limit]
 
 
-def _launch_key(fn, args, constexprs, num_warps, num_stages, arch) -> tuple:
-    """What a compile of one launch depends on (offline.compile_launch's specializations)."""
-    import torch
-
-    def kind(a):
-        if isinstance(a, torch.Tensor):
-            return ("t", str(a.dtype), a.data_ptr() % 16 == 0)
-        if isinstance(a, bool) or not isinstance(a, int):
-            return ("v", type(a).__name__, a if isinstance(a, bool) else None)
-        return ("i", a == 1, a % 16 == 0, abs(a) >= 2**31)
-
-    frozen = tuple(sorted((k, repr(v)) for k, v in constexprs.items()))
-    return (fn.__name__, fn.src, tuple(kind(a) for a in args), frozen, num_warps, num_stages, arch)
-
-
-def _memoized_compiles() -> dict:
-    """A model's layers launch the same kernel at the same types many times (ResNet-101's
-    convolutions): compile each distinct launch once."""
-    from kernelpro_plugins_expert import offline
-
-    real, cache = offline.compile_launch, {}
-
-    def compile_launch(fn, args, constexprs, num_warps=4, num_stages=3, arch=90):
-        key = _launch_key(fn, args, constexprs, num_warps, num_stages, arch)
-        if key not in cache:
-            cache[key] = real(fn, args, constexprs, num_warps, num_stages, arch)
-        return cache[key]
-
-    offline.compile_launch = compile_launch
-    return cache
-
-
 def _device_for(code: str, workdir: Path) -> str:
     """"meta" where the problem's own model builds and runs on meta tensors; else "cpu" (real
     tensors: a model whose constructor reads values, Swin V2's ``.item()``)."""
@@ -135,7 +103,7 @@ def sweep_problem(code: str, workdir: Path, limit: int = 40) -> dict:
     rec = recognize(code)
     if not rec.ok or not rec.regions:
         return {"recognized": False, "variants": 0, "kernels": 0, "compiles": 0, "failures": []}
-    compiles = _memoized_compiles()
+    compiles: dict = {}  # a model's layers launch the same kernel at the same types many times
     device = _device_for(code, workdir)
     failures, kernels = [], 0
     built = variants(rec, limit)
@@ -147,7 +115,8 @@ def sweep_problem(code: str, workdir: Path, limit: int = 40) -> dict:
             path.write_text(render_candidate(code, rec, params))
             stage = "import"
             mod = load_module(path, f"sweep_v{k}")
-            compile_instead_of_launch(mod, lambda name, c, *_: compiled.append((name, c.metadata.shared)))
+            compile_instead_of_launch(mod, lambda name, c, *_: compiled.append((name, c.metadata.shared)),
+                                      cache=compiles)
             stage = "build"
             with torch.device(device):
                 torch.manual_seed(0)

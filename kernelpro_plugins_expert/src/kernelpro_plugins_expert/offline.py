@@ -14,12 +14,14 @@ from typing import Any, Callable
 
 
 def compile_launch(fn: Any, args: tuple[Any, ...], constexprs: dict[str, Any], num_warps: int = 4,
-                   num_stages: int = 3, arch: int = 90) -> Any:
+                   num_stages: int = 3, arch: int = 90, cache: dict[str, Any] | None = None) -> Any:
     """``fn`` (a ``triton.jit`` function) compiled for ``sm_<arch>`` as this launch would run it,
     with the specializations a real launch makes: a pointer whose address is a multiple of
     16 bytes, or an integer that is a multiple of 16, is marked so (``tt.divisibility``: the
     loads and stores it addresses can be vectorized), and an integer equal to 1 becomes a
-    constant. A meta tensor's address is 0, as aligned as PyTorch's allocations."""
+    constant. A meta tensor's address is 0, as aligned as PyTorch's allocations. With
+    ``cache``, a launch of the same source (its callees' too) at the same specializations
+    is compiled once (a model's layers repeat their launches)."""
     import torch
     import triton
     from triton.backends.compiler import GPUTarget
@@ -52,14 +54,23 @@ def compile_launch(fn: Any, args: tuple[Any, ...], constexprs: dict[str, Any], n
     for p in fn.params:
         if p.is_constexpr:
             signature[p.name] = "constexpr"
-    return triton.compile(ASTSource(fn=fn, signature=signature, constexprs=values, attrs=attrs),
-                          target=GPUTarget("cuda", arch, 32), options={"num_warps": num_warps, "num_stages": num_stages})
+    key = repr((fn.cache_key, sorted(signature.items()), sorted(values.items()), sorted(attrs.items()), num_warps,
+                num_stages, arch))
+    if cache is not None and key in cache:
+        return cache[key]
+    compiled = triton.compile(ASTSource(fn=fn, signature=signature, constexprs=values, attrs=attrs),
+                               target=GPUTarget("cuda", arch, 32),
+                               options={"num_warps": num_warps, "num_stages": num_stages})
+    if cache is not None:
+        cache[key] = compiled
+    return compiled
 
 
 def compile_instead_of_launch(module: Any, on_compiled: Callable[[str, Any, int, dict[str, Any]], None],
-                              arch: int = 90) -> None:
+                              arch: int = 90, cache: dict[str, Any] | None = None) -> None:
     """Replace the kernels of ``module``: each launch ``kernel[grid](*args, **kw)`` compiles
-    and calls ``on_compiled(kernel_name, compiled, num_warps, constexprs)``."""
+    (through ``cache``, see :func:`compile_launch`) and calls ``on_compiled(kernel_name,
+    compiled, num_warps, constexprs)``."""
     import triton
 
     for name, fn in list(vars(module).items()):
@@ -72,7 +83,7 @@ def compile_instead_of_launch(module: Any, on_compiled: Callable[[str, Any, int,
 
             def __getitem__(self, grid: Any) -> Callable[..., None]:
                 def launch(*args: Any, num_warps: int = 4, num_stages: int = 3, **constexprs: Any) -> None:
-                    compiled = compile_launch(self.fn, args, constexprs, num_warps, num_stages, arch)
+                    compiled = compile_launch(self.fn, args, constexprs, num_warps, num_stages, arch, cache)
                     on_compiled(self.name, compiled, num_warps, {**constexprs})
 
                 return launch
