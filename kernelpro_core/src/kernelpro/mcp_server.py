@@ -605,19 +605,9 @@ def _analysis_text(data: dict[str, Any]) -> str:
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    out = []
-    try:
-        text = path.read_text(errors="replace")
-    except OSError:
-        return []
-    for line in text.splitlines():
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
-            continue  # a line being written
-        if isinstance(rec, dict):
-            out.append(rec)
-    return out
+    from kernelpro.rundir import RunDir
+
+    return RunDir(path.parent).read_jsonl(path.name)  # a line being written is skipped
 
 
 def _read_json(path: Path) -> Any:

@@ -76,7 +76,7 @@ class RunDir:
         the readers; the next line starts on a line of its own instead of joining it, where
         it would have been unreadable too."""
         data = (json.dumps(record, default=str) + "\n").encode()
-        fd = os.open(self.path / name, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = os.open(self.path / name, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)
         try:
             end = os.lseek(fd, 0, os.SEEK_END)
             if end > 0 and os.pread(fd, 1, end - 1) != b"\n":
@@ -115,7 +115,7 @@ class RunDir:
         """The JSON objects of a JSON-lines file of the run (a torn last line is skipped)."""
         out: list[dict[str, Any]] = []
         try:
-            text = (self.path / name).read_text()
+            text = (self.path / name).read_text(errors="replace")
         except OSError:
             return out
         for line in text.splitlines():
