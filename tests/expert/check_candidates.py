@@ -21,7 +21,7 @@ from triton_interpreter_compat import allow_scalar_loop_bounds  # noqa: E402
 from kernelpro.evaluate.loader import load_module  # noqa: E402
 from kernelpro_plugins_expert import moves  # noqa: E402
 from kernelpro_plugins_expert.recognize import recognize  # noqa: E402
-from kernelpro_plugins_expert.render import vec_eligible, vec_tile, default_params, gemm_params, render_candidate, rewrite_params  # noqa: E402,E501
+from kernelpro_plugins_expert.render import vec_eligible, vec_tile, default_params, gemm_params, layout_params, render_candidate, rewrite_params  # noqa: E402,E501
 
 
 def check(name: str, workdir: Path) -> list[dict]:
@@ -32,6 +32,9 @@ def check(name: str, workdir: Path) -> list[dict]:
         [c for c in moves.apply("more_programs", None, base)][:1] + \
         [c for c in moves.apply("persistent", None, base)][:1] + \
         moves.apply("precision", None, base)[:1] if base["lower"] else []  # precision: fast logs, where any
+    channels_last = layout_params(rec, base)
+    if channels_last is not None:  # the library's convolutions channels-last, the kernels after them too
+        variants.append(channels_last)
     rewrite = rewrite_params(rec)
     if rewrite is not None:  # the algebraic rewrite (library calls only)
         variants.append(rewrite)
@@ -86,7 +89,11 @@ def check(name: str, workdir: Path) -> list[dict]:
         lowered = sum(1 for m in new.lowered.modules() if isinstance(m, torch.fx.GraphModule)
                       for n in m.graph.nodes if n.op == "call_function" and "_kp_r" in n.name)
         out.append({"name": name, "variant": k, "regions": len(params["lower"]), "lowered": lowered,
-                    "rewrite": params is rewrite,
+                    "rewrite": params is rewrite, "layout": params.get("layout"),
+                    # the output in the reference's layout (a channels-last candidate restores it)
+                    "layout_ok": got.is_contiguous() == want.is_contiguous(),
+                    # convolutions that ran channels-last (their wrappers in the lowered model)
+                    "channels_last_convs": sum(type(m).__name__ == "_KpChannelsLast" for m in new.lowered.modules()),
                     "dtype": str(want.dtype).replace("torch.", ""),
                     "shape_ok": tuple(want.shape) == tuple(got.shape),
                     "max_abs_err": float((want.float() - got.float()).abs().max()) if want.shape == got.shape

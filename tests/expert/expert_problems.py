@@ -320,6 +320,18 @@ PROBLEMS = {
     "conv_transpose2d_grouped": problem(
         "        self.conv = nn.ConvTranspose2d(6, 4, (3, 2), stride=(2, 1), padding=(1, 0), groups=2)\n",
         "        return self.conv(x)\n", "[torch.randn(2, 6, 5, 7)]"),
+    # convolutions left in the library, run channels-last, with the kernels after them
+    # (a pointwise chain with a broadcast parameter, a pool, a channel norm) reading that layout
+    "conv2d_bias_tanh_pool": problem(
+        "        self.conv = nn.Conv2d(3, 8, 3)\n        self.bias = nn.Parameter(torch.randn(8, 1, 1))\n"
+        "        self.pool = nn.MaxPool2d(2)\n",
+        "        return self.pool(torch.tanh(self.conv(x) + self.bias))\n", "[torch.randn(2, 3, 10, 12)]"),
+    "conv_transpose3d_scale_clamp": problem(
+        "        self.conv = nn.ConvTranspose3d(3, 5, 3, stride=2, padding=1)\n",
+        "        return torch.clamp(self.conv(x) * 0.5, -0.2, 0.2)\n", "[torch.randn(2, 3, 3, 4, 5)]"),
+    "conv3d_group_norm_relu": problem(
+        "        self.conv = nn.Conv3d(4, 6, 2)\n        self.norm = nn.GroupNorm(3, 6)\n",
+        "        return torch.relu(self.norm(self.conv(x)))\n", "[torch.randn(2, 4, 4, 5, 3)]"),
     "conv_transpose3d_bias": problem("        self.conv = nn.ConvTranspose3d(3, 4, 2, stride=2, bias=True)\n",
                                      "        return self.conv(x)\n", "[torch.randn(2, 3, 3, 4, 5)]"),
     # cross-entropy against class indices: mean with ignored targets, sum, long rows

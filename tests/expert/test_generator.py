@@ -68,11 +68,39 @@ def test_dense_conv_is_an_implicit_gemm_tf32x3_first():
 
     source = problem("        self.conv = nn.Conv2d(3, 4, 3)\n", "        return self.conv(x)\n",
                      "[torch.randn(1, 3, 8, 8)]")
-    req = GenerationRequest(problem=parse(source, name="conv"), n=2, device="cpu", parent=None, tried=())
-    first, second = ExpertGenerator().generate(req)
+    req = GenerationRequest(problem=parse(source, name="conv"), n=3, device="cpu", parent=None, tried=())
+    layout, first, second = ExpertGenerator().generate(req)
+    # first the library's convolution channels-last (no kernel of ours), then the Triton ones
+    assert layout.params["lower"] == [] and layout.params["layout"] == "channels_last"
+    assert layout.language == "pytorch" and layout.description == "reference ops + channels-last convolutions"
     assert first.params["lower"] == ["r0"] and first.params["tiles"]["r0"]["precision"] == "tf32x3"
     assert second.params["tiles"]["r0"]["precision"] == "ieee"
     assert "input_precision=\"tf32x3\"" in first.source and first.description.startswith("Triton conv(conv2d)")
+    assert "_KpChannelsLast" not in first.source
+
+
+def test_library_convolutions_run_channels_last_second():
+    """Where a 2-D or 3-D convolution of groups 1 stays in the library, the candidate after
+    the default one runs it channels-last (and its children keep that); grouped and 1-D
+    convolutions are left as they are."""
+    from kernelpro.problem import parse_problem as parse
+    from expert_problems import problem
+
+    drafts = ExpertGenerator().generate(request("conv_transpose3d_scale_clamp", n=2))
+    base, layout = drafts
+    assert base.params["lower"] == layout.params["lower"] != [] and "layout" not in base.params
+    assert layout.params["layout"] == "channels_last" and layout.language == "triton"
+    assert layout.description.endswith("+ channels-last convolutions")
+    assert '_kp_channels_last(_kp_lower(self.ref), ["conv"])' in layout.source
+    assert "return _kp_dense_output(self.lowered(*args))" in layout.source
+    check_candidate(layout.source, parse_problem(PROBLEMS["conv_transpose3d_scale_clamp"]))
+    kids = moves.apply("smaller", None, layout.params)
+    assert kids and all(k["layout"] == "channels_last" for k in kids)
+    for init in ("        self.conv = nn.Conv2d(6, 9, 3, groups=3)\n", "        self.conv = nn.Conv1d(6, 9, 3)\n"):
+        shape = "1, 6, 8, 8" if "2d" in init else "1, 6, 8"
+        source = problem(init, "        return torch.relu(self.conv(x))\n", f"[torch.randn({shape})]")
+        req = GenerationRequest(problem=parse(source, name="conv"), n=8, device="cpu", parent=None, tried=())
+        assert not any(d.params.get("layout") for d in ExpertGenerator().generate(req))
 
 
 def test_fp32_gemm_root_offers_library_then_graphs_then_triton_gemm_in_both_precisions():

@@ -2,8 +2,9 @@
 
 Uses no network. From the root it proposes, in order: the algebraic rewrites where one
 applies (``gemm_reduce``: a GEMM summed over N as a matrix-vector product); every
-recognized region lowered with its default tile (GEMMs in the library, their epilogues as Triton kernels); for
-fp16/bf16 GEMMs the Triton-GEMM alternative (each GEMM with its epilogue as one Triton
+recognized region lowered with its default tile (GEMMs in the library, their epilogues as Triton kernels);
+where convolutions stay in the library (2-D and 3-D, groups 1), the same candidate with them
+channels-last (``layout``: :func:`.render.channels_last_paths`); for fp16/bf16 GEMMs the Triton-GEMM alternative (each GEMM with its epilogue as one Triton
 kernel); CUDA-graph capture of the first and of the unchanged reference forward (CUDA
 only, and only for forwards that move at most ``graph_root_max_bytes`` or hold an fp32
 GEMM: the capture copies inputs and clones the output, a loss for large memory-bound
@@ -30,8 +31,8 @@ import attrs
 from kernelpro.api import CandidateDraft, GenerationRequest, Generator
 from kernelpro_plugins_expert import moves
 from kernelpro_plugins_expert.recognize import Recognition, recognize
-from kernelpro_plugins_expert.render import (default_params, describe, gemm_params, is_triton, region_ids,
-                                             render_candidate, rewrite_params, vec_eligible, vec_tile)
+from kernelpro_plugins_expert.render import (default_params, describe, gemm_params, is_triton, layout_params,
+                                             region_ids, render_candidate, rewrite_params, vec_eligible, vec_tile)
 
 
 @attrs.frozen
@@ -115,6 +116,10 @@ class ExpertGenerator(Generator):
             pool.append(rewrite)  # a GEMM whose output is only summed over N: a matrix-vector product
         if base["lower"]:
             pool.append(base)
+        channels_last = layout_params(rec, base)
+        if channels_last is not None:
+            # the library's convolutions channels-last, the kernels after them following
+            pool.append(channels_last)
         ids = region_ids(rec)
         vectored = [r for r in base["lower"] if r in ids and vec_eligible(rec.regions[ids.index(r)])]
         if vectored:
@@ -163,7 +168,7 @@ class ExpertGenerator(Generator):
             if key in tried:
                 continue
             tried.add(key)
-            if not params["lower"] and not params.get("graph"):
+            if not params["lower"] and not params.get("graph") and not params.get("layout"):
                 continue
             drafts.append(CandidateDraft(
                 source=render_candidate(request.problem.source, rec, params),

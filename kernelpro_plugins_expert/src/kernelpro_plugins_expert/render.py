@@ -4,7 +4,8 @@ Each region becomes a Triton kernel and a Python wrapper ``_kp_<rid>`` (rid = ``
 ``r1``, ... in graph order); the candidate's ``_kp_lower`` swaps the region's fx nodes for
 one call of that wrapper. Parameters (a JSON-serialisable dict, recorded with the draft):
 
-``{"lower": [rid, ...], "graph": bool, "tiles": {rid: {...}}}`` where a pointwise or pool
+``{"lower": [rid, ...], "graph": bool, "tiles": {rid: {...}}}``, optionally with ``"layout":
+"channels_last"`` (:func:`channels_last_paths`), where a pointwise or pool
 tile is ``{"BLOCK", "num_warps"}``, a row kernel's ``{"BLOCK_R", "num_warps"}``, a split-row
 kernel's ``{"BLOCK_R", "CHUNK", "num_warps"}``, a column kernel's
 ``{"BLOCK_R", "BLOCK_I", "num_warps"}`` and a GEMM's ``{"BLOCK_M", "BLOCK_N", "BLOCK_K",
@@ -423,6 +424,8 @@ def describe(recognition: Recognition, params: dict[str, Any]) -> str:
         else:
             parts.append(f"{region.kind}({op})[{tile}]")
     text = "; ".join(rewrites + (["Triton " + "; ".join(parts)] if parts else [])) or "reference ops"
+    if params.get("layout") == "channels_last":
+        text += " + channels-last convolutions"
     return text + (" + CUDA graph" if params.get("graph") else "")
 
 
@@ -436,6 +439,36 @@ def rewrite_params(recognition: Recognition) -> dict[str, Any] | None:
     ids = region_ids(recognition)
     params["lower"] = [ids[i] for i in chosen]
     return params
+
+
+def channels_last_paths(recognition: Recognition, params: dict[str, Any]) -> list[str]:
+    """Module paths of the convolutions ``params`` leaves in the library that run on
+    channels-last tensors under ``"layout": "channels_last"``: 2-D and 3-D, transposed or
+    not, groups 1. cuDNN's NCHW path converts input and output to NHWC around its kernels
+    (the tuning sample's bench pass 4: on L2 #2 and #44 ``nhwcToNchwKernel`` moved as many
+    bytes as the convolution itself); PyTorch's compiler lays convolutions out channels-last
+    for the same reason, and its own measurements have grouped convolutions slower that way
+    (``torch/_inductor/graph.py``, ``decide_layout_opt``), so they stay as they are."""
+    ids = region_ids(recognition)
+    paths = []
+    for rid, region in zip(ids, recognition.regions):
+        if region.kind != "conv" or rid in params["lower"]:
+            continue
+        rank, groups = region.attrs.get("rank"), region.attrs.get("groups", 1)
+        weight = str(getattr(region.inputs[1], "path", "")) if len(region.inputs) > 1 else ""
+        if rank not in (2, 3) or groups != 1 or not weight.endswith(".weight"):
+            continue
+        path = weight[:-len(".weight")]
+        paths.append(f"{region.scope}.{path}" if region.scope else path)
+    return list(dict.fromkeys(paths))
+
+
+def layout_params(recognition: Recognition, params: dict[str, Any]) -> dict[str, Any] | None:
+    """``params`` with its library convolutions channels-last (:func:`channels_last_paths`);
+    None when it has none."""
+    if params.get("layout") == "channels_last" or not channels_last_paths(recognition, params):
+        return None
+    return {**params, "layout": "channels_last"}
 
 
 def is_triton(recognition: Recognition, params: dict[str, Any]) -> bool:
@@ -459,7 +492,11 @@ def render_candidate(problem_source: str, recognition: Recognition, params: dict
         specs.append({**region.spec(), "rid": rid})
         lowered.append(rid)
         fast_log = fast_log or bool(params["tiles"][rid].get("FASTLOG"))
+    layout = params.get("layout")
+    if layout not in (None, "channels_last"):
+        raise ValueError(f"layout {layout!r}: expected 'channels_last' or none")
     return render(CANDIDATE, description=describe(recognition, params),
+                  channels_last=channels_last_paths(recognition, params) if layout else [],
                   params_json=json.dumps(params, sort_keys=True), problem_source=problem_source.rstrip(),
                   kernels=kernels,
                   regions_json=json.dumps(specs), region_ids=lowered, graph=bool(params.get("graph")),
