@@ -9,6 +9,11 @@ problem id and name only: the problems are read from the shared data, never copi
   it, from the problems outside the tuning sample with seed 20261202: 20 of level 1, 20 of
   level 2, 10 of level 3. Run only to report. When a report on it has been used to decide a
   change, draw a new one (``--draw`` with a new seed, and say so in the record).
+* ``validation_2``: drawn on 2026-12-05 with seed 20261205 from the level-1 and level-2
+  problems in neither sample above (20 of each: all that is left), after the first
+  validation sample's level-1 and level-2 reports had been used to decide a change (the
+  expert generator's channels-last convolutions). Its level-3 problems stay the first
+  sample's, which has not been run. Run only to report, as the first.
 
     python benchmarks/kernelbench/split.py            # check split.json against the data
     python benchmarks/kernelbench/split.py --draw     # write split.json (only to draw anew)
@@ -32,6 +37,8 @@ SHARED = REPO.parent / "shared" / "kernelbench"
 SPLIT = HERE / "split.json"
 TUNING_SEED, TUNING_PER_LEVEL = 20261130, {1: 10, 2: 10}
 VALIDATION_SEED, VALIDATION_PER_LEVEL = 20261202, {1: 20, 2: 20, 3: 10}
+VALIDATION_2_SEED, VALIDATION_2_PER_LEVEL = 20261205, {1: 20, 2: 20}
+SAMPLES = ("tuning", "validation", "validation_2")
 
 
 def load(level: int) -> list[dict]:
@@ -79,18 +86,29 @@ def draw() -> dict:
         rest = [r for r in load(level) if r["problem_id"] not in taken]
         validation[level] = [rest[i] for i in sorted(rng.sample(range(len(rest)), min(n, len(rest))))]
 
+    rng = random.Random(VALIDATION_2_SEED)
+    validation_2: dict[int, list[dict]] = {}
+    for level, n in VALIDATION_2_PER_LEVEL.items():
+        taken = {r["problem_id"] for r in tuning.get(level, []) + validation.get(level, [])}
+        rest = [r for r in load(level) if r["problem_id"] not in taken]
+        validation_2[level] = [rest[i] for i in sorted(rng.sample(range(len(rest)), min(n, len(rest))))]
+
     def ids(sample: dict[int, list[dict]]) -> list[dict]:
         return [{"level": lv, "problem_id": r["problem_id"], "name": r["name"]} for lv in sorted(sample)
                 for r in sample[lv]]
 
     return {"tuning": {"seed": TUNING_SEED, "problems": ids(tuning)},
-            "validation": {"seed": VALIDATION_SEED, "drawn": "2026-12-02", "problems": ids(validation)}}
+            "validation": {"seed": VALIDATION_SEED, "drawn": "2026-12-02", "problems": ids(validation)},
+            "validation_2": {"seed": VALIDATION_2_SEED, "drawn": "2026-12-05",
+                             "why": "the first sample's level-1 and level-2 reports were used to decide a change "
+                                    "(channels-last convolutions); level 3 stays the first sample's",
+                             "problems": ids(validation_2)}}
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--draw", action="store_true", help="write split.json from the seeds")
-    ap.add_argument("--write", choices=["tuning", "validation"], help="write this sample as a JSONL suite")
+    ap.add_argument("--write", choices=list(SAMPLES), help="write this sample as a JSONL suite")
     ap.add_argument("--levels", help="with --write: comma-separated levels (default: all)")
     ap.add_argument("-o", "--out", type=Path, help="with --write: the suite file")
     args = ap.parse_args()
@@ -108,11 +126,10 @@ def main() -> int:
         print(f"wrote {SPLIT}")
         return 0
     kept = json.loads(SPLIT.read_text())
-    if kept["tuning"]["problems"] != fresh["tuning"]["problems"] or \
-            kept["validation"]["problems"] != fresh["validation"]["problems"]:
+    if any(kept.get(part, {}).get("problems") != fresh[part]["problems"] for part in SAMPLES):
         print("error: split.json does not match the seeds over this data", file=sys.stderr)
         return 1
-    for part in ("tuning", "validation"):
+    for part in SAMPLES:
         by = {}
         for p in kept[part]["problems"]:
             by[p["level"]] = by.get(p["level"], 0) + 1

@@ -30,9 +30,13 @@ def test_the_samples_do_not_overlap_and_have_their_sizes():
     key = lambda p: (p["level"], p["problem_id"])  # noqa: E731
     tuning = {key(p) for p in split["tuning"]["problems"]}
     validation = {key(p) for p in split["validation"]["problems"]}
-    assert not tuning & validation
+    # the second validation sample (drawn once the first's level-1 and level-2 reports had
+    # been used for a decision) holds none of the problems above
+    validation_2 = {key(p) for p in split["validation_2"]["problems"]}
+    assert not tuning & validation and not (tuning | validation) & validation_2
     count = lambda s, lv: sum(1 for k in s if k[0] == lv)  # noqa: E731
     assert [count(validation, lv) for lv in (1, 2, 3)] == [20, 20, 10]
+    assert [count(validation_2, lv) for lv in (1, 2, 3)] == [20, 20, 0]
     assert [count(tuning, lv) for lv in (1, 2)] == [10, 10]
 
 
@@ -43,6 +47,7 @@ def test_the_committed_split_is_what_the_seeds_draw():
     fresh = _module("split").draw()
     assert split["tuning"]["problems"] == fresh["tuning"]["problems"]
     assert split["validation"]["problems"] == fresh["validation"]["problems"]
+    assert split["validation_2"]["problems"] == fresh["validation_2"]["problems"]
 
 
 @pytest.mark.slow  # traces all 125 problems: about a minute of CPU
