@@ -33,7 +33,10 @@ def check(name: str, workdir: Path) -> list[dict]:
         [c for c in moves.apply("persistent", None, base)][:1] + \
         moves.apply("precision", None, base)[:1] if base["lower"] else []  # precision: fast logs, where any
     channels_last = layout_params(rec, base)
+    tiled64 = set()
     if channels_last is not None:  # the library's convolutions channels-last, the kernels after them too
+        variants.append(channels_last)
+        tiled64.add(len(variants))  # and its tiled pointwise kernel's 64-bit index path, forced
         variants.append(channels_last)
     rewrite = rewrite_params(rec)
     if rewrite is not None:  # the algebraic rewrite (library calls only)
@@ -62,6 +65,10 @@ def check(name: str, workdir: Path) -> list[dict]:
     for k, params in enumerate(variants):
         path = workdir / f"{name}_{k}.py"
         text = render_candidate(source, rec, params)
+        if k in tiled64:
+            forced = text.replace("for v in st], reach >= 2**31)", "for v in st], True)")
+            assert forced != text or "_kernel_t" not in text
+            text = forced
         if k in force64:
             assert "INDEX64=max(x.numel(), n) >= 2**31" in text
             text = text.replace("INDEX64=max(x.numel(), n) >= 2**31", "INDEX64=True")
@@ -84,6 +91,9 @@ def check(name: str, workdir: Path) -> list[dict]:
                 want2, got2 = ref(x2), new(x2)
             strided_err = float((want2.float() - got2.float()).abs().max())
         plans = sum(len(v) for k, v in vars(mod).items() if k.startswith("_kp_") and k.endswith("_plans"))
+        # pointwise launch plans of the tiled kernel (a channels-last input written in the default layout)
+        tiled = sum(1 for k, v in vars(mod).items() if k.startswith("_kp_") and k.endswith("_plans")
+                    for p in v.values() if isinstance(p, tuple) and len(p) == 7 and p[-1] is not None)
         # kernel calls in the lowered graph, or in each lowered submodule's (a model that
         # does not trace as a whole)
         lowered = sum(1 for m in new.lowered.modules() if isinstance(m, torch.fx.GraphModule)
@@ -99,7 +109,7 @@ def check(name: str, workdir: Path) -> list[dict]:
                     "max_abs_err": float((want.float() - got.float()).abs().max()) if want.shape == got.shape
                     else None,
                     "max_abs_ref": float(want.float().abs().max()),
-                    "strided_err": strided_err, "plans": plans,
+                    "strided_err": strided_err, "plans": plans, "tiled_plans": tiled,
                     "tiles": params["tiles"]})
     return out
 

@@ -326,6 +326,9 @@ PROBLEMS = {
         "        self.conv = nn.Conv2d(3, 8, 3)\n        self.bias = nn.Parameter(torch.randn(8, 1, 1))\n"
         "        self.pool = nn.MaxPool2d(2)\n",
         "        return self.pool(torch.tanh(self.conv(x) + self.bias))\n", "[torch.randn(2, 3, 10, 12)]"),
+    "conv2d_bias_residual": problem(
+        "        self.conv = nn.Conv2d(3, 12, 3)\n        self.bias = nn.Parameter(torch.randn(12, 1, 1))\n",
+        "        y = self.conv(x)\n        return torch.relu(y + self.bias) * y\n", "[torch.randn(2, 3, 11, 13)]"),
     "conv_transpose3d_scale_clamp": problem(
         "        self.conv = nn.ConvTranspose3d(3, 5, 3, stride=2, padding=1)\n",
         "        return torch.clamp(self.conv(x) * 0.5, -0.2, 0.2)\n", "[torch.randn(2, 3, 3, 4, 5)]"),

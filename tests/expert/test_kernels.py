@@ -57,7 +57,7 @@ CASES = ["elementwise_chain", "bias_gelu", "softmax", "softmax_dim0", "log_softm
          "conv3d_strided_pad", "conv2d_grouped_dilated", "conv_transpose1d_outpad", "conv_transpose2d_grouped",
          "conv_transpose3d_bias", "grouped_conv_multiplier2",
          # convolutions run channels-last, with the kernels after them
-         "conv2d_bias_tanh_pool", "conv_transpose3d_scale_clamp", "conv3d_group_norm_relu",
+         "conv2d_bias_tanh_pool", "conv2d_bias_residual", "conv_transpose3d_scale_clamp", "conv3d_group_norm_relu",
          # cross-entropy against class indices
          "cross_entropy_ignore", "cross_entropy_module_sum",
          # einsum contractions that are matrix products (Triton GEMM)
@@ -74,8 +74,10 @@ GEMM_CASES = ("linear_relu_odd", "linear3d_sigmoid", "addmm_scale", "linear_resi
               "conv_transpose2d_grouped", "conv_transpose3d_bias", "grouped_conv_multiplier2", "einsum_4d_matrix",
               "einsum_transposed_b")
 CHANNELS_LAST_CASES = ("conv_relu", "conv2d_stride_pad_min", "conv2d_valid_dilated", "conv3d_strided_pad",
-                       "conv_transpose3d_bias", "conv2d_bias_tanh_pool", "conv_transpose3d_scale_clamp",
-                       "conv3d_group_norm_relu")
+                       "conv_transpose3d_bias", "conv2d_bias_tanh_pool", "conv2d_bias_residual",
+                       "conv_transpose3d_scale_clamp", "conv3d_group_norm_relu")
+# a pointwise region right after the convolution: written in the default layout by the tiled kernel
+TILED_CASES = ("conv_relu", "conv2d_bias_residual", "conv_transpose3d_scale_clamp")
 CASES_PER_RUN = 24
 TOLERANCE = {"float32": 1e-4, "float16": 1e-2, "bfloat16": 1e-2, "int64": 0.0}
 
@@ -120,6 +122,7 @@ def test_candidate_matches_reference(results, name):
     layout_rows = [r for r in rows if r["layout"]]
     if name in CHANNELS_LAST_CASES:
         assert layout_rows and all(r["channels_last_convs"] == 1 for r in layout_rows), rows
+        assert all(bool(r["tiled_plans"]) == (name in TILED_CASES) for r in layout_rows), rows
     else:
         assert not layout_rows, rows
 

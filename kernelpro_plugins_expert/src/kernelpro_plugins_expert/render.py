@@ -337,7 +337,9 @@ def vec_args(region: Region, tile: dict[str, Any]) -> dict[str, Any]:
     return {"vec": True, "w_al": w_al, "a_off": a_off, "nb": (a_off + 3 + kw + 3) // 4, "kw_size": kw}
 
 
-def render_kernel(rid: str, region: Region, tile: dict[str, Any]) -> str:
+def render_kernel(rid: str, region: Region, tile: dict[str, Any], dense_out: bool = False) -> str:
+    """The kernel and wrapper of one region; ``dense_out``: a pointwise region reading a
+    channels-last input writes its output in the default layout (a channels-last candidate)."""
     if region.kind == "gemm":
         return render_gemm(rid, region, tile)
     if region.kind == "gemm_reduce":
@@ -390,7 +392,7 @@ def render_kernel(rid: str, region: Region, tile: dict[str, Any]) -> str:
         body, result = pointwise_body(region, tile)
         return render(POINTWISE_T, rid=rid, n_in=len(region.inputs), rank=max(1, len(region.shape)),
                       body=body, result=result, BLOCK=tile["BLOCK"], num_warps=tile["num_warps"],
-                      persistent=int(tile.get("PER_SM", 0)))
+                      persistent=int(tile.get("PER_SM", 0)), dense_out=dense_out)
     lay = layout(region)
     has_w = len(region.inputs) > 1 and region.inputs[1] is not None
     has_b = len(region.inputs) > 2 and region.inputs[2] is not None
@@ -484,19 +486,19 @@ def render_candidate(problem_source: str, recognition: Recognition, params: dict
     inside the candidate is too late once the evaluator's process has imported triton,
     whose reductions are then compiled-only functions)."""
     ids = region_ids(recognition)
+    layout = params.get("layout")
+    if layout not in (None, "channels_last"):
+        raise ValueError(f"layout {layout!r}: expected 'channels_last' or none")
+    channels_last = channels_last_paths(recognition, params) if layout else []
     kernels, specs, lowered, fast_log = [], [], [], False
     for rid, region in zip(ids, recognition.regions):
         if rid not in params["lower"]:
             continue
-        kernels.append(render_kernel(rid, region, params["tiles"][rid]).strip("\n"))
+        kernels.append(render_kernel(rid, region, params["tiles"][rid], dense_out=bool(channels_last)).strip("\n"))
         specs.append({**region.spec(), "rid": rid})
         lowered.append(rid)
         fast_log = fast_log or bool(params["tiles"][rid].get("FASTLOG"))
-    layout = params.get("layout")
-    if layout not in (None, "channels_last"):
-        raise ValueError(f"layout {layout!r}: expected 'channels_last' or none")
-    return render(CANDIDATE, description=describe(recognition, params),
-                  channels_last=channels_last_paths(recognition, params) if layout else [],
+    return render(CANDIDATE, description=describe(recognition, params), channels_last=channels_last,
                   params_json=json.dumps(params, sort_keys=True), problem_source=problem_source.rstrip(),
                   kernels=kernels,
                   regions_json=json.dumps(specs), region_ids=lowered, graph=bool(params.get("graph")),
