@@ -79,19 +79,18 @@ def draw() -> dict:
     for level, n in TUNING_PER_LEVEL.items():
         rows = load(level)
         tuning[level] = [rows[i] for i in sorted(rng.sample(range(len(rows)), n))]
-    rng = random.Random(VALIDATION_SEED)
-    validation: dict[int, list[dict]] = {}
-    for level, n in VALIDATION_PER_LEVEL.items():
-        taken = {r["problem_id"] for r in tuning.get(level, [])}
-        rest = [r for r in load(level) if r["problem_id"] not in taken]
-        validation[level] = [rest[i] for i in sorted(rng.sample(range(len(rest)), min(n, len(rest))))]
+    def outside(seed: int, per_level: dict[int, int], *earlier: dict[int, list[dict]]) -> dict[int, list[dict]]:
+        """n problems per level, drawn with ``seed`` from those in none of the ``earlier`` samples."""
+        rng = random.Random(seed)
+        sample: dict[int, list[dict]] = {}
+        for level, n in per_level.items():
+            taken = {r["problem_id"] for e in earlier for r in e.get(level, [])}
+            rest = [r for r in load(level) if r["problem_id"] not in taken]
+            sample[level] = [rest[i] for i in sorted(rng.sample(range(len(rest)), min(n, len(rest))))]
+        return sample
 
-    rng = random.Random(VALIDATION_2_SEED)
-    validation_2: dict[int, list[dict]] = {}
-    for level, n in VALIDATION_2_PER_LEVEL.items():
-        taken = {r["problem_id"] for r in tuning.get(level, []) + validation.get(level, [])}
-        rest = [r for r in load(level) if r["problem_id"] not in taken]
-        validation_2[level] = [rest[i] for i in sorted(rng.sample(range(len(rest)), min(n, len(rest))))]
+    validation = outside(VALIDATION_SEED, VALIDATION_PER_LEVEL, tuning)
+    validation_2 = outside(VALIDATION_2_SEED, VALIDATION_2_PER_LEVEL, tuning, validation)
 
     def ids(sample: dict[int, list[dict]]) -> list[dict]:
         return [{"level": lv, "problem_id": r["problem_id"], "name": r["name"]} for lv in sorted(sample)
