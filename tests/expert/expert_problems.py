@@ -265,6 +265,17 @@ PROBLEMS = {
         "        return torch.softmax(self.head(self.norm(h)), dim=-1)\n"
         "def get_inputs():\n    return [torch.randn(3, 5, 8)]\n"
         "def get_init_inputs():\n    return []\n"),
+    # the same with a convolution in the traced submodule (run channels-last there)
+    "untraceable_conv_loop": HEAD + (
+        "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.block = nn.Sequential(nn.Conv2d(3, 6, 3, padding=1), nn.ReLU())\n"
+        "        self.mix = nn.Parameter(torch.randn(3, 6, 1, 1))\n"
+        "    def forward(self, x):\n"
+        "        for t in range(x.size(0) // 2):\n"
+        "            x = x + (self.block(x).unsqueeze(1) * self.mix).sum(2) * 0.5\n"
+        "        return x\n"
+        "def get_inputs():\n    return [torch.randn(4, 3, 7, 9)]\n"
+        "def get_init_inputs():\n    return []\n"),
     # every element reduced to one value: a hinge loss (targets broadcast along rows, ints
     # or floats), a sum of squares, a plain mean
     "hinge_mean_int_targets": HEAD + (

@@ -58,6 +58,7 @@ CASES = ["elementwise_chain", "bias_gelu", "softmax", "softmax_dim0", "log_softm
          "conv_transpose3d_bias", "grouped_conv_multiplier2",
          # convolutions run channels-last, with the kernels after them
          "conv2d_bias_tanh_pool", "conv2d_bias_residual", "conv_transpose3d_scale_clamp", "conv3d_group_norm_relu",
+         "untraceable_conv_loop",
          # cross-entropy against class indices
          "cross_entropy_ignore", "cross_entropy_module_sum",
          # einsum contractions that are matrix products (Triton GEMM)
@@ -75,9 +76,9 @@ GEMM_CASES = ("linear_relu_odd", "linear3d_sigmoid", "addmm_scale", "linear_resi
               "einsum_transposed_b")
 CHANNELS_LAST_CASES = ("conv_relu", "conv2d_stride_pad_min", "conv2d_valid_dilated", "conv3d_strided_pad",
                        "conv_transpose3d_bias", "conv2d_bias_tanh_pool", "conv2d_bias_residual",
-                       "conv_transpose3d_scale_clamp", "conv3d_group_norm_relu")
+                       "conv_transpose3d_scale_clamp", "conv3d_group_norm_relu", "untraceable_conv_loop")
 # a pointwise region right after the convolution: written in the default layout by the tiled kernel
-TILED_CASES = ("conv_relu", "conv2d_bias_residual", "conv_transpose3d_scale_clamp")
+TILED_CASES = ("conv_relu", "conv2d_bias_residual", "conv_transpose3d_scale_clamp", "untraceable_conv_loop")
 CASES_PER_RUN = 24
 TOLERANCE = {"float32": 1e-4, "float16": 1e-2, "bfloat16": 1e-2, "int64": 0.0}
 
