@@ -15,8 +15,9 @@ raises, or when a kernel needs more shared memory than an H200 block may have (t
 would fail with "out of resources"). CUDA-graph variants are the same kernels captured and
 are not built apart. Each problem runs in its own process with a time limit.
 
-The validation sample (``split.json``) is counted, never listed: its problems are run only
-to report, so this prints their aggregate unless ``--with-validation`` is given.
+The validation samples (``split.json``: ``validation``, ``validation_2``) are counted, never
+listed: their problems are run only to report, so this prints their aggregate unless
+``--with-validation`` is given.
 """
 
 from __future__ import annotations
@@ -190,7 +191,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {SHARED} is absent", file=sys.stderr)
         return 2
     split = json.loads((HERE / "split.json").read_text())
-    validation = {(p["level"], p["problem_id"]) for p in split["validation"]["problems"]}
+    validation = {(p["level"], p["problem_id"]) for part in ("validation", "validation_2")
+                  for p in split.get(part, {}).get("problems", [])}
     only = {x.strip() for x in args.only.split(",") if x.strip()}
     todo = []
     for level in [int(x) for x in args.levels.split(",")]:
