@@ -49,6 +49,21 @@ def test_datasheet_ceilings_are_named_and_a_kept_reference_has_its_own_fraction(
     assert row["min_traffic_fraction"] is None  # a CPU run: no bound, no number
 
 
+def test_a_time_below_the_reference_s_flops_is_read_against_the_bytes_alone(tmp_path):
+    """A rewrite that does less arithmetic than the reference (2.0 ms where the reference's
+    FLOPs need 3.2 ms at peak) is not 160 % of a roofline: its fraction is over the 1.2 ms
+    its bytes need, and says so; a time above the FLOPs' part keeps the whole bound."""
+    notes = {"min_traffic_bound_ms": 3.2, "min_traffic_memory_ms": 1.2, "min_traffic_compute_ms": 3.2,
+             "min_traffic_bound_calibrated": 1.0}
+    row = bench.problem_row(bench.SuiteProblem(level=2, problem_id=1, name="p", source=""), _run_dir(tmp_path, notes))
+    assert abs(row["min_traffic_fraction"] - 0.6) < 1e-12 and row["min_traffic_bytes_only"] is True
+    assert "| 60% (bytes only: fewer FLOPs than the reference) | 93% |" in bench.problem_table([row])
+    notes = {**notes, "min_traffic_bound_ms": 1.6, "min_traffic_compute_ms": 1.6}
+    row = bench.problem_row(bench.SuiteProblem(level=2, problem_id=2, name="q", source=""),
+                            _run_dir(tmp_path / "q", notes))
+    assert row["min_traffic_fraction"] == 0.8 and row["min_traffic_bytes_only"] is False
+
+
 def test_the_autotune_baseline_column_shows_its_time_and_compile_seconds(tmp_path):
     run = _run_dir(tmp_path, {}, base_notes={"compile_autotune_s": 95.2})
     base = json.loads((run / "baseline.json").read_text())

@@ -155,7 +155,9 @@ def test_suspicious_speed_flags():
     bound = bounds.lower_bound(work, h200)
     ev = {"max_speedup": 100.0, "impossible_margin": 0.9}
     assert suspicious_speed(2.5, 0.5, bound, ev) == []
-    flags = suspicious_speed(2.5, 0.1, bound, ev)
+    flags = suspicious_speed(2.5, 0.1, bound, ev)  # above the bytes' 0.028 ms: fewer FLOPs, not impossible
+    assert len(flags) == 1 and flags[0].startswith("fewer_flops_than_reference") and "H200" in flags[0]
+    flags = suspicious_speed(1.0, 0.02, bound, ev)  # below the time its bytes need (50x: under max_speedup)
     assert len(flags) == 1 and flags[0].startswith("physically_impossible") and "H200" in flags[0]
     flags = suspicious_speed(300.0, 2.0, None, ev)
     assert len(flags) == 1 and flags[0].startswith("suspicious_speedup: 150.0x")

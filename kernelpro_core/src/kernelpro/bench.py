@@ -171,6 +171,9 @@ def problem_row(problem: SuiteProblem, run_dir: Path, error: str | None = None) 
                            # written once, its FLOPs) against the run's GPU ceilings, over the
                            # best's time; ncu's achieved fraction is roofline_fraction
                            "min_traffic_fraction": None, "min_traffic_calibrated": None,
+                           # that fraction over the bytes' part alone: the best ran faster than
+                           # the reference's FLOPs allow (fewer FLOPs, e.g. an algebraic rewrite)
+                           "min_traffic_bytes_only": False,
                            # the optional third baseline (evaluator.compiled_autotune_mode) and its compile time
                            "autotune_ms": None, "autotune_compile_s": None}
     meta_path = run_dir / BENCH_META
@@ -201,9 +204,8 @@ def problem_row(problem: SuiteProblem, run_dir: Path, error: str | None = None) 
             # the kept reference's time (no candidate) against the compiled reference's
             row.update(speedup_compiled=comp / eager, best_ms=eager, compiled_ms=comp)
         notes = (base.get("measurements") or {}).get("evaluator") or {}
-        if eager and notes.get("min_traffic_bound_ms"):  # the kept reference's own fraction
-            row["min_traffic_fraction"] = notes["min_traffic_bound_ms"] / eager
-            row["min_traffic_calibrated"] = bool(notes.get("min_traffic_bound_calibrated"))
+        if eager:  # the kept reference's own fraction
+            _min_traffic_fraction(row, notes, eager)
         return row
     from kernelpro.report import read_records, record_timings
 
@@ -216,9 +218,8 @@ def problem_row(problem: SuiteProblem, run_dir: Path, error: str | None = None) 
     runtime, compiled = record.get("runtime_ms"), record.get("compiled_baseline_ms")
     cand, ref = record_timings(record)
     notes = ((record.get("result") or {}).get("measurements") or {}).get("evaluator") or {}
-    if runtime and notes.get("min_traffic_bound_ms"):
-        row["min_traffic_fraction"] = notes["min_traffic_bound_ms"] / runtime
-        row["min_traffic_calibrated"] = bool(notes.get("min_traffic_bound_calibrated"))
+    if runtime:
+        _min_traffic_fraction(row, notes, runtime)
     row.update(best_ms=runtime, eager_ms=record.get("baseline_ms"), compiled_ms=compiled,
                best_cv=(cand or {}).get("cv"), eager_cv=(ref or {}).get("cv"), retimed=bool(record.get("retimed")))
     if runtime and compiled:
@@ -230,6 +231,23 @@ def problem_row(problem: SuiteProblem, run_dir: Path, error: str | None = None) 
         # the analysis may postdate the record (profiling.when = expand profiles the winner last)
         row["bottleneck"] = bottleneck.get("kind") or row["bottleneck"]
     return row
+
+
+def _min_traffic_fraction(row: dict[str, Any], notes: dict[str, Any], ms: float) -> None:
+    """The problem's least time (its minimum bytes and the reference's FLOPs at the GPU's
+    ceilings) over ``ms``. A time below the FLOPs' part proves those FLOPs are not the
+    problem's least (an algebraic rewrite does less arithmetic): the fraction is then over
+    the bytes' part alone (``min_traffic_bytes_only``), so that no honest time reads above
+    100 %."""
+    bound = notes.get("min_traffic_bound_ms")
+    if not bound:
+        return
+    memory, compute = notes.get("min_traffic_memory_ms"), notes.get("min_traffic_compute_ms")
+    if memory is not None and compute and ms < compute and compute > memory:
+        row["min_traffic_fraction"], row["min_traffic_bytes_only"] = memory / ms, True
+    else:
+        row["min_traffic_fraction"] = bound / ms
+    row["min_traffic_calibrated"] = bool(notes.get("min_traffic_bound_calibrated"))
 
 
 def geomean(values: list[float]) -> float | None:
@@ -345,7 +363,9 @@ def _min_traffic(row: dict[str, Any]) -> str:
     if f is None:
         return "n/a"
     # against datasheet ceilings (no `kernelpro calibrate` on this GPU) the fraction reads low
-    return f"{100 * f:.0f}%" + ("" if row.get("min_traffic_calibrated") else " (datasheet)")
+    notes = ([] if row.get("min_traffic_calibrated") else ["datasheet"]) + \
+        (["bytes only: fewer FLOPs than the reference"] if row.get("min_traffic_bytes_only") else [])
+    return f"{100 * f:.0f}%" + (f" ({'; '.join(notes)})" if notes else "")
 
 
 def _autotune(row: dict[str, Any]) -> str:

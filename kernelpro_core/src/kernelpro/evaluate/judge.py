@@ -96,11 +96,19 @@ def suspicious_speed(reference_ms: float, candidate_ms: float, bound: Any, ev: d
     speedup = reference_ms / max(candidate_ms, 1e-9)
     if speedup > float(ev.get("max_speedup", 100.0)):
         out.append(f"suspicious_speedup: {speedup:.1f}x exceeds evaluator.max_speedup")
-    if bound is not None and candidate_ms < float(ev.get("impossible_margin", 0.9)) * bound.lower_ms:
+    margin = float(ev.get("impossible_margin", 0.9))
+    if bound is not None and candidate_ms < margin * bound.memory_ms:
         out.append(
             f"physically_impossible: {candidate_ms:.4g} ms is below the lower bound "
             f"{bound.lower_ms:.4g} ms for the reference's bytes and FLOPs on {bound.gpu} "
             f"(memory {bound.memory_ms:.4g} ms, compute {bound.compute_ms:.4g} ms)")
+    elif bound is not None and candidate_ms < margin * bound.lower_ms:
+        # above the time its bytes need, below the time the reference's FLOPs need at peak:
+        # possible only with less arithmetic (an algebraic rewrite) or work skipped
+        out.append(
+            f"fewer_flops_than_reference: {candidate_ms:.4g} ms is below the {bound.compute_ms:.4g} ms "
+            f"the reference's FLOPs need on {bound.gpu} at peak (its bytes need {bound.memory_ms:.4g} ms): "
+            "less arithmetic than the reference, or work skipped")
     return out
 
 
@@ -580,7 +588,8 @@ class Judge:
             self.notes["lower_bound_ms"] = self.bound.lower_ms
         if measured_spec is not None:
             measured = bounds.lower_bound(work, measured_spec)
-            self.notes.update(min_traffic_bound_ms=measured.lower_ms,
+            self.notes.update(min_traffic_bound_ms=measured.lower_ms, min_traffic_memory_ms=measured.memory_ms,
+                              min_traffic_compute_ms=measured.compute_ms,
                               min_traffic_bound_calibrated=float(getattr(measured_spec, "source", "") == "calibrated"))
 
     def compile_reference(self, baseline_job: bool) -> None:
