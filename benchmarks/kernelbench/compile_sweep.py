@@ -40,10 +40,11 @@ MOVES = ("wider", "smaller", "larger_tile", "more_programs", "persistent", "fewe
          "more_stages", "fewer_stages", "deeper_k", "precision")
 
 
-def variants(rec, limit: int = 40):
-    """(label, params) of the candidates to build: the root's in the generator's order, then
-    one child per move, ``limit`` at most (a model of 200 regions has 1,500 root
-    proposals: the generator writes its first few)."""
+def variants(rec, limit: int = 40, folded=None):
+    """(label, params, recognition) of the candidates to build: the root's in the
+    generator's order, then one child per move, ``limit`` at most (a model of 200 regions
+    has 1,500 root proposals: the generator writes its first few). ``folded``: the
+    recognition with the convolutions' biases split off, which fold candidates index."""
     from kernelpro_plugins_expert import moves
     from kernelpro_plugins_expert.generator import ExpertGenerator
     from kernelpro_plugins_expert.render import default_params, describe, gemm_params
@@ -55,10 +56,14 @@ def variants(rec, limit: int = 40):
         if key in seen or not params["lower"]:
             return
         seen.add(key)
-        out.append((describe(rec, params), params))
+        own = folded if params.get("fold") else rec
+        assert own is not None
+        out.append((describe(own, params), params, own))
 
     starts = [default_params(rec)] + [p for p in (gemm_params(rec),) if p is not None]
-    roots = ExpertGenerator().root_proposals(rec, cuda=False)
+    if folded is not None:  # the fold candidates' tiles move like the default candidate's
+        starts.append({**default_params(folded), "fold": True})
+    roots = ExpertGenerator().root_proposals(rec, cuda=False, folded=folded)
     for params in roots[: max(1, limit - len(starts) * len(MOVES))]:
         add({**params, "graph": False})
     for start in starts:
@@ -98,22 +103,25 @@ def sweep_problem(code: str, workdir: Path, limit: int = 40) -> dict:
 
     from kernelpro.evaluate.loader import load_module
     from kernelpro_plugins_expert.offline import compile_instead_of_launch
-    from kernelpro_plugins_expert.recognize import recognize
+    from kernelpro_plugins_expert.generator import fold_pays
+    from kernelpro_plugins_expert.recognize import recognize, recognize_folded
     from kernelpro_plugins_expert.render import is_triton, render_candidate
 
     rec = recognize(code)
     if not rec.ok or not rec.regions:
         return {"recognized": False, "variants": 0, "kernels": 0, "compiles": 0, "failures": []}
+    folded = recognize_folded(code)  # the generator's fold candidates, where it offers them
+    folded = folded if folded is not None and fold_pays(folded, rec) else None
     compiles: dict = {}  # a model's layers launch the same kernel at the same types many times
     device = _device_for(code, workdir)
     failures, kernels = [], 0
-    built = variants(rec, limit)
-    for k, (label, params) in enumerate(built):
+    built = variants(rec, limit, folded)
+    for k, (label, params, own) in enumerate(built):
         stage = "render"
         compiled: list[tuple[str, int]] = []
         try:
             path = workdir / f"v{k}.py"
-            path.write_text(render_candidate(code, rec, params))
+            path.write_text(render_candidate(code, own, params))
             stage = "import"
             mod = load_module(path, f"sweep_v{k}")
             compile_instead_of_launch(mod, lambda name, c, *_: compiled.append((name, c.metadata.shared)),
@@ -134,7 +142,7 @@ def sweep_problem(code: str, workdir: Path, limit: int = 40) -> dict:
                 stage = "resources"
                 raise RuntimeError(f"shared memory past sm_90's {SM90_SHARED_BYTES} bytes a block: "
                                    + ", ".join(over))
-            if not compiled and is_triton(rec, params):  # a rewrite in PyTorch launches none
+            if not compiled and is_triton(own, params):  # a rewrite in PyTorch launches none
                 stage = "forward"
                 raise RuntimeError("no Triton kernel was launched")
         except Exception as exc:  # noqa: BLE001 - each failure is the sweep's result

@@ -20,7 +20,8 @@ from triton_interpreter_compat import allow_scalar_loop_bounds  # noqa: E402
 
 from kernelpro.evaluate.loader import load_module  # noqa: E402
 from kernelpro_plugins_expert import moves  # noqa: E402
-from kernelpro_plugins_expert.recognize import recognize  # noqa: E402
+from kernelpro_plugins_expert.generator import fold_pays  # noqa: E402
+from kernelpro_plugins_expert.recognize import recognize, recognize_folded  # noqa: E402
 from kernelpro_plugins_expert.render import vec_eligible, vec_tile, default_params, gemm_params, layout_params, render_candidate, rewrite_params  # noqa: E402,E501
 
 
@@ -38,6 +39,15 @@ def check(name: str, workdir: Path) -> list[dict]:
         variants.append(channels_last)
         tiled64.add(len(variants))  # and its tiled pointwise kernel's 64-bit index path, forced
         variants.append(channels_last)
+    own = {}  # variant -> the recognition it indexes (the folded one for fold candidates)
+    folded = recognize_folded(source)
+    if folded is not None and fold_pays(folded, rec):
+        # the convolutions without their biases, the kernels after them adding them; and
+        # the same with a moved tile
+        fold = {**default_params(folded), "fold": True}
+        for params in [fold] + moves.apply("smaller", None, fold)[:1]:
+            own[len(variants)] = folded
+            variants.append(params)
     rewrite = rewrite_params(rec)
     if rewrite is not None:  # the algebraic rewrite (library calls only)
         variants.append(rewrite)
@@ -64,7 +74,7 @@ def check(name: str, workdir: Path) -> list[dict]:
     out = []
     for k, params in enumerate(variants):
         path = workdir / f"{name}_{k}.py"
-        text = render_candidate(source, rec, params)
+        text = render_candidate(source, own.get(k, rec), params)
         if k in tiled64:
             forced = text.replace("for v in st], reach >= 2**31)", "for v in st], True)")
             assert forced != text or "_kernel_t" not in text
@@ -104,6 +114,11 @@ def check(name: str, workdir: Path) -> list[dict]:
                     "layout_ok": got.is_contiguous() == want.is_contiguous(),
                     # convolutions that ran channels-last (their wrappers in the lowered model)
                     "channels_last_convs": sum(type(m).__name__ == "_KpChannelsLast" for m in new.lowered.modules()),
+                    "fold": bool(params.get("fold")),
+                    # convolutions called without their bias in the lowered graph (fold)
+                    "unbiased_convs": sum(1 for m in new.lowered.modules() if isinstance(m, torch.fx.GraphModule)
+                                          for n in m.graph.nodes if n.op == "call_function"
+                                          and "conv" in getattr(n.target, "__name__", "") and n.args[2] is None),
                     "dtype": str(want.dtype).replace("torch.", ""),
                     "shape_ok": tuple(want.shape) == tuple(got.shape),
                     "max_abs_err": float((want.float() - got.float()).abs().max()) if want.shape == got.shape

@@ -45,7 +45,9 @@ def _sweep(name: str, body: str = "self.lowered(*args)") -> dict:
     return json.loads(proc.stdout.splitlines()[-1])
 
 
-@pytest.mark.parametrize("name", ["gemm_bias_relu", "split_softmax", "max_pool2d_ceil"])
+# conv_transpose3d_scale_clamp: its fold candidates (the bias added by the kernel after the
+# convolution) and channels-last ones build too
+@pytest.mark.parametrize("name", ["gemm_bias_relu", "split_softmax", "max_pool2d_ceil", "conv_transpose3d_scale_clamp"])
 def test_every_candidate_of_a_problem_builds(name):
     result = _sweep(name)
     assert result["recognized"] and result["failures"] == [], result

@@ -80,20 +80,24 @@ def test_dense_conv_is_an_implicit_gemm_tf32x3_first():
 
 
 def test_library_convolutions_run_channels_last_second():
-    """Where a 2-D or 3-D convolution of groups 1 stays in the library, the candidate after
-    the default one runs it channels-last (and its children keep that); grouped and 1-D
-    convolutions are left as they are."""
+    """Where a 2-D or 3-D convolution of groups 1 stays in the library and only a pointwise
+    kernel reads its output, the candidate after the default one runs it channels-last (and
+    its children keep that); grouped and 1-D convolutions are left as they are, and so is a
+    convolution a pool reads."""
     from kernelpro.problem import parse_problem as parse
     from expert_problems import problem
 
-    drafts = ExpertGenerator().generate(request("conv_transpose3d_scale_clamp", n=2))
+    # the convolution's output is read twice: its bias stays in it (no fold candidate)
+    drafts = ExpertGenerator().generate(request("conv2d_bias_residual", n=2))
     base, layout = drafts
     assert base.params["lower"] == layout.params["lower"] != [] and "layout" not in base.params
     assert layout.params["layout"] == "channels_last" and layout.language == "triton"
     assert layout.description.endswith("+ channels-last convolutions")
     assert '_kp_channels_last(_kp_lower(self.ref), ["conv"])' in layout.source
     assert "return _kp_dense_output(self.lowered(*args))" in layout.source
-    check_candidate(layout.source, parse_problem(PROBLEMS["conv_transpose3d_scale_clamp"]))
+    check_candidate(layout.source, parse_problem(PROBLEMS["conv2d_bias_residual"]))
+    drafts = ExpertGenerator().generate(request("conv2d_bias_tanh_pool", n=8))
+    assert drafts and not any(d.params.get("layout") for d in drafts)
     kids = moves.apply("smaller", None, layout.params)
     assert kids and all(k["layout"] == "channels_last" for k in kids)
     for init in ("        self.conv = nn.Conv2d(6, 9, 3, groups=3)\n", "        self.conv = nn.Conv1d(6, 9, 3)\n"):
@@ -101,6 +105,31 @@ def test_library_convolutions_run_channels_last_second():
         source = problem(init, "        return torch.relu(self.conv(x))\n", f"[torch.randn({shape})]")
         req = GenerationRequest(problem=parse(source, name="conv"), n=8, device="cpu", parent=None, tried=())
         assert not any(d.params.get("layout") for d in ExpertGenerator().generate(req))
+
+
+def test_convolution_bias_is_added_by_the_next_kernel_first():
+    """A library convolution whose output only a lowered kernel reads runs without its
+    bias, that kernel adding it (``fold``): the first candidate, before the channels-last
+    one and the default one; the children of a fold candidate index the same regions and
+    keep the fold. Where the add would stand alone (a norm after the convolution, a
+    reduction's one-tensor prologue), no fold candidate is offered."""
+    gen = ExpertGenerator()
+    fold, layout, base = gen.generate(request("conv_transpose3d_scale_clamp", n=3))
+    assert fold.params["fold"] is True and "layout" not in fold.params and "fold" not in base.params
+    assert layout.params["layout"] == "channels_last" and "fold" not in layout.params
+    assert fold.description == "Triton pointwise(add+mul+clamp)[BLOCK=1024,num_warps=4,PER_SM=0]" \
+        " + convolution biases added by the next kernel"
+    assert base.description.startswith("Triton pointwise(mul+clamp)")
+    assert "def _kp_split_conv_bias(gm" in fold.source and "    _kp_split_conv_bias(gm)\n" in fold.source
+    assert "_kp_split_conv_bias" not in base.source + layout.source
+    check_candidate(fold.source, parse_problem(PROBLEMS["conv_transpose3d_scale_clamp"]))
+    parent = ParentInfo(id="c0001", source=fold.source, result=None, params=fold.params,
+                        analysis=Analysis(bottleneck=None, findings=(finding("uncoalesced_global"),)))
+    kids = gen.generate(request("conv_transpose3d_scale_clamp", parent=parent, tried=[fold.params], n=2))
+    assert kids and all(k.params["fold"] is True and "_kp_split_conv_bias(gm)" in k.source for k in kids)
+    assert all(k.params["lower"] == fold.params["lower"] for k in kids)
+    for name in ("conv3d_group_norm_relu", "conv_transpose2d_min_tanh", "conv2d_bias_residual"):
+        assert not any(d.params.get("fold") for d in ExpertGenerator().generate(request(name, n=8))), name
 
 
 def test_fp32_gemm_root_offers_library_then_graphs_then_triton_gemm_in_both_precisions():

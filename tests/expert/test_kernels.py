@@ -59,6 +59,8 @@ CASES = ["elementwise_chain", "bias_gelu", "softmax", "softmax_dim0", "log_softm
          # convolutions run channels-last, with the kernels after them
          "conv2d_bias_tanh_pool", "conv2d_bias_residual", "conv_transpose3d_scale_clamp", "conv3d_group_norm_relu",
          "untraceable_conv_loop",
+         # a convolution whose bias a pool's prologue adds; one whose bias a reduction cannot take
+         "conv_transpose2d_min_tanh", "conv_transpose3d_avg_pool",
          # cross-entropy against class indices
          "cross_entropy_ignore", "cross_entropy_module_sum",
          # einsum contractions that are matrix products (Triton GEMM)
@@ -76,7 +78,12 @@ GEMM_CASES = ("linear_relu_odd", "linear3d_sigmoid", "addmm_scale", "linear_resi
               "einsum_transposed_b")
 CHANNELS_LAST_CASES = ("conv_relu", "conv2d_stride_pad_min", "conv2d_valid_dilated", "conv3d_strided_pad",
                        "conv_transpose3d_bias", "conv2d_bias_tanh_pool", "conv2d_bias_residual",
-                       "conv_transpose3d_scale_clamp", "conv3d_group_norm_relu", "untraceable_conv_loop")
+                       "conv_transpose3d_scale_clamp", "conv3d_group_norm_relu", "untraceable_conv_loop",
+                       "conv_transpose2d_min_tanh", "conv_transpose3d_avg_pool")
+# a convolution with a bias whose output only a lowered kernel reads: that kernel adds the bias (fold);
+# not offered where the add would be a kernel of its own (conv3d_group_norm_relu: a norm after the
+# convolution; conv_transpose2d_min_tanh: a reduction's prologue takes no second tensor)
+FOLD_CASES = ("conv_relu", "conv2d_bias_tanh_pool", "conv_transpose3d_scale_clamp", "conv_transpose3d_avg_pool")
 # a pointwise region right after the convolution: written in the default layout by the tiled kernel
 TILED_CASES = ("conv_relu", "conv2d_bias_residual", "conv_transpose3d_scale_clamp", "untraceable_conv_loop")
 CASES_PER_RUN = 24
@@ -126,6 +133,11 @@ def test_candidate_matches_reference(results, name):
         assert all(bool(r["tiled_plans"]) == (name in TILED_CASES) for r in layout_rows), rows
     else:
         assert not layout_rows, rows
+    fold_rows = [r for r in rows if r["fold"]]
+    if name in FOLD_CASES:
+        assert fold_rows and all(r["unbiased_convs"] >= 1 for r in fold_rows), rows
+    else:
+        assert not fold_rows, rows
 
 
 def test_batch_norm_candidate_follows_the_module_mode():

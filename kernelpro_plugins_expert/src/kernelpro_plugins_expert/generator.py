@@ -1,10 +1,14 @@
 """The ``expert`` generator: recognized regions -> Triton kernels, refined from findings.
 
 Uses no network. From the root it proposes, in order: the algebraic rewrites where one
-applies (``gemm_reduce``: a GEMM summed over N as a matrix-vector product); every
+applies (``gemm_reduce``: a GEMM summed over N as a matrix-vector product); where a
+convolution's bias can be added by the kernel after it without a kernel more, the regions
+of the graph with the biases split off (``fold``: :mod:`.foldbias`); every
 recognized region lowered with its default tile (GEMMs in the library, their epilogues as Triton kernels);
-where convolutions stay in the library (2-D and 3-D, groups 1), the same candidate with them
-channels-last (``layout``: :func:`.render.channels_last_paths`); for fp16/bf16 GEMMs the Triton-GEMM alternative (each GEMM with its epilogue as one Triton
+where convolutions stay in the library (2-D and 3-D, groups 1) and no kernel but a pointwise
+one reads their output, the same candidate with them channels-last (``layout``:
+:func:`.render.channels_last_paths`; before the default candidate where there is a fold
+candidate); for fp16/bf16 GEMMs the Triton-GEMM alternative (each GEMM with its epilogue as one Triton
 kernel); CUDA-graph capture of the first and of the unchanged reference forward (CUDA
 only, and only for forwards that move at most ``graph_root_max_bytes`` or hold an fp32
 GEMM: the capture copies inputs and clones the output, a loss for large memory-bound
@@ -30,7 +34,7 @@ import attrs
 
 from kernelpro.api import CandidateDraft, GenerationRequest, Generator
 from kernelpro_plugins_expert import moves
-from kernelpro_plugins_expert.recognize import Recognition, recognize
+from kernelpro_plugins_expert.recognize import Recognition, recognize, recognize_folded
 from kernelpro_plugins_expert.render import (default_params, describe, gemm_params, is_triton, layout_params,
                                              region_ids, render_candidate, rewrite_params, vec_eligible, vec_tile)
 
@@ -62,6 +66,34 @@ def _key(params: dict[str, Any]) -> str:
     return json.dumps(params, sort_keys=True)
 
 
+def fold_pays(folded: Recognition, rec: Recognition) -> bool:
+    """Whether the kernels after the convolutions take their bias adds without a kernel
+    more than ``rec`` (the regions as written) has: an add left a kernel of its own, or one
+    that keeps a pointwise body out of the reduction it fed (a reduction's prologue reads
+    one tensor), would cost the pass the fold saves. GEMM and convolution regions are
+    alternatives to others and are not counted."""
+    def kernels(r: Recognition) -> int:
+        return sum(1 for region in r.regions if region.kind not in ("gemm", "gemm_reduce", "conv"))
+    return bool(folded.regions) and kernels(folded) <= kernels(rec)
+
+
+def pointwise_after_convolutions(rec: Recognition, params: dict[str, Any]) -> bool:
+    """Whether no kernel but a pointwise one of ``params`` reads a library convolution's
+    output: the channels-last candidate paid in the tuning sample's A/B where a pointwise
+    kernel followed (call BW: L2 #2 6.61 -> 5.30 ms) and lost after a pool or a reduction
+    (1.10-1.55x slower; `docs/validation/expert_generalisation.md`)."""
+    ids = region_ids(rec)
+    for rid, conv in zip(ids, rec.regions):
+        if conv.kind != "conv" or rid in params["lower"]:
+            continue
+        for other_id, other in zip(ids, rec.regions):
+            if other is conv or conv.output not in other.inputs:
+                continue
+            if other.kind != "pointwise" or other.epilogue_of != conv.output or other_id not in params["lower"]:
+                return False
+    return True
+
+
 class ExpertGenerator(Generator):
     name = "expert"
     description = "offline: recognizes fusible regions and writes Triton kernels from templates, moved by findings"
@@ -70,17 +102,39 @@ class ExpertGenerator(Generator):
     def __init__(self, settings: Any = None) -> None:
         super().__init__(settings)
         self._recognized: dict[str, Recognition] = {}
+        self._folded: dict[str, Recognition | None] = {}
 
     def recognition(self, source: str, digest: str) -> Recognition:
         if digest not in self._recognized:
             self._recognized[digest] = recognize(source)
         return self._recognized[digest]
 
+    def folded(self, source: str, digest: str) -> Recognition | None:
+        """The regions with the convolutions' biases split off (:mod:`.foldbias`), where a
+        kernel after a convolution takes its bias add; None where none does."""
+        if digest not in self._folded:
+            rec = recognize_folded(source)
+            pays = rec is not None and fold_pays(rec, self.recognition(source, digest))
+            self._folded[digest] = rec if pays else None
+        return self._folded[digest]
+
+    def recognition_for(self, request: GenerationRequest, params: dict[str, Any] | None) -> Recognition | None:
+        """The recognition ``params`` index: the folded one for ``fold`` candidates."""
+        problem = request.problem
+        if params and params.get("fold"):
+            return self.folded(problem.source, problem.digest)
+        return self.recognition(problem.source, problem.digest)
+
     def proposals(self, request: GenerationRequest, rec: Recognition) -> list[dict[str, Any]]:
         cuda = request.device.startswith("cuda") and self.settings.cuda_graphs
         parent = request.parent
         if parent is None or not parent.params or "tiles" not in parent.params:
-            return self.root_proposals(rec, cuda)
+            return self.root_proposals(rec, cuda, self.folded(request.problem.source, request.problem.digest))
+        if parent.params.get("fold"):
+            folded = self.folded(request.problem.source, request.problem.digest)
+            if folded is None:
+                return []
+            rec = folded  # the subtree of a fold candidate indexes the folded regions
         if moves.at_roofline(parent.analysis, self.settings.stop_at_roofline_fraction):
             return []
         pool = []
@@ -107,18 +161,25 @@ class ExpertGenerator(Generator):
             pool.extend(moves.apply(move, rid, parent.params))
         return pool
 
-    def root_proposals(self, rec: Recognition, cuda: bool) -> list[dict[str, Any]]:
+    def root_proposals(self, rec: Recognition, cuda: bool, folded: Recognition | None = None) -> list[dict[str, Any]]:
         """First candidates, in order (see the module doc)."""
         base = default_params(rec)
         pool = []
         rewrite = rewrite_params(rec)
         if rewrite is not None:
             pool.append(rewrite)  # a GEMM whose output is only summed over N: a matrix-vector product
+        if folded is not None:
+            # the convolutions without their biases, the kernels after them adding them
+            fold = default_params(folded)
+            if fold["lower"]:
+                pool.append({**fold, "fold": True})
+        channels_last = layout_params(rec, base) if pointwise_after_convolutions(rec, base) else None
+        if channels_last is not None and folded is not None:
+            # the library's convolutions channels-last, the kernels after them following
+            pool.append(channels_last)
         if base["lower"]:
             pool.append(base)
-        channels_last = layout_params(rec, base)
-        if channels_last is not None:
-            # the library's convolutions channels-last, the kernels after them following
+        if channels_last is not None and folded is None:
             pool.append(channels_last)
         ids = region_ids(rec)
         vectored = [r for r in base["lower"] if r in ids and vec_eligible(rec.regions[ids.index(r)])]
@@ -170,11 +231,14 @@ class ExpertGenerator(Generator):
             tried.add(key)
             if not params["lower"] and not params.get("graph") and not params.get("layout"):
                 continue
+            own = self.recognition_for(request, params)
+            if own is None:
+                continue
             drafts.append(CandidateDraft(
-                source=render_candidate(request.problem.source, rec, params),
+                source=render_candidate(request.problem.source, own, params),
                 generator=self.name,
-                language="triton" if is_triton(rec, params) else "pytorch",
-                description=describe(rec, params),
+                language="triton" if is_triton(own, params) else "pytorch",
+                description=describe(own, params),
                 params=json.loads(key),
             ))
             if len(drafts) >= request.n:

@@ -55,6 +55,7 @@ from typing import Any
 
 import attrs
 
+from kernelpro_plugins_expert.foldbias import _kp_split_conv_bias
 from kernelpro_plugins_expert.ops import OpInfo, Param, classify
 
 KERNEL_KINDS = ("pointwise", "reduce", "softmax", "layernorm", "rmsnorm")
@@ -169,6 +170,13 @@ class Recognition:
 
 def trace(source: str) -> tuple[Any, tuple[Any, ...]]:
     """Execute a problem source and return (traced GraphModule with shapes, meta inputs)."""
+    gm, inputs, _ = _trace(source, fold_conv_bias=False)
+    return gm, inputs
+
+
+def _trace(source: str, fold_conv_bias: bool) -> tuple[Any, tuple[Any, ...], list[str]]:
+    """:func:`trace`; with ``fold_conv_bias``, the graph after
+    :func:`.foldbias._kp_split_conv_bias`, and the module paths it split."""
     import torch
     import torch.fx
     from torch.fx.passes.shape_prop import ShapeProp
@@ -181,10 +189,11 @@ def trace(source: str) -> tuple[Any, tuple[Any, ...]]:
         model = model_cls(*init)
         inputs = tuple(namespace["get_inputs"]())
     gm = torch.fx.symbolic_trace(model)
+    split = _kp_split_conv_bias(gm) if fold_conv_bias else []
     # shapes in eval mode (the graph is the one traced above): a batch norm with momentum
     # None reads its batch counter in training mode, which meta tensors cannot
     ShapeProp(gm.eval()).propagate(*inputs)
-    return gm, inputs
+    return gm, inputs, split
 
 
 def recognize(source: str) -> Recognition:
@@ -209,6 +218,25 @@ def recognize(source: str) -> Recognition:
         return _recognize_graph(gm, len(inputs), scalars)
     except Exception as exc:
         return Recognition(ok=False, reason=f"cannot analyse the traced graph ({type(exc).__name__}: {exc})")
+
+
+def recognize_folded(source: str) -> Recognition | None:
+    """The regions of ``source`` once its convolutions' biases are split off into add nodes
+    (:mod:`.foldbias`), for the ``fold`` candidates; None when the model does not trace as a
+    whole or has no convolution bias to split."""
+    try:
+        gm, inputs, split = _trace(source, fold_conv_bias=True)
+    except Exception:
+        return None
+    if not split:
+        return None
+    try:
+        placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        scalars = {p.name for p, v in zip(placeholders, inputs)
+                   if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        return _recognize_graph(gm, len(inputs), scalars)
+    except Exception:
+        return None
 
 
 def _signature(args: tuple[Any, ...]) -> tuple[Any, ...] | None:

@@ -17,10 +17,12 @@ replace: ``lower`` holds one of :meth:`Recognition.alternatives`.
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 from typing import Any
 
+from kernelpro_plugins_expert import foldbias
 from kernelpro_plugins_expert.ops import POINTWISE, literal
 from kernelpro_plugins_expert.recognize import Recognition, Region
 from kernelpro_plugins_expert.templates import (ATTENTION, CANDIDATE, CHNORM, CONV, CONVG, GEMM, GEMM_REDUCE, POOL,
@@ -428,6 +430,8 @@ def describe(recognition: Recognition, params: dict[str, Any]) -> str:
     text = "; ".join(rewrites + (["Triton " + "; ".join(parts)] if parts else [])) or "reference ops"
     if params.get("layout") == "channels_last":
         text += " + channels-last convolutions"
+    if params.get("fold"):
+        text += " + convolution biases added by the next kernel"
     return text + (" + CUDA graph" if params.get("graph") else "")
 
 
@@ -498,7 +502,11 @@ def render_candidate(problem_source: str, recognition: Recognition, params: dict
         specs.append({**region.spec(), "rid": rid})
         lowered.append(rid)
         fast_log = fast_log or bool(params["tiles"][rid].get("FASTLOG"))
+    fold_source = inspect.getsource(foldbias._kp_split_conv_bias) if params.get("fold") else ""
+    if fold_source and (recognition.scoped or channels_last):
+        raise ValueError("fold: the bias pass applies to a whole-model trace in the default layout")
     return render(CANDIDATE, description=describe(recognition, params), channels_last=channels_last,
+                  fold_source=fold_source.rstrip(),
                   params_json=json.dumps(params, sort_keys=True), problem_source=problem_source.rstrip(),
                   kernels=kernels,
                   regions_json=json.dumps(specs), region_ids=lowered, graph=bool(params.get("graph")),
