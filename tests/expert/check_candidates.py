@@ -115,6 +115,10 @@ def check(name: str, workdir: Path) -> list[dict]:
                     # convolutions that ran channels-last (their wrappers in the lowered model)
                     "channels_last_convs": sum(type(m).__name__ == "_KpChannelsLast" for m in new.lowered.modules()),
                     "fold": bool(params.get("fold")),
+                    # a reduction kernel loading its prologue's per-channel tensor
+                    "channel_prologue": "outer" if "cv = tl.load(c_ptr + (o // CSTRIDE)" in text else
+                    "reduced" if "cv = tl.load(c_ptr + r," in text else
+                    "flat" if "cv = tl.load(c_ptr + (offs // CSTRIDE)" in text else None,
                     # convolutions called without their bias in the lowered graph (fold)
                     "unbiased_convs": sum(1 for m in new.lowered.modules() if isinstance(m, torch.fx.GraphModule)
                                           for n in m.graph.nodes if n.op == "call_function"

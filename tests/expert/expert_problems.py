@@ -346,14 +346,23 @@ PROBLEMS = {
     "conv3d_group_norm_relu": problem(
         "        self.conv = nn.Conv3d(4, 6, 2)\n        self.norm = nn.GroupNorm(3, 6)\n",
         "        return torch.relu(self.norm(self.conv(x)))\n", "[torch.randn(2, 4, 4, 5, 3)]"),
-    # convolutions with a bias before a reduction over channels (whose prologue reads one
-    # tensor: no fold) and before a pooling window (whose prologue adds the bias: fold)
+    # convolutions whose bias the kernel after them adds (fold): a reduction over channels,
+    # a pooling window, a reduction over positions (the channel an outer dim), a softmax over
+    # channels; and a parameter varying along one dim, added before a row reduction
     "conv_transpose2d_min_tanh": problem(
         "        self.conv = nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1)\n",
         "        return torch.tanh(torch.min(self.conv(x), dim=1, keepdim=True)[0])\n", "[torch.randn(2, 4, 5, 6)]"),
     "conv_transpose3d_avg_pool": problem(
         "        self.conv = nn.ConvTranspose3d(3, 4, 3, stride=2, padding=1)\n        self.pool = nn.AvgPool3d(2)\n",
         "        return self.pool(self.conv(x) * 0.5)\n", "[torch.randn(2, 3, 3, 4, 5)]"),
+    "conv2d_amax_hw": problem("        self.conv = nn.Conv2d(3, 5, 3)\n",
+                              "        return torch.amax(self.conv(x) * 2.0, dim=(2, 3))\n", "[torch.randn(2, 3, 9, 8)]"),
+    "conv3d_softmax_channels": problem("        self.conv = nn.Conv3d(3, 6, 2)\n",
+                                       "        return torch.softmax(self.conv(x), dim=1)\n", "[torch.randn(2, 3, 4, 5, 3)]"),
+    "param_bias_sum_rows": problem("        self.b = nn.Parameter(torch.randn(7, 1))\n",
+                                   "        return torch.sum(torch.tanh(x + self.b), dim=-1)\n", "[torch.randn(4, 7, 33)]"),
+    "param_bias_sum_dim0": problem("        self.b = nn.Parameter(torch.randn(7, 1))\n",
+                                   "        return torch.sum(x * self.b, dim=0)\n", "[torch.randn(5, 7, 6)]"),
     "conv_transpose3d_bias": problem("        self.conv = nn.ConvTranspose3d(3, 4, 2, stride=2, bias=True)\n",
                                      "        return self.conv(x)\n", "[torch.randn(2, 3, 3, 4, 5)]"),
     # cross-entropy against class indices: mean with ignored targets, sum, long rows

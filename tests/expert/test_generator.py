@@ -111,8 +111,9 @@ def test_convolution_bias_is_added_by_the_next_kernel_first():
     """A library convolution whose output only a lowered kernel reads runs without its
     bias, that kernel adding it (``fold``): the first candidate, before the channels-last
     one and the default one; the children of a fold candidate index the same regions and
-    keep the fold. Where the add would stand alone (a norm after the convolution, a
-    reduction's one-tensor prologue), no fold candidate is offered."""
+    keep the fold. Where the add would stand alone (a norm after the convolution) or the
+    output has two readers, no fold candidate is offered; a reduction takes the bias in its
+    prologue."""
     gen = ExpertGenerator()
     fold, layout, base = gen.generate(request("conv_transpose3d_scale_clamp", n=3))
     assert fold.params["fold"] is True and "layout" not in fold.params and "fold" not in base.params
@@ -128,8 +129,10 @@ def test_convolution_bias_is_added_by_the_next_kernel_first():
     kids = gen.generate(request("conv_transpose3d_scale_clamp", parent=parent, tried=[fold.params], n=2))
     assert kids and all(k.params["fold"] is True and "_kp_split_conv_bias(gm)" in k.source for k in kids)
     assert all(k.params["lower"] == fold.params["lower"] for k in kids)
-    for name in ("conv3d_group_norm_relu", "conv_transpose2d_min_tanh", "conv2d_bias_residual"):
+    for name in ("conv3d_group_norm_relu", "conv2d_bias_residual"):
         assert not any(d.params.get("fold") for d in ExpertGenerator().generate(request(name, n=8))), name
+    (fold,) = ExpertGenerator().generate(request("conv_transpose2d_min_tanh", n=1))
+    assert fold.params["fold"] is True and fold.description.startswith("Triton reduce(add+min+tanh)")
 
 
 def test_fp32_gemm_root_offers_library_then_graphs_then_triton_gemm_in_both_precisions():

@@ -59,8 +59,10 @@ CASES = ["elementwise_chain", "bias_gelu", "softmax", "softmax_dim0", "log_softm
          # convolutions run channels-last, with the kernels after them
          "conv2d_bias_tanh_pool", "conv2d_bias_residual", "conv_transpose3d_scale_clamp", "conv3d_group_norm_relu",
          "untraceable_conv_loop",
-         # a convolution whose bias a pool's prologue adds; one whose bias a reduction cannot take
-         "conv_transpose2d_min_tanh", "conv_transpose3d_avg_pool",
+         # convolutions whose bias the kernel after them adds: a reduction over channels, a pool,
+         # a reduction over positions, a softmax over channels; a per-row parameter before a sum
+         "conv_transpose2d_min_tanh", "conv_transpose3d_avg_pool", "conv2d_amax_hw", "conv3d_softmax_channels",
+         "param_bias_sum_rows", "param_bias_sum_dim0",
          # cross-entropy against class indices
          "cross_entropy_ignore", "cross_entropy_module_sum",
          # einsum contractions that are matrix products (Triton GEMM)
@@ -79,11 +81,18 @@ GEMM_CASES = ("linear_relu_odd", "linear3d_sigmoid", "addmm_scale", "linear_resi
 CHANNELS_LAST_CASES = ("conv_relu", "conv2d_stride_pad_min", "conv2d_valid_dilated", "conv3d_strided_pad",
                        "conv_transpose3d_bias", "conv2d_bias_tanh_pool", "conv2d_bias_residual",
                        "conv_transpose3d_scale_clamp", "conv3d_group_norm_relu", "untraceable_conv_loop",
-                       "conv_transpose2d_min_tanh", "conv_transpose3d_avg_pool")
+                       "conv_transpose2d_min_tanh", "conv_transpose3d_avg_pool", "conv2d_amax_hw",
+                       "conv3d_softmax_channels")
 # a convolution with a bias whose output only a lowered kernel reads: that kernel adds the bias (fold);
 # not offered where the add would be a kernel of its own (conv3d_group_norm_relu: a norm after the
-# convolution; conv_transpose2d_min_tanh: a reduction's prologue takes no second tensor)
-FOLD_CASES = ("conv_relu", "conv2d_bias_tanh_pool", "conv_transpose3d_scale_clamp", "conv_transpose3d_avg_pool")
+# convolution)
+FOLD_CASES = ("conv_relu", "conv2d_bias_tanh_pool", "conv_transpose3d_scale_clamp", "conv_transpose3d_avg_pool",
+              "conv_transpose2d_min_tanh", "conv2d_amax_hw", "conv3d_softmax_channels")
+# a reduction or softmax whose prologue reads a tensor that varies along one dim (the fold's bias, a parameter)
+# (the value per program, by the reduced index, or by each element's flat index)
+CHANNEL_PROLOGUE_CASES = {"conv_transpose2d_min_tanh": "reduced", "conv2d_amax_hw": "outer",
+                          "conv3d_softmax_channels": "reduced", "param_bias_sum_rows": "outer",
+                          "param_bias_sum_dim0": "flat"}
 # a pointwise region right after the convolution: written in the default layout by the tiled kernel
 TILED_CASES = ("conv_relu", "conv2d_bias_residual", "conv_transpose3d_scale_clamp", "untraceable_conv_loop")
 CASES_PER_RUN = 24
@@ -133,6 +142,8 @@ def test_candidate_matches_reference(results, name):
         assert all(bool(r["tiled_plans"]) == (name in TILED_CASES) for r in layout_rows), rows
     else:
         assert not layout_rows, rows
+    if name in CHANNEL_PROLOGUE_CASES:  # the per-channel tensor loaded in the kernel, no split-row form
+        assert any(r["channel_prologue"] == CHANNEL_PROLOGUE_CASES[name] for r in rows), rows
     fold_rows = [r for r in rows if r["fold"]]
     if name in FOLD_CASES:
         assert fold_rows and all(r["unbiased_convs"] >= 1 for r in fold_rows), rows

@@ -7,7 +7,8 @@ that add took 0.44-1.74 ms of 1.35-6.6 ms (15-35 %) on each of the five level-2 
 with a convolution. This pass rewrites a traced graph so that each such convolution runs
 without its bias, followed by ``conv + bias.view(C, 1, ...)`` as an ordinary add node,
 which the recognizer then fuses into the kernel that consumes the convolution's output
-(a pointwise region, or the prologue of a reduction, pooling or norm kernel).
+(a pointwise chain, or the prologue of a pooling, reduction or softmax kernel, which loads
+the bias by each element's channel).
 
 Only the source text of :func:`_kp_split_conv_bias` matters: the generator copies it into
 every ``fold`` candidate, whose lowering applies it to its own trace before it looks up

@@ -68,10 +68,9 @@ def _key(params: dict[str, Any]) -> str:
 
 def fold_pays(folded: Recognition, rec: Recognition) -> bool:
     """Whether the kernels after the convolutions take their bias adds without a kernel
-    more than ``rec`` (the regions as written) has: an add left a kernel of its own, or one
-    that keeps a pointwise body out of the reduction it fed (a reduction's prologue reads
-    one tensor), would cost the pass the fold saves. GEMM and convolution regions are
-    alternatives to others and are not counted."""
+    more than ``rec`` (the regions as written) has: an add left a kernel of its own (before
+    a norm, whose prologue takes no second tensor) would cost the pass the fold saves. GEMM
+    and convolution regions are alternatives to others and are not counted."""
     def kernels(r: Recognition) -> int:
         return sum(1 for region in r.regions if region.kind not in ("gemm", "gemm_reduce", "conv"))
     return bool(folded.regions) and kernels(folded) <= kernels(rec)

@@ -94,7 +94,9 @@ class Region:
     epilogue_of: str | None = None  # gemm/conv node whose output this pointwise region consumes
     # gemm: the library's GEMM + pointwise region this Triton GEMM replaces (its output)
     # pointwise bodies fused into a reduction/softmax/norm kernel: applied to each loaded
-    # element (prologue) and to each value before it is stored (epilogue); one tensor input
+    # element (prologue) and to each value before it is stored (epilogue); one tensor input,
+    # and for reductions and softmax a second one that varies along one dim of the input
+    # (its last input; the dim in ``attrs["prologue_channel"]``)
     prologue: tuple[tuple[str, tuple[tuple[str, Any], ...], dict[str, Any]], ...] = ()
     epilogue: tuple[tuple[str, tuple[tuple[str, Any], ...], dict[str, Any]], ...] = ()
     #: the submodule (dotted path) whose own traced graph holds ``nodes``; "" for the model's
@@ -724,17 +726,28 @@ def _scan_regions(order: list[Any], info: dict[str, OpInfo], regions: list[Regio
 
 def _fuse_into_reductions(regions: list[Region], by_name: dict[str, Any]) -> list[Region]:
     """Merge a one-input pointwise region that feeds only a reduction/softmax/norm region
-    into it as a prologue, and a one-input pointwise region that only reads its result
-    as an epilogue: each saves a full pass over the tensor in memory."""
+    into it as a prologue (into a reduction or softmax also one with a second input that
+    varies along one dim, such as a per-channel bias), and a one-input pointwise region that
+    only reads its result as an epilogue: each saves a full pass over the tensor in memory."""
     fused = list(regions)
     for r in [r for r in regions if r.kind in ("reduce", "softmax", "layernorm", "rmsnorm", "chnorm")]:
         current = r
-        pro = next((p for p in fused if p.kind == "pointwise" and len(p.inputs) == 1 and
+        pro = next((p for p in fused if p.kind == "pointwise" and len(p.inputs) in (1, 2) and
                     p.output == current.inputs[0] and len(by_name[p.output].users) == 1 and
                     next(iter(by_name[p.output].users)).name == current.nodes[0]), None)
+        channel = None
+        if pro is not None and len(pro.inputs) == 2:
+            # a second tensor that varies along one dim only (a per-channel bias or scale):
+            # the reduction and softmax kernels load it by each element's index along that dim
+            channel = _channel_dim(by_name, pro.inputs[1], pro.shape)
+            if current.kind not in ("reduce", "softmax") or len(current.inputs) != 1 or channel is None:
+                pro = None
         if pro is not None and _meta(by_name[pro.inputs[0]])[0] == pro.shape:
+            extra: tuple[Any, ...] = () if channel is None else (None, None, pro.inputs[1])
             merged = attrs.evolve(current, nodes=pro.nodes + current.nodes,
-                                  inputs=(pro.inputs[0],) + current.inputs[1:], prologue=pro.program)
+                                  inputs=(pro.inputs[0],) + current.inputs[1:] + extra, prologue=pro.program,
+                                  attrs=current.attrs if channel is None else {**current.attrs,
+                                                                               "prologue_channel": channel})
             fused = [merged if x is current else x for x in fused if x is not pro]
             current = merged
         users = by_name[current.output].users
@@ -744,6 +757,21 @@ def _fuse_into_reductions(regions: list[Region], by_name: dict[str, Any]) -> lis
             merged = attrs.evolve(current, nodes=current.nodes + epi.nodes, output=epi.output, epilogue=epi.program)
             fused = [merged if x is current else x for x in fused if x is not epi]
     return fused
+
+
+def _channel_dim(by_name: dict[str, Any], name: Any, shape: tuple[int, ...]) -> int | None:
+    """The dim of ``shape`` along which the tensor ``name`` (broadcast to ``shape``) varies,
+    where it varies along one dim only and holds exactly that dim's values; else None."""
+    if not isinstance(name, str) or name not in by_name:
+        return None
+    own, _ = _meta(by_name[name])
+    if own is None or len(own) > len(shape) or not _broadcasts_to(own, shape):
+        return None
+    offset = len(shape) - len(own)
+    varying = [offset + i for i, size in enumerate(own) if size != 1]
+    if len(varying) != 1 or shape[varying[0]] == 1:
+        return None
+    return varying[0]
 
 
 #: F.kl_div's term per element, over ("in", 0) = input (log-probabilities) and ("in", 1) =

@@ -156,9 +156,12 @@ def default_tile(region: Region) -> dict[str, int]:
 
 
 def no_split(region: Region) -> bool:
-    """Scans, argmax/argmin, the channel norms, cross-entropy, the row-pair statistics and
-    attention have no split-row (two-stage) form."""
-    return region.kind in ("scan", "chnorm", "xent", "rowpair", "attention") or (region.kind == "reduce" and region.op in ("argmax", "argmin"))
+    """Scans, argmax/argmin, the channel norms, cross-entropy, the row-pair statistics,
+    attention and reductions whose prologue reads a per-channel tensor have no split-row
+    (two-stage) form."""
+    return region.kind in ("scan", "chnorm", "xent", "rowpair", "attention") or \
+        (region.kind == "reduce" and region.op in ("argmax", "argmin")) or \
+        region.attrs.get("prologue_channel") is not None
 
 
 def _pow2_at_least(value: int, lo: int, hi: int) -> int:
@@ -244,11 +247,18 @@ def pointwise_body(region: Region, tile: dict[str, Any] | None = None) -> tuple[
 def fused_bodies(region: Region) -> dict[str, Any]:
     """Template values of a reduction's prologue (reads and rewrites ``x``) and epilogue
     (reads and rewrites ``y``)."""
-    pro, pro_result = program_lines(region.prologue, ["x"], "p") if region.prologue else ([], "")
+    channel = region.attrs.get("prologue_channel")
+    names = ["x"] if channel is None else ["x", "cv"]
+    # where the per-channel value comes from: one per program (the channel an outer dim),
+    # the reduced index (the channel the one reduced dim), or each element's flat index
+    d, k = region.attrs.get("dim"), region.attrs.get("ndims", 1)
+    cmode = None if channel is None else "outer" if isinstance(d, int) and 0 <= channel < d else \
+        "reduced" if k == 1 and channel == d else "flat"
+    pro, pro_result = program_lines(region.prologue, names, "p") if region.prologue else ([], "")
     epi, epi_result = program_lines(region.epilogue, ["y"], "e") if region.epilogue else ([], "")
     if epi:
         epi.append(f"y = {epi_result}")
-    return {"prologue": pro, "prologue_result": pro_result, "epilogue": epi}
+    return {"prologue": pro, "prologue_result": pro_result, "epilogue": epi, "channel": channel, "cmode": cmode}
 
 
 def render_gemm(rid: str, region: Region, tile: dict[str, Any]) -> str:
@@ -402,6 +412,8 @@ def render_kernel(rid: str, region: Region, tile: dict[str, Any], dense_out: boo
     if eps is None:  # RMSNorm(eps=None) uses the dtype's machine epsilon (fp32 here)
         eps = 1.1920928955078125e-07
     if "CHUNK" in tile:
+        if region.attrs.get("prologue_channel") is not None:
+            raise ValueError(f"{rid}: a prologue with a per-channel tensor has no split-row form")
         return render(SPLIT, rid=rid, op=region.op, has_w=has_w, has_b=has_b, dim=region.attrs.get("dim"),
                       ndims=region.attrs.get("ndims", 1), keepdim=region.attrs.get("keepdim", False),
                       normalized_ndim=region.attrs.get("normalized_ndim"), eps=repr(float(eps)),
