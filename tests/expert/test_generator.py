@@ -135,6 +135,22 @@ def test_convolution_bias_is_added_by_the_next_kernel_first():
     assert fold.params["fold"] is True and fold.description.startswith("Triton reduce(add+min+tanh)")
 
 
+def test_a_fold_candidate_s_triton_gemm_child_keeps_the_fold():
+    """The precision move of a compute-bound fold candidate proposes the Triton GEMM of the
+    folded regions: the child keeps the fold, so it is rendered against the same regions."""
+    gen = ExpertGenerator()
+    fold = gen.generate(request("conv_relu_linear", n=1))[0]
+    assert fold.params["fold"] is True
+    parent = ParentInfo(id="c0001", source=fold.source, result=None, params=fold.params,
+                        analysis=Analysis(bottleneck=Bottleneck(kind="compute", summary="s"), findings=()))
+    kids = gen.generate(request("conv_relu_linear", parent=parent, tried=[fold.params], n=3))
+    gemm = [k for k in kids if "gemm(" in k.description]
+    assert gemm and all(k.params.get("fold") is True for k in kids), [k.params for k in kids]
+    for kid in gemm:
+        assert "_kp_split_conv_bias(gm)" in kid.source
+        check_candidate(kid.source, parse_problem(PROBLEMS["conv_relu_linear"]))
+
+
 def test_fp32_gemm_root_offers_library_then_graphs_then_triton_gemm_in_both_precisions():
     drafts = ExpertGenerator().generate(request("bias_gelu", device="cuda", n=5))
     assert [(d.params["lower"], d.params["graph"]) for d in drafts[:3]] == [(["r0"], False), (["r0"], True),

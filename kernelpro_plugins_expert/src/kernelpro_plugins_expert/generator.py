@@ -155,7 +155,8 @@ class ExpertGenerator(Generator):
                 # fails the check, and the root may have tried this very kernel already)
                 alt = gemm_params(rec, "tf32x3")
                 if alt is not None and "tf32x3" in str(alt["tiles"]):
-                    pool.append({**alt, "graph": False})
+                    # (a fold parent's regions are the folded recognition's: its child keeps the fold)
+                    pool.append({**alt, "graph": False, **({"fold": True} if parent.params.get("fold") else {})})
                 # and then the lowered tiles' own precision move (fast logs), below
             pool.extend(moves.apply(move, rid, parent.params))
         return pool
