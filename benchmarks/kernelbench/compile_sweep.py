@@ -103,15 +103,14 @@ def sweep_problem(code: str, workdir: Path, limit: int = 40) -> dict:
 
     from kernelpro.evaluate.loader import load_module
     from kernelpro_plugins_expert.offline import compile_instead_of_launch
-    from kernelpro_plugins_expert.generator import fold_pays
-    from kernelpro_plugins_expert.recognize import recognize, recognize_folded
+    from kernelpro_plugins_expert.generator import fold_recognition
+    from kernelpro_plugins_expert.recognize import recognize
     from kernelpro_plugins_expert.render import is_triton, render_candidate
 
     rec = recognize(code)
     if not rec.ok or not rec.regions:
         return {"recognized": False, "variants": 0, "kernels": 0, "compiles": 0, "failures": []}
-    folded = recognize_folded(code)  # the generator's fold candidates, where it offers them
-    folded = folded if folded is not None and fold_pays(folded, rec) else None
+    folded = fold_recognition(code, rec)  # the generator's fold candidates, where it offers them
     compiles: dict = {}  # a model's layers launch the same kernel at the same types many times
     device = _device_for(code, workdir)
     failures, kernels = [], 0

@@ -20,8 +20,8 @@ from triton_interpreter_compat import allow_scalar_loop_bounds  # noqa: E402
 
 from kernelpro.evaluate.loader import load_module  # noqa: E402
 from kernelpro_plugins_expert import moves  # noqa: E402
-from kernelpro_plugins_expert.generator import fold_pays  # noqa: E402
-from kernelpro_plugins_expert.recognize import recognize, recognize_folded  # noqa: E402
+from kernelpro_plugins_expert.generator import fold_recognition  # noqa: E402
+from kernelpro_plugins_expert.recognize import recognize  # noqa: E402
 from kernelpro_plugins_expert.render import vec_eligible, vec_tile, default_params, gemm_params, layout_params, render_candidate, rewrite_params  # noqa: E402,E501
 
 
@@ -40,8 +40,8 @@ def check(name: str, workdir: Path) -> list[dict]:
         tiled64.add(len(variants))  # and its tiled pointwise kernel's 64-bit index path, forced
         variants.append(channels_last)
     own = {}  # variant -> the recognition it indexes (the folded one for fold candidates)
-    folded = recognize_folded(source)
-    if folded is not None and fold_pays(folded, rec):
+    folded = fold_recognition(source, rec)
+    if folded is not None:
         # the convolutions without their biases, the kernels after them adding them; and
         # the same with a moved tile
         fold = {**default_params(folded), "fold": True}

@@ -76,6 +76,14 @@ def fold_pays(folded: Recognition, rec: Recognition) -> bool:
     return bool(folded.regions) and kernels(folded) <= kernels(rec)
 
 
+def fold_recognition(source: str, rec: Recognition) -> Recognition | None:
+    """The folded recognition of ``source`` (:func:`.recognize.recognize_folded`) where the
+    generator offers fold candidates (:func:`fold_pays` against ``rec``, the regions as
+    written); None elsewhere."""
+    folded = recognize_folded(source)
+    return folded if folded is not None and fold_pays(folded, rec) else None
+
+
 def pointwise_after_convolutions(rec: Recognition, params: dict[str, Any]) -> bool:
     """Whether no kernel but a pointwise one of ``params`` reads a library convolution's
     output: the channels-last candidate paid in the tuning sample's A/B where a pointwise
@@ -112,9 +120,7 @@ class ExpertGenerator(Generator):
         """The regions with the convolutions' biases split off (:mod:`.foldbias`), where a
         kernel after a convolution takes its bias add; None where none does."""
         if digest not in self._folded:
-            rec = recognize_folded(source)
-            pays = rec is not None and fold_pays(rec, self.recognition(source, digest))
-            self._folded[digest] = rec if pays else None
+            self._folded[digest] = fold_recognition(source, self.recognition(source, digest))
         return self._folded[digest]
 
     def recognition_for(self, request: GenerationRequest, params: dict[str, Any] | None) -> Recognition | None:

@@ -212,6 +212,11 @@ def recognize(source: str) -> Recognition:
         except Exception:  # the problem itself fails to build or run: the first reason stands
             scoped = None
         return scoped if scoped is not None else Recognition(ok=False, reason=reason)
+    return _recognize_traced(gm, inputs)
+
+
+def _recognize_traced(gm: Any, inputs: tuple[Any, ...]) -> Recognition:
+    """The regions of a traced model, ``inputs`` its meta inputs."""
     try:
         # forward arguments that are Python numbers (``A * s``): read by pointwise kernels
         placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
@@ -232,13 +237,8 @@ def recognize_folded(source: str) -> Recognition | None:
         return None
     if not split:
         return None
-    try:
-        placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-        scalars = {p.name for p, v in zip(placeholders, inputs)
-                   if isinstance(v, (int, float)) and not isinstance(v, bool)}
-        return _recognize_graph(gm, len(inputs), scalars)
-    except Exception:
-        return None
+    rec = _recognize_traced(gm, inputs)
+    return rec if rec.ok else None
 
 
 def _signature(args: tuple[Any, ...]) -> tuple[Any, ...] | None:
