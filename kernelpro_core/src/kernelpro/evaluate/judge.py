@@ -99,9 +99,9 @@ def suspicious_speed(reference_ms: float, candidate_ms: float, bound: Any, ev: d
     margin = float(ev.get("impossible_margin", 0.9))
     if bound is not None and candidate_ms < margin * bound.memory_ms:
         out.append(
-            f"physically_impossible: {candidate_ms:.4g} ms is below the lower bound "
-            f"{bound.lower_ms:.4g} ms for the reference's bytes and FLOPs on {bound.gpu} "
-            f"(memory {bound.memory_ms:.4g} ms, compute {bound.compute_ms:.4g} ms)")
+            f"physically_impossible: {candidate_ms:.4g} ms is below the {bound.memory_ms:.4g} ms the "
+            f"reference's bytes need on {bound.gpu} (its lower bound {bound.lower_ms:.4g} ms, "
+            f"compute {bound.compute_ms:.4g} ms)")
     elif bound is not None and candidate_ms < margin * bound.lower_ms:
         # above the time its bytes need, below the time the reference's FLOPs need at peak:
         # possible only with less arithmetic (an algebraic rewrite) or work skipped
