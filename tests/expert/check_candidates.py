@@ -22,7 +22,7 @@ from kernelpro.evaluate.loader import load_module  # noqa: E402
 from kernelpro_plugins_expert import moves  # noqa: E402
 from kernelpro_plugins_expert.generator import fold_recognition  # noqa: E402
 from kernelpro_plugins_expert.recognize import recognize  # noqa: E402
-from kernelpro_plugins_expert.render import vec_eligible, vec_tile, default_params, gemm_params, layout_params, render_candidate, rewrite_params  # noqa: E402,E501
+from kernelpro_plugins_expert.render import vec_eligible, vec_tile, default_params, fold_layout_params, gemm_params, layout_params, render_candidate, rewrite_params  # noqa: E402,E501
 
 
 def check(name: str, workdir: Path) -> list[dict]:
@@ -45,7 +45,8 @@ def check(name: str, workdir: Path) -> list[dict]:
         # the convolutions without their biases, the kernels after them adding them; and
         # the same with a moved tile
         fold = {**default_params(folded), "fold": True}
-        for params in [fold] + moves.apply("smaller", None, fold)[:1]:
+        fold_cl = fold_layout_params(rec, fold)  # and with the library's convolutions channels-last
+        for params in [fold] + moves.apply("smaller", None, fold)[:1] + ([fold_cl] if fold_cl else []):
             own[len(variants)] = folded
             variants.append(params)
     rewrite = rewrite_params(rec)
@@ -88,6 +89,14 @@ def check(name: str, workdir: Path) -> list[dict]:
         ref = mod.Model(*mod.get_init_inputs())
         torch.manual_seed(0)
         new = mod.ModelNew(*mod.get_init_inputs())
+        # reduction kernels that read a channels-last input in its own order (no copy)
+        strided_reads = []
+        for key in [k for k in vars(mod) if k.startswith("_kp_r") and k.endswith("_cl")]:
+            def counted(*a, _f=getattr(mod, key)):
+                out = _f(*a)
+                strided_reads.append(out is not None)
+                return out
+            setattr(mod, key, counted)
         torch.manual_seed(1)
         inputs = mod.get_inputs()
         with torch.no_grad():
@@ -113,7 +122,12 @@ def check(name: str, workdir: Path) -> list[dict]:
                     # the output in the reference's layout (a channels-last candidate restores it)
                     "layout_ok": got.is_contiguous() == want.is_contiguous(),
                     # convolutions that ran channels-last (their wrappers in the lowered model)
-                    "channels_last_convs": sum(type(m).__name__ == "_KpChannelsLast" for m in new.lowered.modules()),
+                    "channels_last_convs": sum(type(m).__name__ == "_KpChannelsLast" for m in new.lowered.modules()) +
+                    sum(1 for m in new.lowered.modules() if isinstance(m, torch.fx.GraphModule)
+                        for n in m.graph.nodes if n.op == "call_function" and "conv" in getattr(n.target, "__name__", "")
+                        and getattr(n.args[0], "target", None) == "contiguous" and "memory_format" in n.args[0].kwargs),
+                    # reduction calls that read the channels-last tensor in place / fell back to a copy
+                    "strided_reads": sum(strided_reads), "strided_fallbacks": len(strided_reads) - sum(strided_reads),
                     "fold": bool(params.get("fold")),
                     # a reduction kernel loading its prologue's per-channel tensor
                     "channel_prologue": "outer" if "cv = tl.load(c_ptr + (o // CSTRIDE)" in text else

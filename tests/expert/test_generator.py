@@ -107,17 +107,35 @@ def test_library_convolutions_run_channels_last_second():
         assert not any(d.params.get("layout") for d in ExpertGenerator().generate(req))
 
 
+def test_a_reduction_over_the_channels_reads_a_channels_last_convolution_in_place():
+    """A reduction over the channels of a library convolution's output reads a
+    channels-last tensor in place (its rows are contiguous there): the channels-last
+    candidates are offered, fold first, and the reduction's kernel carries the strided
+    form; a reduction over the positions (its columns would be far apart) is not."""
+    gen = ExpertGenerator()
+    drafts = gen.generate(request("conv_transpose2d_min_tanh", n=8))
+    layouts = [d for d in drafts if d.params.get("layout")]
+    assert [d.params.get("fold", False) for d in layouts] == [True, False], [d.params for d in drafts]
+    assert drafts[0] is layouts[0] and "def _kp_r0_cl(" in layouts[0].source
+    for d in layouts:
+        check_candidate(d.source, parse_problem(PROBLEMS["conv_transpose2d_min_tanh"]))
+    assert not any(d.params.get("layout") for d in gen.generate(request("conv2d_amax_hw", n=8)))
+
+
 def test_convolution_bias_is_added_by_the_next_kernel_first():
     """A library convolution whose output only a lowered kernel reads runs without its
-    bias, that kernel adding it (``fold``): the first candidate, before the channels-last
-    one and the default one; the children of a fold candidate index the same regions and
-    keep the fold. Where the add would stand alone (a norm after the convolution) or the
-    output has two readers, no fold candidate is offered; a reduction takes the bias in its
-    prologue."""
+    bias, that kernel adding it (``fold``): the first candidates, with the convolutions
+    channels-last and in the default layout, before the default one and the channels-last
+    one; the children of a fold candidate index the same regions and keep the fold. Where
+    the add would stand alone (a norm after the convolution) or the output has two readers,
+    no fold candidate is offered; a reduction takes the bias in its prologue."""
     gen = ExpertGenerator()
-    fold, layout, base = gen.generate(request("conv_transpose3d_scale_clamp", n=3))
+    fold_cl, fold, base, layout = gen.generate(request("conv_transpose3d_scale_clamp", n=4))
     assert fold.params["fold"] is True and "layout" not in fold.params and "fold" not in base.params
     assert layout.params["layout"] == "channels_last" and "fold" not in layout.params
+    assert fold_cl.params == {**fold.params, "layout": "channels_last", "conv_paths": ["conv"]}
+    assert "+ channels-last convolutions + convolution biases added by the next kernel" in fold_cl.description
+    check_candidate(fold_cl.source, parse_problem(PROBLEMS["conv_transpose3d_scale_clamp"]))
     assert fold.description == "Triton pointwise(add+mul+clamp)[BLOCK=1024,num_warps=4,PER_SM=0]" \
         " + convolution biases added by the next kernel"
     assert base.description.startswith("Triton pointwise(mul+clamp)")

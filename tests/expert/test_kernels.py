@@ -93,6 +93,9 @@ FOLD_CASES = ("conv_relu", "conv2d_bias_tanh_pool", "conv_transpose3d_scale_clam
 CHANNEL_PROLOGUE_CASES = {"conv_transpose2d_min_tanh": "reduced", "conv2d_amax_hw": "outer",
                           "conv3d_softmax_channels": "reduced", "param_bias_sum_rows": "outer",
                           "param_bias_sum_dim0": "flat"}
+# a reduction or softmax reading a channels-last convolution's output: read in place (its strided form),
+# never copied back to the default layout first
+STRIDED_CASES = ("conv2d_stride_pad_min", "conv_transpose2d_min_tanh", "conv2d_amax_hw", "conv3d_softmax_channels")
 # a pointwise region right after the convolution: written in the default layout by the tiled kernel
 TILED_CASES = ("conv_relu", "conv2d_bias_residual", "conv_transpose3d_scale_clamp", "untraceable_conv_loop",
                "conv_relu_linear")
@@ -141,6 +144,10 @@ def test_candidate_matches_reference(results, name):
     if name in CHANNELS_LAST_CASES:
         assert layout_rows and all(r["channels_last_convs"] == 1 for r in layout_rows), rows
         assert all(bool(r["tiled_plans"]) == (name in TILED_CASES) for r in layout_rows), rows
+        assert all((r["strided_reads"] > 0) == (name in STRIDED_CASES) and not r["strided_fallbacks"]
+                   for r in layout_rows), rows
+        if name in FOLD_CASES:  # the fold with the convolutions channels-last too
+            assert any(r["fold"] for r in layout_rows), rows
     else:
         assert not layout_rows, rows
     if name in CHANNEL_PROLOGUE_CASES:  # the per-channel tensor loaded in the kernel, no split-row form

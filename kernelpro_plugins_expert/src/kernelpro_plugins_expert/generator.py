@@ -3,12 +3,13 @@
 Uses no network. From the root it proposes, in order: the algebraic rewrites where one
 applies (``gemm_reduce``: a GEMM summed over N as a matrix-vector product); where a
 convolution's bias can be added by the kernel after it without a kernel more, the regions
-of the graph with the biases split off (``fold``: :mod:`.foldbias`); every
+of the graph with the biases split off (``fold``: :mod:`.foldbias`), first with the
+library's convolutions channels-last where their readers take that layout (below); every
 recognized region lowered with its default tile (GEMMs in the library, their epilogues as Triton kernels);
-where convolutions stay in the library (2-D and 3-D, groups 1) and no kernel but a pointwise
-one reads their output, the same candidate with them channels-last (``layout``:
-:func:`.render.channels_last_paths`; before the default candidate where there is a fold
-candidate); for fp16/bf16 GEMMs the Triton-GEMM alternative (each GEMM with its epilogue as one Triton
+where convolutions stay in the library (2-D and 3-D, groups 1) and every kernel that reads
+their output reads it channels-last in place (a pointwise kernel, a reduction over the
+channels: :func:`channels_last_reads`), the same candidate with them channels-last
+(``layout``: :func:`.render.channels_last_paths`); for fp16/bf16 GEMMs the Triton-GEMM alternative (each GEMM with its epilogue as one Triton
 kernel); CUDA-graph capture of the first and of the unchanged reference forward (CUDA
 only, and only for forwards that move at most ``graph_root_max_bytes`` or hold an fp32
 GEMM: the capture copies inputs and clones the output, a loss for large memory-bound
@@ -34,9 +35,9 @@ import attrs
 
 from kernelpro.api import CandidateDraft, GenerationRequest, Generator
 from kernelpro_plugins_expert import moves
-from kernelpro_plugins_expert.recognize import Recognition, recognize, recognize_folded
-from kernelpro_plugins_expert.render import (default_params, describe, gemm_params, is_triton, layout_params,
-                                             region_ids, render_candidate, rewrite_params, vec_eligible, vec_tile)
+from kernelpro_plugins_expert.recognize import Recognition, Region, recognize, recognize_folded
+from kernelpro_plugins_expert.render import (default_params, describe, fold_layout_params, gemm_params, is_triton,
+                                             layout_params, region_ids, render_candidate, rewrite_params, vec_eligible, vec_tile)
 
 
 @attrs.frozen
@@ -84,11 +85,27 @@ def fold_recognition(source: str, rec: Recognition) -> Recognition | None:
     return folded if folded is not None and fold_pays(folded, rec) else None
 
 
-def pointwise_after_convolutions(rec: Recognition, params: dict[str, Any]) -> bool:
-    """Whether no kernel but a pointwise one of ``params`` reads a library convolution's
-    output: the channels-last candidate paid in the tuning sample's A/B where a pointwise
-    kernel followed (call BW: L2 #2 6.61 -> 5.30 ms) and lost after a pool or a reduction
-    (1.10-1.55x slower; `docs/validation/expert_generalisation.md`)."""
+#: reductions whose rows are contiguous in a channels-last tensor when they reduce the channels
+CHANNEL_REDUCTIONS = ("sum", "mean", "max", "min", "logsumexp", "argmax", "argmin")
+
+
+def channel_rows(region: Region) -> bool:
+    """Whether ``region`` (a reduction) reduces dim 1 alone or dims 1 to the last: in a
+    channels-last tensor its reduced elements are then the innermost, one contiguous row per
+    output, which its kernel reads in place (``rowcol.py.j2``'s strided form)."""
+    d, k = region.attrs.get("dim"), region.attrs.get("ndims", 1)
+    return region.kind == "reduce" and region.op in CHANNEL_REDUCTIONS and d == 1 and \
+        (k == 1 or d + k == len(region.shape))
+
+
+def channels_last_reads(rec: Recognition, params: dict[str, Any]) -> bool:
+    """Whether every kernel of ``params`` that reads a library convolution's output reads it
+    channels-last without a copy: a pointwise kernel right after it (its tiled kernel writes
+    the default layout back), or a reduction over the channels (:func:`channel_rows`, no
+    split-row tile). The channels-last candidate paid in the tuning sample's A/B where a
+    pointwise kernel followed (call BW: L2 #2 6.61 -> 5.30 ms) and lost after a pool or a
+    reduction that copied the tensor back to the default layout first (1.10-1.55x slower;
+    `docs/validation/expert_generalisation.md`); reductions over the channels no longer copy."""
     ids = region_ids(rec)
     for rid, conv in zip(ids, rec.regions):
         if conv.kind != "conv" or rid in params["lower"]:
@@ -96,8 +113,13 @@ def pointwise_after_convolutions(rec: Recognition, params: dict[str, Any]) -> bo
         for other_id, other in zip(ids, rec.regions):
             if other is conv or conv.output not in other.inputs:
                 continue
-            if other.kind != "pointwise" or other.epilogue_of != conv.output or other_id not in params["lower"]:
+            if other_id not in params["lower"]:
                 return False
+            if other.kind == "pointwise" and other.epilogue_of == conv.output:
+                continue
+            if channel_rows(other) and "CHUNK" not in params["tiles"][other_id]:
+                continue
+            return False
     return True
 
 
@@ -174,18 +196,18 @@ class ExpertGenerator(Generator):
         rewrite = rewrite_params(rec)
         if rewrite is not None:
             pool.append(rewrite)  # a GEMM whose output is only summed over N: a matrix-vector product
+        channels_last = layout_params(rec, base) if channels_last_reads(rec, base) else None
         if folded is not None:
-            # the convolutions without their biases, the kernels after them adding them
+            # the convolutions without their biases, the kernels after them adding them;
+            # first with the library's convolutions channels-last, where their readers take it
             fold = default_params(folded)
             if fold["lower"]:
-                pool.append({**fold, "fold": True})
-        channels_last = layout_params(rec, base) if pointwise_after_convolutions(rec, base) else None
-        if channels_last is not None and folded is not None:
-            # the library's convolutions channels-last, the kernels after them following
-            pool.append(channels_last)
+                fold = {**fold, "fold": True}
+                fold_cl = fold_layout_params(rec, fold) if channels_last is not None else None
+                pool += ([fold_cl] if fold_cl is not None else []) + [fold]
         if base["lower"]:
             pool.append(base)
-        if channels_last is not None and folded is None:
+        if channels_last is not None:
             pool.append(channels_last)
         ids = region_ids(rec)
         vectored = [r for r in base["lower"] if r in ids and vec_eligible(rec.regions[ids.index(r)])]

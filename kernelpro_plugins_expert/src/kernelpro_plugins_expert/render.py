@@ -350,8 +350,9 @@ def vec_args(region: Region, tile: dict[str, Any]) -> dict[str, Any]:
 
 
 def render_kernel(rid: str, region: Region, tile: dict[str, Any], dense_out: bool = False) -> str:
-    """The kernel and wrapper of one region; ``dense_out``: a pointwise region reading a
-    channels-last input writes its output in the default layout (a channels-last candidate)."""
+    """The kernel and wrapper of one region. ``dense_out`` (a channels-last candidate): a
+    pointwise region reading a channels-last input writes its output in the default layout,
+    and a reduction, softmax or norm reads such an input in its own order (no copy)."""
     if region.kind == "gemm":
         return render_gemm(rid, region, tile)
     if region.kind == "gemm_reduce":
@@ -419,11 +420,19 @@ def render_kernel(rid: str, region: Region, tile: dict[str, Any], dense_out: boo
                       normalized_ndim=region.attrs.get("normalized_ndim"), eps=repr(float(eps)),
                       BLOCK_R=tile["BLOCK_R"], CHUNK=tile["CHUNK"], num_warps=tile["num_warps"],
                       **fused_bodies(region))
-    return render(ROWCOL, rid=rid, op=region.op, layout=lay, has_w=has_w, has_b=has_b,
+    values = dict(rid=rid, op=region.op, has_w=has_w, has_b=has_b,
                   dim=region.attrs.get("dim"), ndims=region.attrs.get("ndims", 1), keepdim=region.attrs.get("keepdim", False),
                   normalized_ndim=region.attrs.get("normalized_ndim"), eps=repr(float(eps)),
                   BLOCK_R=tile["BLOCK_R"], BLOCK_I=tile.get("BLOCK_I", 0), num_warps=tile["num_warps"],
                   **fused_bodies(region))
+    text = render(ROWCOL, layout=lay, strided=False, ksuffix="", cl=dense_out, **values)
+    if not dense_out:
+        return text
+    # a channels-last candidate: the same kernel with runtime strides, for an input read in
+    # its own memory order (the per-channel tensor then by each element's offset)
+    cmode = values["cmode"] if values["cmode"] in (None, "reduced") else "flat"
+    strided = render(ROWCOL, layout="col", strided=True, ksuffix="_cl", cl=False, **{**values, "cmode": cmode})
+    return strided.rstrip("\n") + "\n\n\n" + text.lstrip("\n")
 
 
 def describe(recognition: Recognition, params: dict[str, Any]) -> str:
@@ -467,6 +476,8 @@ def channels_last_paths(recognition: Recognition, params: dict[str, Any]) -> lis
     bytes as the convolution itself); PyTorch's compiler lays convolutions out channels-last
     for the same reason, and its own measurements have grouped convolutions slower that way
     (``torch/_inductor/graph.py``, ``decide_layout_opt``), so they stay as they are."""
+    if "conv_paths" in params:  # a fold candidate: its recognition sees the convolutions as calls
+        return list(params["conv_paths"])
     ids = region_ids(recognition)
     paths = []
     for rid, region in zip(ids, recognition.regions):
@@ -487,6 +498,17 @@ def layout_params(recognition: Recognition, params: dict[str, Any]) -> dict[str,
     if params.get("layout") == "channels_last" or not channels_last_paths(recognition, params):
         return None
     return {**params, "layout": "channels_last"}
+
+
+def fold_layout_params(recognition: Recognition, fold: dict[str, Any]) -> dict[str, Any] | None:
+    """A fold candidate's ``fold`` params with the library's convolutions channels-last:
+    the folded graph calls them as functions of their weights, which the folded
+    recognition does not count as convolution regions, so their module paths come from
+    ``recognition`` (the regions as written) and travel in the params."""
+    paths = channels_last_paths(recognition, default_params(recognition))
+    if not paths or fold.get("layout"):
+        return None
+    return {**fold, "layout": "channels_last", "conv_paths": paths}
 
 
 def is_triton(recognition: Recognition, params: dict[str, Any]) -> bool:
@@ -515,8 +537,8 @@ def render_candidate(problem_source: str, recognition: Recognition, params: dict
         lowered.append(rid)
         fast_log = fast_log or bool(params["tiles"][rid].get("FASTLOG"))
     fold_source = inspect.getsource(foldbias._kp_split_conv_bias) if params.get("fold") else ""
-    if fold_source and (recognition.scoped or channels_last):
-        raise ValueError("fold: the bias pass applies to a whole-model trace in the default layout")
+    if fold_source and recognition.scoped:
+        raise ValueError("fold: the bias pass applies to a whole-model trace")
     return render(CANDIDATE, description=describe(recognition, params), channels_last=channels_last,
                   fold_source=fold_source.rstrip(),
                   params_json=json.dumps(params, sort_keys=True), problem_source=problem_source.rstrip(),
