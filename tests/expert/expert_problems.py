@@ -366,6 +366,16 @@ PROBLEMS = {
                                 "[torch.randn(2, 3, 9, 9)]"),
     "param_bias_sum_dim0": problem("        self.b = nn.Parameter(torch.randn(7, 1))\n",
                                    "        return torch.sum(x * self.b, dim=0)\n", "[torch.randn(5, 7, 6)]"),
+    # pools of a channels-last convolution's output (their channels-last form): an average
+    # with padding, ceil mode and the padding left out of the count, then an epilogue; a
+    # dilated 3-D max with padding after a ReLU
+    "conv2d_avg_pool_ceil": problem(
+        "        self.conv = nn.Conv2d(3, 6, 3)\n",
+        "        y = F.avg_pool2d(self.conv(x), 3, stride=2, padding=1, ceil_mode=True, count_include_pad=False)\n"
+        "        return y * 2.0\n", "[torch.randn(2, 3, 11, 10)]"),
+    "conv3d_max_pool_dilated": problem(
+        "        self.conv = nn.Conv3d(2, 5, 2)\n        self.pool = nn.MaxPool3d(3, stride=2, padding=1, dilation=2)\n",
+        "        return self.pool(torch.relu(self.conv(x)))\n", "[torch.randn(2, 2, 8, 9, 10)]"),
     "conv_transpose3d_bias": problem("        self.conv = nn.ConvTranspose3d(3, 4, 2, stride=2, bias=True)\n",
                                      "        return self.conv(x)\n", "[torch.randn(2, 3, 3, 4, 5)]"),
     # cross-entropy against class indices: mean with ignored targets, sum, long rows

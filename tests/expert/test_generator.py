@@ -83,7 +83,7 @@ def test_library_convolutions_run_channels_last_second():
     """Where a 2-D or 3-D convolution of groups 1 stays in the library and only a pointwise
     kernel reads its output, the candidate after the default one runs it channels-last (and
     its children keep that); grouped and 1-D convolutions are left as they are, and so is a
-    convolution a pool reads."""
+    convolution a group norm reads. A pool reads it in place (its channels-last form)."""
     from kernelpro.problem import parse_problem as parse
     from expert_problems import problem
 
@@ -97,6 +97,10 @@ def test_library_convolutions_run_channels_last_second():
     assert "return _kp_dense_output(self.lowered(*args))" in layout.source
     check_candidate(layout.source, parse_problem(PROBLEMS["conv2d_bias_residual"]))
     drafts = ExpertGenerator().generate(request("conv2d_bias_tanh_pool", n=8))
+    assert drafts[0].params.get("layout") == "channels_last" and drafts[0].params.get("fold")
+    assert "def _kp_r0_cl(" in drafts[0].source and "    out = _kp_r0_cl(" in drafts[0].source
+    check_candidate(drafts[0].source, parse_problem(PROBLEMS["conv2d_bias_tanh_pool"]))
+    drafts = ExpertGenerator().generate(request("conv3d_group_norm_relu", n=8))
     assert drafts and not any(d.params.get("layout") for d in drafts)
     kids = moves.apply("smaller", None, layout.params)
     assert kids and all(k["layout"] == "channels_last" for k in kids)

@@ -17,7 +17,7 @@ from kernelpro_plugins_expert import templates
 from kernelpro_plugins_expert.recognize import recognize
 from kernelpro_plugins_expert.render import default_params, render_candidate
 
-NAMES = ("POINTWISE", "ROWCOL", "SPLIT", "REDUCE_ALL", "GEMM", "GEMM_REDUCE", "CONV", "CONVG", "POOL", "SCAN", "CHNORM", "XENT", "ROWPAIR", "ATTENTION", "CANDIDATE")
+NAMES = ("POINTWISE", "ROWCOL", "SPLIT", "REDUCE_ALL", "GEMM", "GEMM_REDUCE", "CONV", "CONVG", "POOL", "POOL_CL", "SCAN", "CHNORM", "XENT", "ROWPAIR", "ATTENTION", "CANDIDATE")
 INCLUDED = {"row_output.py.j2"}  # included by rowcol and split, never rendered on its own
 DIST = Path(__file__).resolve().parents[2] / "kernelpro_plugins_expert"
 

@@ -26,7 +26,7 @@ from kernelpro_plugins_expert import foldbias
 from kernelpro_plugins_expert.ops import POINTWISE, literal
 from kernelpro_plugins_expert.recognize import Recognition, Region
 from kernelpro_plugins_expert.templates import (ATTENTION, CANDIDATE, CHNORM, CONV, CONVG, GEMM, GEMM_REDUCE, POOL,
-                                                POINTWISE as POINTWISE_T, REDUCE_ALL, ROWCOL, ROWPAIR, SCAN, SPLIT, XENT,
+                                                POINTWISE as POINTWISE_T, POOL_CL, REDUCE_ALL, ROWCOL, ROWPAIR, SCAN, SPLIT, XENT,
                                                 render)
 
 # Bounds of each tile parameter: powers of two that Triton accepts for tl.arange, and warp
@@ -315,7 +315,10 @@ def vec_tile(num_warps: int = 4) -> dict[str, int]:
     return {"BLOCK": 512, "num_warps": num_warps, "VEC": 1}
 
 
-def render_pool(rid: str, region: Region, tile: dict[str, Any]) -> str:
+def render_pool(rid: str, region: Region, tile: dict[str, Any], dense_out: bool = False) -> str:
+    """A pool's kernel and wrapper; ``dense_out`` (a channels-last candidate): max and avg
+    pools of 2-D and 3-D inputs also carry the channels-last form (``POOL_CL``), which the
+    wrapper takes for a channels-last input."""
     a = region.attrs
     n_pro, n_epi = a["n_pro"], a["n_epi"]
     pro, pro_result = program_lines(region.prologue, ["x"] + [f"p{i}" for i in range(n_pro)], "pv") \
@@ -327,13 +330,22 @@ def render_pool(rid: str, region: Region, tile: dict[str, Any]) -> str:
     def three(values: tuple[int, ...], fill: int) -> str:
         return repr((fill,) * pad + tuple(int(v) for v in values))
 
-    return render(POOL, rid=rid, op=region.op, rank=a["rank"], n_pro=n_pro, n_epi=n_epi, prologue=pro,
-                  conv=region.op == "depthwise_conv", has_bias=bool(a.get("has_bias")),
+    values = dict(rid=rid, op=region.op, rank=a["rank"], n_pro=n_pro, n_epi=n_epi, prologue=pro,
                   prologue_result=pro_result, epilogue=epi, epilogue_result=epi_result,
                   kernel3=three(a["kernel"], 1), stride3=three(a["stride"], 1), padding3=three(a["padding"], 0),
                   dilation3=three(a["dilation"], 1), ceil_mode=bool(a["ceil_mode"]),
-                  count_include_pad=bool(a["count_include_pad"]), divisor_override=a["divisor_override"],
-                  BLOCK=tile["BLOCK"], num_warps=tile["num_warps"], **vec_args(region, tile))
+                  count_include_pad=bool(a["count_include_pad"]), divisor_override=a["divisor_override"])
+    cl = dense_out and pool_reads_channels_last(region)
+    text = render(POOL, conv=region.op == "depthwise_conv", has_bias=bool(a.get("has_bias")), cl=cl,
+                  BLOCK=tile["BLOCK"], num_warps=tile["num_warps"], **values, **vec_args(region, tile))
+    return render(POOL_CL, **values).rstrip("\n") + "\n\n\n" + text.lstrip("\n") if cl else text
+
+
+def pool_reads_channels_last(region: Region) -> bool:
+    """Whether a pool region has the channels-last form: max or avg pooling over the last 2
+    or 3 dims of an (N, C, *spatial) input."""
+    return region.kind == "pool" and region.op in ("max_pool", "avg_pool") and region.attrs["rank"] in (2, 3) \
+        and len(region.shape) == region.attrs["rank"] + 2
 
 
 def vec_args(region: Region, tile: dict[str, Any]) -> dict[str, Any]:
@@ -365,7 +377,7 @@ def render_kernel(rid: str, region: Region, tile: dict[str, Any], dense_out: boo
                       keepdim=a["keepdim"], n=a["n"], prologue=pro, prologue_result=pro_result,
                       epilogue=epi + ([f"y = {epi_result}"] if epi else []))
     if region.kind == "pool":
-        return render_pool(rid, region, tile)
+        return render_pool(rid, region, tile, dense_out)
     if region.kind == "conv":
         return render_conv(rid, region, tile)
     if region.kind == "reduce_all":

@@ -20,6 +20,7 @@ empty string). Every kernel computes in fp32 and stores in the output's dtype.
 * ``CONV``: a dense 1-D/2-D convolution as an implicit GEMM on tensor cores.
 * ``CONVG``: 3-D, grouped and transposed convolutions as an implicit GEMM per group.
 * ``POOL``: max/avg pooling 1d/2d/3d with prologue and epilogue.
+* ``POOL_CL``: the same 2d/3d pools of a channels-last input, written in the default layout.
 * ``CANDIDATE``: the problem's source, the kernels, the fx rewrite that swaps each region
   for its kernel call, and optionally CUDA-graph capture of the whole forward.
 
@@ -55,6 +56,7 @@ GEMM_REDUCE = "gemm_reduce.py.j2"
 CONV = "conv.py.j2"
 CONVG = "convg.py.j2"
 POOL = "pool.py.j2"
+POOL_CL = "pool_cl.py.j2"
 SCAN = "scan.py.j2"
 CHNORM = "chnorm.py.j2"
 XENT = "xent.py.j2"
