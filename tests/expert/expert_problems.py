@@ -376,6 +376,11 @@ PROBLEMS = {
     "conv3d_max_pool_dilated": problem(
         "        self.conv = nn.Conv3d(2, 5, 2)\n        self.pool = nn.MaxPool3d(3, stride=2, padding=1, dilation=2)\n",
         "        return self.pool(torch.relu(self.conv(x)))\n", "[torch.randn(2, 2, 8, 9, 10)]"),
+    # a min over the depth of a 3-D convolution's output: NDHWC columns along H, W and C, enough
+    # outputs for the strided form (the channels-last candidate is offered)
+    "conv3d_min_depth": problem(
+        "        self.conv = nn.Conv3d(3, 128, 1)\n",
+        "        return torch.min(self.conv(x), dim=2)[0] * 2.0\n", "[torch.randn(1, 3, 2, 32, 32)]"),
     "conv_transpose3d_bias": problem("        self.conv = nn.ConvTranspose3d(3, 4, 2, stride=2, bias=True)\n",
                                      "        return self.conv(x)\n", "[torch.randn(2, 3, 3, 4, 5)]"),
     # cross-entropy against class indices: mean with ignored targets, sum, long rows

@@ -115,7 +115,9 @@ def test_a_reduction_over_the_channels_reads_a_channels_last_convolution_in_plac
     """A reduction over the channels of a library convolution's output reads a
     channels-last tensor in place (its rows are contiguous there): the channels-last
     candidates are offered, fold first, and the reduction's kernel carries the strided
-    form; a reduction over the positions (its columns would be far apart) is not."""
+    form. A reduction over the positions is offered it only with enough outputs for the
+    strided kernel's programs (a min over the depth of NDHWC, 131,072 outputs), not with few
+    (an amax over H and W, 10 outputs)."""
     gen = ExpertGenerator()
     drafts = gen.generate(request("conv_transpose2d_min_tanh", n=8))
     layouts = [d for d in drafts if d.params.get("layout")]
@@ -124,6 +126,8 @@ def test_a_reduction_over_the_channels_reads_a_channels_last_convolution_in_plac
     for d in layouts:
         check_candidate(d.source, parse_problem(PROBLEMS["conv_transpose2d_min_tanh"]))
     assert not any(d.params.get("layout") for d in gen.generate(request("conv2d_amax_hw", n=8)))
+    drafts = gen.generate(request("conv3d_min_depth", n=8))
+    assert drafts[0].params.get("layout") == "channels_last" and drafts[0].params.get("fold")
 
 
 def test_convolution_bias_is_added_by_the_next_kernel_first():

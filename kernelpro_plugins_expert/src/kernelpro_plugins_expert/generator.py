@@ -29,6 +29,7 @@ interpreter, which the evaluator chooses for them (``kernelpro.evaluate.interpre
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import attrs
@@ -86,24 +87,43 @@ def fold_recognition(source: str, rec: Recognition) -> Recognition | None:
     return folded if folded is not None and fold_pays(folded, rec) else None
 
 
-#: reductions whose rows are contiguous in a channels-last tensor when they reduce the channels
+#: reductions the strided form computes for any order of the reduced elements (argmax and
+#: argmin reduce one dim)
 CHANNEL_REDUCTIONS = ("sum", "mean", "max", "min", "logsumexp", "argmax", "argmin")
 
 
+#: outputs of a reduction whose reduced dims are not innermost in a channels-last tensor
+#: below which its strided kernel (one program per output block, each the whole reduced
+#: extent) has too few programs for the GPU: L2 #44's mean over 256 x 256 positions of 16 x 128
+#: outputs ran 1.55x slower channels-last in session 21
+MIN_STRIDED_OUTPUTS = 1 << 17
+
+
 def channel_rows(region: Region) -> bool:
-    """Whether ``region`` (a reduction) reduces dim 1 alone or dims 1 to the last: in a
-    channels-last tensor its reduced elements are then the innermost, one contiguous row per
-    output, which its kernel reads in place (``rowcol.py.j2``'s strided form)."""
-    d, k = region.attrs.get("dim"), region.attrs.get("ndims", 1)
-    return region.kind == "reduce" and region.op in CHANNEL_REDUCTIONS and d == 1 and \
-        (k == 1 or d + k == len(region.shape))
+    """Whether ``region`` (a reduction) reads a channels-last tensor in place with enough
+    parallelism (``rowcol.py.j2``'s strided form): its reduced dims are one block of the
+    memory order (N, spatial..., C), and either the innermost (a reduction over the
+    channels: one contiguous row per output) or with at least MIN_STRIDED_OUTPUTS outputs
+    (a reduction over the depth of NDHWC: columns along H, W and C)."""
+    if region.kind != "reduce" or region.op not in CHANNEL_REDUCTIONS:
+        return False
+    shape, d, k = region.shape, region.attrs.get("dim"), region.attrs.get("ndims", 1)
+    if not isinstance(d, int) or len(shape) < 3:
+        return False
+    order = [0] + list(range(2, len(shape))) + [1]
+    pos = sorted(order.index(x) for x in range(d, d + k))
+    if pos != list(range(pos[0], pos[0] + k)):
+        return False
+    outer = math.prod(shape[order[p]] for p in range(pos[0]))
+    inner = math.prod(shape[order[p]] for p in range(pos[-1] + 1, len(shape)))
+    return inner == 1 or outer * inner >= MIN_STRIDED_OUTPUTS
 
 
 def channels_last_reads(rec: Recognition, params: dict[str, Any]) -> bool:
     """Whether every kernel of ``params`` that reads a library convolution's output reads it
     channels-last without a copy: a pointwise kernel right after it (its tiled kernel writes
-    the default layout back), a reduction over the channels (:func:`channel_rows`, no
-    split-row tile) or a 2-D or 3-D max or avg pool (``pool_cl.py.j2``, not the vector form).
+    the default layout back), a reduction over the channels or over enough outputs
+    (:func:`channel_rows`, no split-row tile) or a 2-D or 3-D max or avg pool (``pool_cl.py.j2``, not the vector form).
     The channels-last candidate paid in the tuning sample's A/B where a pointwise kernel
     followed (call BW: L2 #2 6.61 -> 5.30 ms) and lost after a pool or a reduction that
     copied the tensor back to the default layout first (1.10-1.55x slower;
