@@ -381,6 +381,10 @@ PROBLEMS = {
     "conv3d_min_depth": problem(
         "        self.conv = nn.Conv3d(3, 128, 1)\n",
         "        return torch.min(self.conv(x), dim=2)[0] * 2.0\n", "[torch.randn(1, 3, 2, 32, 32)]"),
+    # a sum over every dim but the batch of a convolution's output: rows longer than one tile
+    # (one program a row in the strided form)
+    "conv2d_sum_chw": problem("        self.conv = nn.Conv2d(3, 8, 3)\n",
+                              "        return torch.sum(self.conv(x), dim=(1, 2, 3))\n", "[torch.randn(2, 3, 14, 14)]"),
     "conv_transpose3d_bias": problem("        self.conv = nn.ConvTranspose3d(3, 4, 2, stride=2, bias=True)\n",
                                      "        return self.conv(x)\n", "[torch.randn(2, 3, 3, 4, 5)]"),
     # cross-entropy against class indices: mean with ignored targets, sum, long rows

@@ -63,7 +63,7 @@ CASES = ["elementwise_chain", "bias_gelu", "softmax", "softmax_dim0", "log_softm
          # a reduction over positions, a softmax over channels; a per-row parameter before a sum
          "conv_transpose2d_min_tanh", "conv_transpose3d_avg_pool", "conv2d_amax_hw", "conv3d_softmax_channels",
          "param_bias_sum_rows", "param_bias_sum_dim0", "conv_relu_linear", "conv2d_avg_pool_ceil",
-         "conv3d_max_pool_dilated", "conv3d_min_depth",
+         "conv3d_max_pool_dilated", "conv3d_min_depth", "conv2d_sum_chw",
          # cross-entropy against class indices
          "cross_entropy_ignore", "cross_entropy_module_sum",
          # einsum contractions that are matrix products (Triton GEMM)
@@ -84,13 +84,14 @@ CHANNELS_LAST_CASES = ("conv_relu", "conv2d_stride_pad_min", "conv2d_valid_dilat
                        "conv_transpose3d_scale_clamp", "conv3d_group_norm_relu", "untraceable_conv_loop",
                        "conv_transpose2d_min_tanh", "conv_transpose3d_avg_pool", "conv2d_amax_hw",
                        "conv3d_softmax_channels", "conv_relu_linear", "conv2d_avg_pool_ceil", "conv3d_max_pool_dilated",
-                       "conv3d_min_depth")
+                       "conv3d_min_depth", "conv2d_sum_chw")
 # a convolution with a bias whose output only a lowered kernel reads: that kernel adds the bias (fold);
 # not offered where the add would be a kernel of its own (conv3d_group_norm_relu: a norm after the
 # convolution)
 FOLD_CASES = ("conv_relu", "conv2d_bias_tanh_pool", "conv_transpose3d_scale_clamp", "conv_transpose3d_avg_pool",
               "conv_transpose2d_min_tanh", "conv2d_amax_hw", "conv3d_softmax_channels", "conv_relu_linear",
-              "conv2d_avg_pool_ceil", "conv3d_max_pool_dilated", "conv3d_min_depth")
+              "conv2d_avg_pool_ceil", "conv3d_max_pool_dilated", "conv3d_min_depth",
+              "conv2d_sum_chw")
 # a reduction or softmax whose prologue reads a tensor that varies along one dim (the fold's bias, a parameter)
 # (the value per program, by the reduced index, or by each element's flat index)
 CHANNEL_PROLOGUE_CASES = {"conv_transpose2d_min_tanh": "reduced", "conv2d_amax_hw": "outer",
@@ -100,7 +101,7 @@ CHANNEL_PROLOGUE_CASES = {"conv_transpose2d_min_tanh": "reduced", "conv2d_amax_h
 # channels-last form), never copied back to the default layout first
 STRIDED_CASES = ("conv2d_stride_pad_min", "conv_transpose2d_min_tanh", "conv2d_amax_hw", "conv3d_softmax_channels",
                  "conv2d_bias_tanh_pool", "conv_transpose3d_avg_pool", "conv2d_avg_pool_ceil", "conv3d_max_pool_dilated",
-                 "conv3d_min_depth")
+                 "conv3d_min_depth", "conv2d_sum_chw")
 # a pointwise region right after the convolution: written in the default layout by the tiled kernel
 TILED_CASES = ("conv_relu", "conv2d_bias_residual", "conv_transpose3d_scale_clamp", "untraceable_conv_loop",
                "conv_relu_linear")
