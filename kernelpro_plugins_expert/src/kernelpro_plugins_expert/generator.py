@@ -8,9 +8,10 @@ library's convolutions channels-last where their readers take that layout (below
 recognized region lowered with its default tile (GEMMs in the library, their epilogues as Triton kernels);
 where convolutions stay in the library (2-D and 3-D, groups 1) and every kernel that reads
 their output reads it channels-last in place (a pointwise kernel, a reduction over the
-channels, a max or avg pool: :func:`channels_last_reads`), the same candidate with them channels-last
-(``layout``: :func:`.render.channels_last_paths`); for fp16/bf16 GEMMs the Triton-GEMM alternative (each GEMM with its epilogue as one Triton
-kernel); CUDA-graph capture of the first and of the unchanged reference forward (CUDA
+channels, a max or avg pool: :func:`channels_last_reads`), the same candidate with them
+channels-last (``layout``: :func:`.render.channels_last_paths`); for fp16/bf16 GEMMs the
+Triton-GEMM alternative (each GEMM with its epilogue as one Triton kernel); CUDA-graph
+capture of the first and of the unchanged reference forward (CUDA
 only, and only for forwards that move at most ``graph_root_max_bytes`` or hold an fp32
 GEMM: the capture copies inputs and clones the output, a loss for large memory-bound
 forwards; the same limit holds for the ``graph`` move when refining); for fp32 GEMMs and
@@ -123,8 +124,8 @@ def channels_last_reads(rec: Recognition, params: dict[str, Any]) -> bool:
     """Whether every kernel of ``params`` that reads a library convolution's output reads it
     channels-last without a copy: a pointwise kernel right after it (its tiled kernel writes
     the default layout back), a reduction over the channels or over enough outputs
-    (:func:`channel_rows`, no split-row tile) or a 2-D or 3-D max or avg pool (``pool_cl.py.j2``, not the vector form).
-    The channels-last candidate paid in the tuning sample's A/B where a pointwise kernel
+    (:func:`channel_rows`, no split-row tile) or a 2-D or 3-D max or avg pool
+    (``pool_cl.py.j2``, not the vector form). The channels-last candidate paid in the tuning sample's A/B where a pointwise kernel
     followed (call BW: L2 #2 6.61 -> 5.30 ms) and lost after a pool or a reduction that
     copied the tensor back to the default layout first (1.10-1.55x slower;
     `docs/validation/expert_generalisation.md`); since session 22 neither copies."""

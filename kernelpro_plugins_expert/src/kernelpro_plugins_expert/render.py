@@ -26,8 +26,8 @@ from kernelpro_plugins_expert import foldbias
 from kernelpro_plugins_expert.ops import POINTWISE, literal
 from kernelpro_plugins_expert.recognize import Recognition, Region
 from kernelpro_plugins_expert.templates import (ATTENTION, CANDIDATE, CHNORM, CONV, CONVG, GEMM, GEMM_REDUCE, POOL,
-                                                POINTWISE as POINTWISE_T, POOL_CL, REDUCE_ALL, ROWCOL, ROWPAIR, SCAN, SPLIT, XENT,
-                                                render)
+                                                POINTWISE as POINTWISE_T, POOL_CL, REDUCE_ALL, ROWCOL, ROWPAIR, SCAN,
+                                                SPLIT, XENT, render)
 
 # Bounds of each tile parameter: powers of two that Triton accepts for tl.arange, and warp
 # counts a CUDA block allows (32..1024 threads).
