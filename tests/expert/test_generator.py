@@ -98,7 +98,7 @@ def test_library_convolutions_run_channels_last_second():
     check_candidate(layout.source, parse_problem(PROBLEMS["conv2d_bias_residual"]))
     drafts = ExpertGenerator().generate(request("conv2d_bias_tanh_pool", n=8))
     assert drafts[0].params.get("layout") == "channels_last" and drafts[0].params.get("fold")
-    assert "def _kp_r0_cl(" in drafts[0].source and "    out = _kp_r0_cl(" in drafts[0].source
+    assert "def _kp_r0_cl(" in drafts[0].source and "        return _kp_r0_cl(x, out, " in drafts[0].source
     check_candidate(drafts[0].source, parse_problem(PROBLEMS["conv2d_bias_tanh_pool"]))
     drafts = ExpertGenerator().generate(request("conv3d_group_norm_relu", n=8))
     assert drafts and not any(d.params.get("layout") for d in drafts)
