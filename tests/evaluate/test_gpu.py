@@ -225,6 +225,24 @@ def test_copies_split_between_gpu_and_recomputed(run_eval, gpu_problem):
     assert 1 <= notes["reference_outputs_on_device"] < 3, notes  # 2 trials + the N(0, 1) one
     assert notes["reference_outputs_on_device"] + notes["reference_outputs_recomputed"] == 3, notes
     assert notes["recheck_copies_on_device"] == 0 and notes["recheck_sampled_elements"] > 0
+    assert notes["input_sets_on_host"] == 1, notes  # two 4-MB sets fit, the N(0, 1) one waits on the host
+
+
+def test_input_sets_wait_in_host_memory_where_the_device_lacks_room(run_eval, gpu_problem):
+    # a share of about 6 MB: the first trial's 4-MB inputs stay on the GPU, the other sets are
+    # kept in host memory and copied in before each call that needs them (what a 7.5-GB
+    # KernelBench input on an 80-GB GPU needs); the judge still catches what it caught
+    import torch
+
+    free, _ = torch.cuda.mem_get_info()
+    kw = dict(device="cuda", device_copy_share=6e6 / free)
+    result = run_eval(honest("same_ops"), gpu_problem, **kw)
+    assert result.verdict is Verdict.CORRECT, result.reason
+    notes = result.measurements["evaluator"]
+    assert notes["input_sets_on_host"] >= 1, notes
+    for cand in (cheater("caches_by_count"), gpu("stale_in_timing")):
+        caught = run_eval(cand, gpu_problem, **kw)
+        assert caught.verdict is Verdict.INTEGRITY, (cand.name, caught.reason)
 
 
 # --- the trust boundary on the GPU: what the candidate's process says is checked from outside

@@ -715,3 +715,77 @@ def test_build_model_seeds_get_init_inputs_and_names_a_dict():
     assert torch.equal(a.w, b.w)
     with pytest.raises(TypeError, match="get_init_inputs\\(\\) returned a dict"):
         build_model(Holder, _types.SimpleNamespace(get_init_inputs=lambda: {"w": 1}), 0, "cpu")
+
+
+def test_constant_and_zero_stand_ins_take_no_memory(monkeypatch):
+    # the degenerate-output checks compare each reference output with its mean and with zeros:
+    # on a 7.5-GB output a float64 copy and a full-size constant ran an 80-GB GPU out of memory
+    from kernelpro.evaluate import judge
+
+    monkeypatch.setattr(compare, "CHUNK", 1000)  # the mean summed in pieces, as on a large output
+    x = torch.randn(37, 301, dtype=torch.float32) + 2.5
+    m = judge._mean_of(x)
+    assert m.shape == x.shape and all(s == 0 for s in m.stride())
+    assert float(m[0, 0]) == pytest.approx(float(x.double().mean()), rel=1e-6)
+    z = judge._zeros_of(x)
+    assert z.shape == x.shape and all(s == 0 for s in z.stride()) and float(z.abs().max()) == 0.0
+    flat = compare._flat(m)
+    assert flat.shape == (x.numel(),) and flat.stride() == (0,) and flat.untyped_storage().nbytes() <= 8
+    # compared piece by piece like any output
+    assert compare.compare(m, torch.full_like(x, float(m[0, 0])), TOL).ok
+    c = compare.compare(z, x, TOL)
+    assert not c.ok and c.n_over == x.numel()
+    assert judge._mean_of(torch.arange(4)).equal(torch.arange(4))  # integers: no mean taken
+
+
+def test_input_sets_past_the_device_budget_wait_on_the_host(monkeypatch):
+    from types import SimpleNamespace
+
+    from kernelpro.evaluate import inputs, judge
+
+    moved = []
+    monkeypatch.setattr(inputs, "to_host", lambda v: moved.append(v) or ["host"])
+    fake = SimpleNamespace(input_sets=[], notes={}, cuda=True)
+    one_set = [torch.empty(1000, device="meta"), 3, [torch.empty(500, dtype=torch.float64, device="meta")]]
+    nbytes = 1000 * 4 + 500 * 8
+    budget = [2.5 * nbytes]
+    for _ in range(4):
+        fake.input_sets.append(judge.Judge.place_inputs(fake, one_set, budget))
+    # the first set always stays; then while the budget lasts
+    assert fake.input_sets[:2] == [one_set, one_set] and fake.input_sets[2:] == [["host"], ["host"]]
+    assert fake.notes["input_sets_on_host"] == 2.0 and budget[0] == pytest.approx(0.5 * nbytes)
+    small = [torch.empty(0, device="meta")]
+    fake.input_sets.append(judge.Judge.place_inputs(fake, small, budget))
+    assert fake.input_sets[-1] is small
+    fake.input_sets = [one_set]
+    assert judge.Judge.place_inputs(fake, one_set, [0.0]) == ["host"]
+    # timed calls take their values from the sets on the device where two are, else from all
+    fake.input_sets = [one_set, one_set, [torch.ones(2)], [torch.ones(2)]]
+    assert judge.Judge.on_device_sets(fake) == [0, 1]
+    fake.input_sets = [one_set, [torch.ones(2)], [torch.ones(2)]]
+    assert judge.Judge.on_device_sets(fake) == [0, 1, 2]
+    fake.cuda = False
+    fake.input_sets = [[torch.ones(2)], [torch.ones(2)]]
+    assert judge.Judge.on_device_sets(fake) == [0, 1]
+
+
+def test_inputs_unchanged_and_host_copies():
+    from kernelpro.evaluate import inputs
+
+    before = [torch.tensor([1.0, float("nan")]), 2, torch.arange(3)]
+    after = [torch.tensor([1.0, float("nan")]), torch.arange(3)]
+    assert inputs.unchanged(before, after)
+    after[1][0] = 7
+    assert not inputs.unchanged(before, after)
+    nested = (torch.ones(2), [torch.zeros(1), "x"])
+    assert inputs.to_host(nested)[0] is nested[0]  # already on the host: the same tensors
+
+
+def test_the_judge_s_own_out_of_memory_is_its_own_verdict():
+    from kernelpro.evaluate import judge_main
+    from kernelpro.evaluate.transport import TransportError
+
+    assert judge_main._out_of_memory(TransportError("cuMemAlloc(6442450944 bytes) failed: CUDA_ERROR_OUT_OF_MEMORY"))
+    assert judge_main._out_of_memory(torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 14.00 GiB"))
+    assert not judge_main._out_of_memory(TransportError("a CUDA IPC handle has 64 bytes, got 3"))
+    assert not judge_main._out_of_memory(RuntimeError("CUDA_ERROR_OUT_OF_MEMORY"))

@@ -154,10 +154,18 @@ def _chunks(c: torch.Tensor, *others: torch.Tensor, dtype: torch.dtype | None = 
         dev = torch.device(compute_device)
     else:
         dev = c.device if c.device.type == "cuda" else torch.device("cpu")
-    flat = [t.detach().reshape(-1) for t in (c, *others)]
+    flat = [_flat(t) for t in (c, *others)]
     for start in range(0, flat[0].numel(), CHUNK):
         pieces = [f[start:start + CHUNK].to(dev) for f in flat]
         yield tuple(pieces if dtype is None else [x.to(dtype) for x in pieces])
+
+
+def _flat(t: torch.Tensor) -> torch.Tensor:
+    """``t`` as one dimension; one value expanded to a shape (every stride 0) stays a view."""
+    t = t.detach()
+    if t.numel() > 1 and all(s == 0 for s in t.stride()):
+        return t.as_strided((t.numel(),), (0,))
+    return t.reshape(-1)
 
 
 #: outputs up to this many elements get an allowance per element (float32 copies of the

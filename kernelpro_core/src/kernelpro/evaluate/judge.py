@@ -425,7 +425,14 @@ class Judge:
             split[part] += now - clock[0]
             clock[0] = now
 
-        self.input_sets: list[list[Any]] = [self.draw_inputs(self.seed + 1 + t) for t in range(trials)]
+        # the input sets stay on the device while they fit in the copies' share of its memory
+        # (the first always does); the others wait in host memory, copied in when a call needs
+        # them: on a GPU of 80 GB six sets of a 7.5-GB KernelBench input did not fit beside
+        # the harnesses' buffers
+        in_budget = [self.share * _available_bytes(True) if self.cuda else math.inf]
+        self.input_sets: list[list[Any]] = []
+        for t in range(trials):
+            self.input_sets.append(self.place_inputs(self.draw_inputs(self.seed + 1 + t), in_budget))
         self.sync()
         lap("draw")
         self.ref_in = self.lend_inputs(ref, self.input_sets[0], "lending the reference's inputs")
@@ -485,7 +492,7 @@ class Judge:
             self.sync()
             lap("watch")
             if other:
-                self.input_sets.append(values)
+                self.input_sets.append(self.place_inputs(values, in_budget))
             self.ref_outs.append(kept)
 
         for values in self.input_sets:
@@ -502,6 +509,27 @@ class Judge:
             float(sum(o is not None for o in self.ref_outs))
         self.notes["reference_call_s"] = self.ref_call_s
         self.notes.update({f"ref_outputs_{part}_s": v for part, v in split.items()})
+
+    def place_inputs(self, values: list[Any], budget: list[float]) -> list[Any]:
+        """``values`` kept where they are while their device bytes fit in ``budget[0]`` (taken
+        from it), and always for the first set; else moved to host memory (note
+        ``input_sets_on_host``)."""
+        nbytes = sum(t.numel() * t.element_size() for t in inp.tensors(values) if t.device.type != "cpu")
+        if not self.input_sets or nbytes <= budget[0]:
+            budget[0] -= nbytes
+            return values
+        self.notes["input_sets_on_host"] = self.notes.get("input_sets_on_host", 0.0) + 1.0
+        return inp.to_host(values)
+
+    def on_device_sets(self) -> list[int]:
+        """The input sets the timed calls take their values from: those on the device where
+        at least two are, else all (host sets are copied in before each call, outside the
+        timed region)."""
+        every = list(range(len(self.input_sets)))
+        if not self.cuda:
+            return every
+        here = [j for j in every if all(t.device.type != "cpu" for t in inp.tensors(self.input_sets[j]))]
+        return here if len(here) >= 2 else every
 
     def check_reference_repeats(self) -> None:
         """The reference called again on the first trial's inputs must give the same output
@@ -832,8 +860,14 @@ class Judge:
             return None
         assert self.ref is not None
         if not hasattr(self, "fp64_views"):
-            self.fp64_views = self.lend_outputs(self.ref, self.ref_example, "fp64",
-                                                lambda d: torch.float64 if d.is_floating_point else d)
+            try:
+                self.fp64_views = self.lend_outputs(self.ref, self.ref_example, "fp64",
+                                                    lambda d: torch.float64 if d.is_floating_point else d)
+            except (transport.TransportError, torch.OutOfMemoryError) as exc:
+                # outputs of gigabytes on a GPU already holding the evaluation's buffers
+                self.exact_unavailable = f"no room for its outputs in float64 ({one_line(exc)[:200]})"
+                self.flags.append(f"fp64_second_opinion_unavailable: {self.exact_unavailable}")
+                return None
         inp.fill(self.ref_in, values, u)
         self.sync()
         try:
@@ -882,7 +916,15 @@ class Judge:
             return None
         assert self.ref is not None
         if not hasattr(self, "as_run_views"):
-            self.as_run_views = self.lend_outputs(self.ref, self.ref_example, "as_run")
+            self.as_run_views: list[torch.Tensor] | None
+            try:
+                self.as_run_views = self.lend_outputs(self.ref, self.ref_example, "as_run")
+            except (transport.TransportError, torch.OutOfMemoryError) as exc:
+                self.as_run_views = None
+                self.flags.append(f"default_flags_output_unavailable: no room for it ({one_line(exc)[:200]}); "
+                                  f"the candidate is held to strict fp32's error")
+        if self.as_run_views is None:
+            return None
         inp.fill(self.ref_in, values, u)
         self.sync()
         answer = self.ask(self.ref, {"op": "call", "flags": "default", "export": True, "into": "as_run"},
@@ -957,12 +999,14 @@ class Judge:
         ev = self.ev
         assert self.ref is not None
         flush = self.flusher()
-        k_sets = len(self.input_sets)
+        sets = self.on_device_sets()
+        k_sets = len(sets)
         rng = random.Random(secrets.randbits(64))  # which calls see which values, and which are re-checked
-        order = [rng.randrange(k_sets) for _ in range(4096)]
-        for i in range(1, len(order)):  # consecutive calls always see different values
-            if k_sets > 1 and order[i] == order[i - 1]:
-                order[i] = (order[i] + 1) % k_sets
+        picks = [rng.randrange(k_sets) for _ in range(4096)]
+        for i in range(1, len(picks)):  # consecutive calls always see different values
+            if k_sets > 1 and picks[i] == picks[i - 1]:
+                picks[i] = (picks[i] + 1) % k_sets
+        order = [sets[k] for k in picks]
         warm_u, timed_u = inp.scale_draws(rng)
         self.kept: list[tuple[int, int, float, Any]] = []
         recheck_n = max(1, int(ev.get("recheck_calls", 8)))
@@ -1768,7 +1812,7 @@ class ReferenceWatch:
             self.equal_trials = self.equal
         if any(x.is_floating_point() for x in cmp.tensors(out)):
             if self.zeros is not False:
-                self.zeros = cmp.compare(cmp.map_tensors(out, torch.zeros_like), out, self.tols, stop_early=True,
+                self.zeros = cmp.compare(cmp.map_tensors(out, _zeros_of), out, self.tols, stop_early=True,
                                          compute_device=self.on).ok
             # one value per output is its own mean: the question means nothing there
             if self.const is not False and any(x.is_floating_point() and x.numel() > 1 for x in cmp.tensors(out)):
@@ -1787,9 +1831,21 @@ class ReferenceWatch:
 
 
 def _mean_of(x: torch.Tensor) -> torch.Tensor:
+    """``x``'s mean (summed in float64, piece by piece: no float64 copy of a multi-GB output)
+    as a tensor of ``x``'s shape that takes no memory (one value, expanded)."""
     if not x.is_floating_point() or x.numel() == 0:
         return x
-    return torch.full_like(x, float(x.mean(dtype=torch.float64)))
+    flat = x.detach().reshape(-1)
+    total = sum(float(piece.sum(dtype=torch.float64)) for piece in flat.split(cmp.CHUNK))
+    return _filled(x, total / x.numel())
+
+
+def _zeros_of(x: torch.Tensor) -> torch.Tensor:
+    return _filled(x, 0.0)
+
+
+def _filled(x: torch.Tensor, value: float) -> torch.Tensor:
+    return torch.full((), value, dtype=x.dtype, device=x.device).expand(x.shape)
 
 
 def fingerprint(out: Any) -> tuple[Any, ...]:

@@ -135,17 +135,33 @@ def main(argv: list[str] | None = None) -> int:
                                                if f.verdict is Verdict.COMPILE_ERROR else None),
             correctness=f.extra.get("correctness"), flags=tuple(judge.flags), device=job["device"],
             gpu_name=judge.gpu_name)
-    except BaseException as exc:  # a fault of the judge itself: said as such, never blamed on the candidate
-        import traceback
+    except BaseException as exc:
+        if _out_of_memory(exc):  # the evaluation's inputs, outputs and buffers do not fit on this device
+            result = EvalResult(verdict=Verdict.OOM, reason="the evaluator ran out of memory for the "
+                                f"evaluation's own buffers: {one_line(exc)}", flags=tuple(judge.flags),
+                                device=job["device"])
+        else:  # a fault of the judge itself: said as such, never blamed on the candidate
+            import traceback
 
-        traceback.print_exc()  # into the evaluation's judge.log
-        result = EvalResult(verdict=Verdict.CRASH, reason=f"the evaluator failed: {one_line(exc)}",
-                            flags=tuple(judge.flags), device=job["device"])
+            traceback.print_exc()  # into the evaluation's judge.log
+            result = EvalResult(verdict=Verdict.CRASH, reason=f"the evaluator failed: {one_line(exc)}",
+                                flags=tuple(judge.flags), device=job["device"])
     judge.stop_candidate()  # the candidate's processes are gone before the verdict is out
     channel.send(json.dumps(to_json(result)))
     sys.stdout.flush()
     judge.stop_harnesses()
     os._exit(0)
+
+
+def _out_of_memory(exc: BaseException) -> bool:
+    """Whether the judge's own allocation failed for want of memory (torch's allocator, or
+    the driver's for a buffer lent to a harness)."""
+    import torch
+
+    from kernelpro.evaluate.transport import TransportError
+
+    return isinstance(exc, (torch.OutOfMemoryError, MemoryError)) or (
+        isinstance(exc, TransportError) and "OUT_OF_MEMORY" in str(exc))
 
 
 if __name__ == "__main__":

@@ -161,7 +161,13 @@ class Buffer:
         if dev.type == "cuda":
             drv = _Driver.get()
             drv.current(dev)
-            ptr = drv.alloc(alloc)
+            try:
+                ptr = drv.alloc(alloc)
+            except TransportError:
+                # the memory torch's allocator holds cached but unused is invisible to the
+                # driver: hand it back and try once more
+                torch.cuda.empty_cache()
+                ptr = drv.alloc(alloc)
             buf = cls("cuda", int(nbytes), dev, ptr=ptr)
             buf.desc["handle"] = drv.export(ptr).hex()
             return buf
