@@ -145,6 +145,7 @@ def test_a_problem_without_a_correct_candidate_scores_the_reference_against_torc
                                                    "baseline_compiled": {"median_ms": 1.0}}))
     row = bench.problem_row(bench.SuiteProblem(level=1, problem_id=7, name="conv", source=""), run)
     assert not row["correct"] and row["speedup_compiled"] == pytest.approx(0.5)
+    assert row["best_ms"] == row["eager_ms"] == 2.0  # the kept reference's time, in both columns
     (run / "baseline.json").write_text(json.dumps({"baseline": {"median_ms": 2.0}, "baseline_compiled": None}))
     assert bench.problem_row(bench.SuiteProblem(level=1, problem_id=7, name="conv", source=""),
                              run)["speedup_compiled"] is None

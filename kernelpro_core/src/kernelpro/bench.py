@@ -202,7 +202,7 @@ def problem_row(problem: SuiteProblem, run_dir: Path, error: str | None = None) 
             (base.get("baseline_compiled") or {}).get("median_ms")
         if eager and comp:
             # the kept reference's time (no candidate) against the compiled reference's
-            row.update(speedup_compiled=comp / eager, best_ms=eager, compiled_ms=comp)
+            row.update(speedup_compiled=comp / eager, best_ms=eager, eager_ms=eager, compiled_ms=comp)
         notes = (base.get("measurements") or {}).get("evaluator") or {}
         if eager:  # the kept reference's own fraction
             _min_traffic_fraction(row, notes, eager)
