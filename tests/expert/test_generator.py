@@ -111,6 +111,38 @@ def test_library_convolutions_run_channels_last_second():
         assert not any(d.params.get("layout") for d in ExpertGenerator().generate(req))
 
 
+def test_channels_last_is_left_out_where_the_reference_gains_nothing_from_tf32():
+    """The run's baseline job times the eager reference under the default flags and in strict
+    fp32. Where the two are alike its convolutions ran on FMA pipes, and cuDNN's channels-last
+    kernels, which take TF32 under the same flags, would fail the check (L2 #82): no
+    channels-last candidate then. Where TF32 made it faster, or the times are missing, they
+    stay."""
+    import attrs
+
+    from kernelpro.records import EvalResult, TimingStats, Verdict
+    from kernelpro_plugins_expert.generator import reference_gains_from_tf32
+
+    def timed(ms):
+        return TimingStats(median_ms=ms, iqr_ms=0.0, mean_ms=ms, min_ms=ms, max_ms=ms, cv=0.0, n=10,
+                           method="cuda_event+l2_flush")
+
+    def baseline(default_ms, strict_ms):
+        return EvalResult(verdict=Verdict.CORRECT, reason="reference", baseline=timed(default_ms),
+                          baseline_strict=None if strict_ms is None else timed(strict_ms))
+
+    assert reference_gains_from_tf32(baseline(9.86, 9.83)) is False
+    assert reference_gains_from_tf32(baseline(5.77, 13.94)) is True
+    assert reference_gains_from_tf32(baseline(5.0, None)) is None and reference_gains_from_tf32(None) is None
+
+    def layouts(base):
+        req = attrs.evolve(request("conv2d_bias_tanh_pool", n=8), baseline=base)
+        return [bool(d.params.get("layout")) for d in ExpertGenerator().generate(req)]
+
+    assert layouts(baseline(5.77, 13.94))[0] and layouts(None)[0]
+    idle = layouts(baseline(9.86, 9.83))
+    assert idle and not any(idle)
+
+
 def test_a_reduction_over_the_channels_reads_a_channels_last_convolution_in_place():
     """A reduction over the channels of a library convolution's output reads a
     channels-last tensor in place (its rows are contiguous there): the channels-last

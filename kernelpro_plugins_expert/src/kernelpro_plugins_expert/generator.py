@@ -9,7 +9,9 @@ recognized region lowered with its default tile (GEMMs in the library, their epi
 where convolutions stay in the library (2-D and 3-D, groups 1) and every kernel that reads
 their output reads it channels-last in place (a pointwise kernel, a reduction over the
 channels, a max or avg pool: :func:`channels_last_reads`), the same candidate with them
-channels-last (``layout``: :func:`.render.channels_last_paths`); for fp16/bf16 GEMMs the
+channels-last (``layout``: :func:`.render.channels_last_paths`), unless the run's baseline
+shows the reference gaining nothing from TF32 (:func:`reference_gains_from_tf32`: cuDNN's
+channels-last kernels would then be less precise than the reference as run); for fp16/bf16 GEMMs the
 Triton-GEMM alternative (each GEMM with its epilogue as one Triton kernel); CUDA-graph
 capture of the first and of the unchanged reference forward (CUDA
 only, and only for forwards that move at most ``graph_root_max_bytes`` or hold an fp32
@@ -148,6 +150,27 @@ def channels_last_reads(rec: Recognition, params: dict[str, Any]) -> bool:
     return True
 
 
+#: the eager reference under PyTorch's default flags at least this share of its strict-fp32
+#: time: TF32 gains it nothing, so its convolutions run on FMA pipes as run
+TF32_IDLE_RATIO = 0.95
+
+
+def reference_gains_from_tf32(baseline: Any) -> bool | None:
+    """Whether the eager reference runs faster under the default flags (cuDNN may use TF32)
+    than in strict fp32, from the run's baseline job; None where either time is missing.
+    A candidate is allowed the error of the reference as run (`docs/evaluation.md`): where
+    the reference's convolutions stay on FMA pipes, cuDNN's channels-last kernels, which
+    take TF32 under the same flags, are off by more than that (tuning sample, L2 #82: the
+    reference as run at 1.00x its strict time, its channels-last candidates rejected in
+    sessions 21 and 23 with errors of 9e-4; where they passed, L2 #2, #32, #50, 0.41-0.54x)."""
+    if baseline is None:
+        return None
+    default, strict = getattr(baseline, "baseline", None), getattr(baseline, "baseline_strict", None)
+    if default is None or strict is None or not strict.median_ms or not default.median_ms:
+        return None
+    return default.median_ms < TF32_IDLE_RATIO * strict.median_ms
+
+
 class ExpertGenerator(Generator):
     name = "expert"
     description = "offline: recognizes fusible regions and writes Triton kernels from templates, moved by findings"
@@ -181,7 +204,8 @@ class ExpertGenerator(Generator):
         cuda = request.device.startswith("cuda") and self.settings.cuda_graphs
         parent = request.parent
         if parent is None or not parent.params or "tiles" not in parent.params:
-            return self.root_proposals(rec, cuda, self.folded(request.problem.source, request.problem.digest))
+            return self.root_proposals(rec, cuda, self.folded(request.problem.source, request.problem.digest),
+                                       channels_last_ok=reference_gains_from_tf32(request.baseline) is not False)
         if parent.params.get("fold"):
             folded = self.folded(request.problem.source, request.problem.digest)
             if folded is None:
@@ -214,14 +238,16 @@ class ExpertGenerator(Generator):
             pool.extend(moves.apply(move, rid, parent.params))
         return pool
 
-    def root_proposals(self, rec: Recognition, cuda: bool, folded: Recognition | None = None) -> list[dict[str, Any]]:
-        """First candidates, in order (see the module doc)."""
+    def root_proposals(self, rec: Recognition, cuda: bool, folded: Recognition | None = None,
+                       channels_last_ok: bool = True) -> list[dict[str, Any]]:
+        """First candidates, in order (see the module doc). ``channels_last_ok``: False where
+        the reference gains nothing from TF32 (:func:`reference_gains_from_tf32`)."""
         base = default_params(rec)
         pool = []
         rewrite = rewrite_params(rec)
         if rewrite is not None:
             pool.append(rewrite)  # a GEMM whose output is only summed over N: a matrix-vector product
-        channels_last = layout_params(rec, base) if channels_last_reads(rec, base) else None
+        channels_last = layout_params(rec, base) if channels_last_ok and channels_last_reads(rec, base) else None
         if folded is not None:
             # the convolutions without their biases, the kernels after them adding them;
             # first with the library's convolutions channels-last, where their readers take it
