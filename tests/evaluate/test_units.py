@@ -748,10 +748,10 @@ def test_input_sets_past_the_device_budget_wait_on_the_host(monkeypatch):
     fake = SimpleNamespace(input_sets=[], notes={}, cuda=True)
     one_set = [torch.empty(1000, device="meta"), 3, [torch.empty(500, dtype=torch.float64, device="meta")]]
     nbytes = 1000 * 4 + 500 * 8
-    budget = [2.5 * nbytes]
+    budget = [1.5 * nbytes]
     for _ in range(4):
         fake.input_sets.append(judge.Judge.place_inputs(fake, one_set, budget))
-    # the first set always stays; then while the budget lasts
+    # the first set always stays (the budget is what is left beside it); then while it lasts
     assert fake.input_sets[:2] == [one_set, one_set] and fake.input_sets[2:] == [["host"], ["host"]]
     assert fake.notes["input_sets_on_host"] == 2.0 and budget[0] == pytest.approx(0.5 * nbytes)
     small = [torch.empty(0, device="meta")]
@@ -759,14 +759,33 @@ def test_input_sets_past_the_device_budget_wait_on_the_host(monkeypatch):
     assert fake.input_sets[-1] is small
     fake.input_sets = [one_set]
     assert judge.Judge.place_inputs(fake, one_set, [0.0]) == ["host"]
-    # timed calls take their values from the sets on the device where two are, else from all
+    # timed calls take their values from the sets on the device only (the first always is)
     fake.input_sets = [one_set, one_set, [torch.ones(2)], [torch.ones(2)]]
     assert judge.Judge.on_device_sets(fake) == [0, 1]
     fake.input_sets = [one_set, [torch.ones(2)], [torch.ones(2)]]
-    assert judge.Judge.on_device_sets(fake) == [0, 1, 2]
+    assert judge.Judge.on_device_sets(fake) == [0]
     fake.cuda = False
     fake.input_sets = [[torch.ones(2)], [torch.ones(2)]]
     assert judge.Judge.on_device_sets(fake) == [0, 1]
+
+
+def test_the_judge_s_copies_leave_room_for_what_the_evaluation_allocates_later(monkeypatch):
+    # a 7.5-GB input on an 80-GB GPU: the harnesses' buffers, the models' outputs and a fresh
+    # set still to come take most of it, so few copies may stay
+    from types import SimpleNamespace
+
+    from kernelpro.evaluate import judge
+
+    gib = float(1 << 30)
+    monkeypatch.setattr(judge, "_available_bytes", lambda cuda: 69.5 * gib)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda dev: SimpleNamespace(total_memory=80 * gib))
+    fake = SimpleNamespace(share=0.25, device="cuda")
+    b = 7.5 * gib
+    room = judge.Judge.copies_budget(fake, later=7 * b)
+    assert room == pytest.approx(69.5 * gib - 7 * b - 4 * gib)  # one more set fits, not two
+    assert b <= room < 2 * b
+    assert judge.Judge.copies_budget(fake, later=100 * gib) == 0.0
+    assert judge.Judge.copies_budget(fake, later=0.0) == pytest.approx(0.25 * 69.5 * gib)  # the share caps it
 
 
 def test_inputs_unchanged_and_host_copies():

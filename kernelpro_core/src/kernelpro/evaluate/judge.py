@@ -426,13 +426,19 @@ class Judge:
             clock[0] = now
 
         # the input sets stay on the device while they fit in the copies' share of its memory
-        # (the first always does); the others wait in host memory, copied in when a call needs
-        # them: on a GPU of 80 GB six sets of a 7.5-GB KernelBench input did not fit beside
-        # the harnesses' buffers
-        in_budget = [self.share * _available_bytes(True) if self.cuda else math.inf]
+        # and leave room for what the evaluation allocates later (the first always stays);
+        # the others wait in host memory, copied in when a call needs them: on a GPU of 80 GB
+        # six sets of a 7.5-GB KernelBench input did not fit beside the harnesses' buffers
+        in_budget = [math.inf]
         self.input_sets: list[list[Any]] = []
         for t in range(trials):
-            self.input_sets.append(self.place_inputs(self.draw_inputs(self.seed + 1 + t), in_budget))
+            values = self.draw_inputs(self.seed + 1 + t)
+            if t == 0 and self.cuda:
+                self.in_bytes = _output_bytes(values)
+                # the outputs' size is not known before the reference's first call: taken as
+                # the inputs' (a reduction's are smaller, so fewer sets stay than could)
+                in_budget = [self.copies_budget(later=3 * self.in_bytes + 4 * self.in_bytes)]
+            self.input_sets.append(self.place_inputs(values, in_budget))
         self.sync()
         lap("draw")
         self.ref_in = self.lend_inputs(ref, self.input_sets[0], "lending the reference's inputs")
@@ -441,12 +447,17 @@ class Judge:
         self.ref_outs: list[Any] = []
         self.ref_watch = ReferenceWatch(self.tols, on, trials)
         self.ref_views: list[torch.Tensor] | None = None
-        budget = [self.share * _available_bytes(self.cuda)]
+        budget: list[float] = []
         first = float(self.ev["first_call_timeout_s"])
         call_s: list[float] = []
 
         def keep(out: Any) -> Any:
             nbytes = _output_bytes(out)
+            if not budget:
+                # still to come: the candidate's input and output buffers, the output its model
+                # allocates, a fresh input set at a time
+                budget.append(self.copies_budget(later=2 * self.in_bytes + 2 * nbytes) if self.cuda
+                              else self.share * _available_bytes(False))
             if nbytes > budget[0]:
                 return None
             budget[0] -= nbytes
@@ -510,26 +521,38 @@ class Judge:
         self.notes["reference_call_s"] = self.ref_call_s
         self.notes.update({f"ref_outputs_{part}_s": v for part, v in split.items()})
 
+    def copies_budget(self, later: float) -> float:
+        """Bytes of the device the judge's optional copies (input sets beyond the first, the
+        reference's outputs) may take now: ``device_copy_share`` of the available memory, and
+        no more than leaves ``later`` bytes (what the evaluation will still allocate) plus a
+        margin (a twentieth of the device, at least 1 GiB) free."""
+        avail = _available_bytes(True)
+        total = torch.cuda.get_device_properties(torch.device(self.device)).total_memory
+        margin = max(float(1 << 30), 0.05 * total)
+        return max(0.0, min(self.share * avail, avail - later - margin))
+
     def place_inputs(self, values: list[Any], budget: list[float]) -> list[Any]:
-        """``values`` kept where they are while their device bytes fit in ``budget[0]`` (taken
-        from it), and always for the first set; else moved to host memory (note
+        """The first set as it is; later ones kept where they are while their device bytes fit
+        in ``budget[0]`` (taken from it), else moved to host memory (note
         ``input_sets_on_host``)."""
+        if not self.input_sets:
+            return values
         nbytes = sum(t.numel() * t.element_size() for t in inp.tensors(values) if t.device.type != "cpu")
-        if not self.input_sets or nbytes <= budget[0]:
+        if nbytes <= budget[0]:
             budget[0] -= nbytes
             return values
         self.notes["input_sets_on_host"] = self.notes.get("input_sets_on_host", 0.0) + 1.0
         return inp.to_host(values)
 
     def on_device_sets(self) -> list[int]:
-        """The input sets the timed calls take their values from: those on the device where
-        at least two are, else all (host sets are copied in before each call, outside the
-        timed region)."""
+        """The input sets the timed calls take their values from: those on the device (the
+        first always is; each call scales its set's values by a factor of its own, so one set
+        still gives every call new values). A set in host memory would cost a copy of
+        gigabytes before each call."""
         every = list(range(len(self.input_sets)))
         if not self.cuda:
             return every
-        here = [j for j in every if all(t.device.type != "cpu" for t in inp.tensors(self.input_sets[j]))]
-        return here if len(here) >= 2 else every
+        return [j for j in every if all(t.device.type != "cpu" for t in inp.tensors(self.input_sets[j]))]
 
     def check_reference_repeats(self) -> None:
         """The reference called again on the first trial's inputs must give the same output
