@@ -302,6 +302,43 @@ def test_launch_bound_captures_a_graph_on_cuda():
     assert d.params["graph"] is True and d.params["tiles"] == parent.params["tiles"]
 
 
+def test_a_gpu_idle_most_of_the_call_gets_a_captured_graph_first():
+    """The parent's timed call against its profiled kernels' durations: where the GPU idles
+    for most of the call (its launches set the time), the captured graph is the first child,
+    before the findings' tile moves and whatever the forward's size; not where the kernels
+    fill the call, where the profile may be cut short (256 kernels), or off a GPU."""
+    import attrs
+
+    from kernelpro.records import EvalResult, TimingStats, Verdict
+    from kernelpro_plugins_expert.generator import gpu_idle_ms
+
+    def parent(call_ms, busy_us, kernels=40):
+        timed = TimingStats(median_ms=call_ms, iqr_ms=0.0, mean_ms=call_ms, min_ms=call_ms, max_ms=call_ms, cv=0.0,
+                            n=20, method="cuda_event+l2_flush")
+        analysis = Analysis(bottleneck=Bottleneck(kind="latency", summary="s",
+                                                  evidence={"duration_us": busy_us, "kernels": kernels}),
+                            findings=(finding("occupancy_limiter"),))
+        gen, p = parent_with(analysis)
+        return gen, attrs.evolve(p, result=EvalResult(verdict=Verdict.CORRECT, timing=timed))
+
+    def first(call_ms, busy_us, kernels=40, device="cuda", big=False):
+        gen, p = parent(call_ms, busy_us, kernels)
+        if big:  # a forward moving more than graph_root_max_bytes: no graph otherwise
+            gen = ExpertGenerator(settings=attrs.evolve(gen.settings, graph_root_max_bytes=0))
+        (d,) = gen.generate(request("elementwise_chain", device=device, parent=p, tried=[p.params], n=1))
+        return d.params
+
+    assert first(4.0, 1000.0)["graph"] is True
+    assert first(4.0, 1000.0, big=True)["graph"] is True
+    assert not first(4.0, 3500.0).get("graph")  # the kernels fill the call: the findings' moves first
+    assert not first(4.0, 1000.0, kernels=256).get("graph")
+    assert not first(4.0, 1000.0, device="cpu").get("graph")
+    _, p = parent(4.0, 1000.0)
+    assert gpu_idle_ms(p, io_bytes=0, bandwidth_gbs=None) == pytest.approx(3.0)
+    # a capture's copies of 8 GB of inputs and outputs (8 ms at 2,000 GB/s) cost more than it saves
+    assert gpu_idle_ms(p, io_bytes=4_000_000_000, bandwidth_gbs=None) is None
+
+
 @pytest.mark.parametrize("analysis", [
     Analysis(bottleneck=None, findings=(finding("at_roofline"),)),
     Analysis(bottleneck=Bottleneck(kind="memory", summary="s", roofline_fraction=0.9)),

@@ -22,7 +22,9 @@ products before ieee (the library's fp32 GEMM is hard to beat on FMA pipes). Ref
 in the library, the ``precision`` move (compute bound) proposes the Triton GEMM with
 tf32x3 products. Refining a node, it plans moves from the node's
 analysis (:mod:`.moves`) and proposes the children of the node's parameters that were
-never tried in this run. When the node sits at the roofline it proposes nothing, so the
+never tried in this run; where the node's timed call left the GPU idle for most of it (its
+time less its profiled kernels' durations: :func:`gpu_idle_ms`), the CUDA-graph child comes
+first, whatever the forward's size. When the node sits at the roofline it proposes nothing, so the
 search closes that node. When the reference cannot be recognized (no trace), it
 proposes nothing at all: there is no torch.compile fallback (the ``torch_compile``
 generator is that). On a CPU device the candidates' Triton kernels run under Triton's
@@ -171,6 +173,40 @@ def reference_gains_from_tf32(baseline: Any) -> bool | None:
     return default.median_ms < TF32_IDLE_RATIO * strict.median_ms
 
 
+#: a profile of this many kernels may have been cut short (``kernelpro_plugins_ncu``'s
+#: collector launches at most ``max_kernels``, 256 by default): its durations are then a part
+#: of the forward's, and the GPU's idle time cannot be told from them
+PROFILE_KERNEL_CAP = 256
+#: the GPU idle for more than this share of the parent's timed call: its launches, not its
+#: kernels, set the time, and a captured graph replays them without the CPU
+GRAPH_IDLE_SHARE = 0.5
+
+
+def gpu_idle_ms(parent: Any, io_bytes: int, bandwidth_gbs: float | None) -> float | None:
+    """Milliseconds of the parent's timed call in which the GPU runs none of its kernels
+    (its median time less its profiled kernels' durations), where that idle time is more
+    than ``GRAPH_IDLE_SHARE`` of the call and more than twice what a captured graph adds
+    (copying the inputs in and cloning the outputs: ``io_bytes`` read and written, at
+    ``bandwidth_gbs``, 2,000 GB/s when unknown); else None. Profiled durations run with
+    cold caches, one kernel at a time, so they overstate the GPU's busy time: the estimate
+    errs towards None."""
+    result = getattr(parent, "result", None)
+    analysis = getattr(parent, "analysis", None)
+    timing = getattr(result, "timing", None)
+    bottleneck = getattr(analysis, "bottleneck", None)
+    if timing is None or bottleneck is None or not timing.median_ms:
+        return None
+    ev = bottleneck.evidence or {}
+    busy_us, kernels = ev.get("duration_us"), ev.get("kernels")
+    if not busy_us or not kernels or kernels >= PROFILE_KERNEL_CAP:
+        return None
+    idle = timing.median_ms - busy_us / 1e3
+    copy_ms = 2 * io_bytes / ((bandwidth_gbs or 2000.0) * 1e9) * 1e3
+    if idle <= GRAPH_IDLE_SHARE * timing.median_ms or idle <= 2 * copy_ms:
+        return None
+    return idle
+
+
 class ExpertGenerator(Generator):
     name = "expert"
     description = "offline: recognizes fusible regions and writes Triton kernels from templates, moved by findings"
@@ -219,7 +255,14 @@ class ExpertGenerator(Generator):
                            for r in parent.params["lower"] if r in ids)
         fp32_gemm = any(r.kind == "gemm" and r.attrs["dtype"] == "float32" for r in rec.regions)
         big = rec.io_bytes > self.settings.graph_root_max_bytes and not fp32_gemm
-        for move, rid in moves.plan(parent.analysis, list(parent.params["lower"])):
+        plan = moves.plan(parent.analysis, list(parent.params["lower"]))
+        idle = gpu_idle_ms(parent, rec.io_bytes, getattr(request.gpu, "dram_bandwidth_gbs", None)) if cuda else None
+        if idle is not None:
+            # the GPU idle most of the call: a captured graph first, whatever the forward's size
+            # (its copies cost less than half the idle time)
+            plan = [("graph", None)] + [item for item in plan if item[0] != "graph"]
+            big = False
+        for move, rid in plan:
             if move == "graph" and (not cuda or big):
                 # a capture copies the inputs and clones the output on every call: for a large
                 # memory-bound forward that costs more than the launches it saves (pass 4:
