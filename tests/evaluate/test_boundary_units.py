@@ -376,6 +376,9 @@ class _Meter:
     def restart(self) -> None:
         pass
 
+    def busiest(self) -> str:
+        return "spinner 40.0 ms"
+
 
 def test_work_between_calls_is_named_before_values_kept():
     # a thread left working after each call slows whatever call follows, new sets included
@@ -389,6 +392,7 @@ def test_work_between_calls_is_named_before_values_kept():
     with pytest.raises(Fail) as info:
         judge.check_fresh_inputs()
     assert info.value.verdict is Verdict.INTEGRITY and "kept working between calls" in info.value.reason
+    assert "its busiest threads then: spinner 40.0 ms" in info.value.reason
 
 
 def test_a_candidate_somewhat_slower_on_new_sets_is_charged_the_difference():

@@ -71,6 +71,7 @@ def test_a_thread_left_working_is_seen_from_outside(run_eval, gelu_problem_large
     assert result.verdict is INTEGRITY, (result.verdict, result.reason)
     assert "kept working between calls" in result.reason
     assert "again on calls alternating" in result.reason  # the second look saw it too
+    assert "its busiest threads then: python " in result.reason  # its thread (Python's carry the interpreter's name)
 
 
 def test_work_between_calls_that_stops_when_watched_is_charged(run_eval, gelu_problem_large):

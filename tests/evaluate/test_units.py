@@ -808,3 +808,46 @@ def test_the_judge_s_own_out_of_memory_is_its_own_verdict():
     assert judge_main._out_of_memory(torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 14.00 GiB"))
     assert not judge_main._out_of_memory(TransportError("a CUDA IPC handle has 64 bytes, got 3"))
     assert not judge_main._out_of_memory(RuntimeError("CUDA_ERROR_OUT_OF_MEMORY"))
+
+
+def test_the_idle_meter_names_the_threads_that_worked_between_calls():
+    import os
+    import threading
+    import time
+    from types import SimpleNamespace
+
+    from kernelpro.evaluate import procwatch
+    from kernelpro.evaluate.judge import IdleMeter
+
+    remote = SimpleNamespace(pid=os.getpid(), cpu_ns=procwatch.tree_cpu_ns)
+    meter = IdleMeter(remote)
+    meter.answered()
+    meter.calling()
+    assert meter.busiest() == ""  # not asked for: nothing per thread
+
+    def spin():
+        import ctypes
+
+        ctypes.CDLL(None).prctl(15, b"kp-spinner")  # PR_SET_NAME, as native threads name themselves
+        end = time.perf_counter() + 0.15
+        while time.perf_counter() < end:
+            pass
+
+    meter.by_thread = {}
+    meter.answered()
+    worker = threading.Thread(target=spin, name="kp-spinner")
+    worker.start()
+    worker.join()
+    # the thread has ended: its CPU is in the process's clock, not in a live thread's account
+    meter.calling()
+    assert meter.cpu_ns >= 30e6  # (wall-clock spins: less CPU on a loaded machine)
+    meter.answered()
+    worker = threading.Thread(target=spin, name="kp-spinner")
+    worker.start()
+    time.sleep(0.1)
+    meter.calling()  # still running: named
+    worker.join()
+    assert meter.busiest(n=1).startswith("kp-spinner ") and meter.by_thread["kp-spinner"] >= 20e6
+    assert all(not k.startswith("kp-spinner") or k == "kp-spinner" for k in meter.by_thread)
+    meter.restart()
+    assert meter.by_thread == {}

@@ -139,9 +139,14 @@ class IdleMeter:
         #: each interval's share of a core, beyond IDLE_ALLOWANCE_NS of CPU
         self.intervals: list[float] = []
         self._open: tuple[float, int] | None = None
+        #: when set (the second look), CPU between calls per thread name, nanoseconds
+        self.by_thread: dict[str, int] | None = None
+        self._threads: dict[tuple[int, int], tuple[str, int]] = {}
 
     def answered(self) -> None:
         """A call's answer arrived: an idle interval begins."""
+        if self.by_thread is not None:
+            self._threads = procwatch.threads_cpu_ns(self.pids)
         self._open = (time.monotonic(), self.remote.cpu_ns(self.pids))
 
     def calling(self) -> None:
@@ -154,10 +159,26 @@ class IdleMeter:
             if wall > 0:
                 self.intervals.append(max(0, cpu - IDLE_ALLOWANCE_NS) / 1e9 / wall)
             self._open = None
+            if self.by_thread is not None:
+                for key, (name, ns) in procwatch.threads_cpu_ns(self.pids).items():
+                    # a thread started in the interval counts from 0; Python's own threads
+                    # all carry the interpreter's name, so the main one is told apart
+                    delta = ns - self._threads.get(key, (name, 0))[1]
+                    label = f"{name} (main thread)" if key[0] == key[1] else name
+                    if delta > 0:
+                        self.by_thread[label] = self.by_thread.get(label, 0) + delta
 
     def restart(self) -> None:
         """Forget what was measured: a second look, on calls made afresh."""
         self.cpu_ns, self.wall_s, self.intervals, self._open = 0, 0.0, [], None
+        if self.by_thread is not None:
+            self.by_thread = {}
+
+    def busiest(self, n: int = 3) -> str:
+        """The threads that used the most CPU between calls while ``by_thread`` was set
+        ("name 12.3 ms, ..."); "" when none was measured."""
+        top = sorted((self.by_thread or {}).items(), key=lambda kv: -kv[1])[:n]
+        return ", ".join(f"{name} {ns / 1e6:.1f} ms" for name, ns in top if ns > 0)
 
     @property
     def share(self) -> float:
@@ -1263,6 +1284,8 @@ class Judge:
         n_first = len(self.cand_idle.intervals)
         per_call_ms = max(0.0, self.cand_idle.cpu_ns / max(n_first, 1)
                           - self.ref_idle.cpu_ns / max(len(self.ref_idle.intervals), 1)) / 1e6
+        # the second look also reads each thread's CPU: the verdict names the threads that worked
+        self.cand_idle.by_thread = {}
         self.cand_idle.restart()
         self.ref_idle.restart()
         base = 1 + max(len(xs) for xs in self.samples.values()) + 4096
@@ -1275,17 +1298,20 @@ class Judge:
             self._confirming = False
         self.notes["candidate_idle_cpu_confirm_upper_share"] = self.cand_idle.upper_share
         self.notes["reference_idle_cpu_confirm_upper_share"] = self.ref_idle.upper_share
+        busiest = self.cand_idle.busiest()
+        self.cand_idle.by_thread = None
+        named = f"; its busiest threads then: {busiest}" if busiest else ""
         seen = (f"{first[0] / 1e6:.1f} ms of CPU in {first[1] * 1e3:.0f} ms when it should have been idle (a "
                 f"quarter of its idle intervals at {first[2]:.0%} of a core or more; the reference's {first[3]:.0%})")
         # the floor of CPU that counts, in proportion to the calls of the second look
         if self._idle_excess(min_cpu_ns=5e6 * len(self.cand_idle.intervals) / max(n_first, 1)):
             raise self.fail(Verdict.INTEGRITY, f"the candidate's process kept working between calls: {seen}, and "
                             f"again on calls alternating with the reference's ({self.cand_idle.upper_share:.0%}; the "
-                            f"reference's {self.ref_idle.upper_share:.0%}): threads or processes working outside "
-                            "its calls")
+                            f"reference's {self.ref_idle.upper_share:.0%}{named}): threads or processes working "
+                            "outside its calls")
         self.notes["idle_cpu_charged_ms"] = per_call_ms
         self.flags.append(f"idle_cpu_charged: the candidate's process used {seen}; not confirmed on calls "
-                          f"alternating with the reference's ({self.cand_idle.upper_share:.0%}), so each of its "
+                          f"alternating with the reference's ({self.cand_idle.upper_share:.0%}{named}), so each of its "
                           f"timed calls carries the {per_call_ms:.3g} ms of CPU per interval it used beyond the "
                           "reference's")
         return per_call_ms

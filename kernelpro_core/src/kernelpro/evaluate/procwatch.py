@@ -43,6 +43,27 @@ def tree_cpu_ns(pids: list[int]) -> int:
     return sum(cpu_ns(p) for p in pids)
 
 
+def threads_cpu_ns(pids: list[int]) -> dict[tuple[int, int], tuple[str, int]]:
+    """Per live thread of the processes ``pids``: (pid, tid) -> (its name, its CPU time in
+    nanoseconds); what is unreadable is left out."""
+    out: dict[tuple[int, int], tuple[str, int]] = {}
+    for pid in pids:
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/schedstat", "rb") as fh:
+                    ns = int(fh.read().split(maxsplit=1)[0])
+                with open(f"/proc/{pid}/task/{tid}/comm", "rb") as fh:
+                    name = fh.read().strip().decode("utf-8", "replace")
+            except (OSError, ValueError, IndexError):
+                continue
+            out[(pid, int(tid))] = (name, ns)
+    return out
+
+
 def _stat_fields(path: str) -> list[bytes]:
     """The fields of a ``stat`` file after the command name (state, ppid, ...); [] when
     unreadable. The name may hold spaces and parentheses: it ends at the last ')'."""
