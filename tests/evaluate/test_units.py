@@ -852,3 +852,25 @@ def test_the_idle_meter_names_the_threads_that_worked_between_calls():
     assert "kp-spinner " in meter.busiest()
     meter.restart()
     assert meter.by_thread == {}
+
+
+def test_a_host_set_is_compared_one_piece_at_a_time(monkeypatch):
+    # a set kept in host memory against a buffer on another device: its pieces are moved one
+    # at a time as the comparison asks, never the whole set at once (7.5 GB on an 80-GB GPU);
+    # the meta device stands in for the GPU
+    import types
+
+    from kernelpro.evaluate import inputs
+
+    monkeypatch.setattr(inputs, "PIECE", 4)
+    host, buf = torch.arange(10.0), torch.empty(10, device="meta")
+    moved = []
+    real_to = torch.Tensor.to
+    monkeypatch.setattr(torch.Tensor, "to", lambda self, *a, **k: moved.append(self.numel()) or real_to(self, *a, **k))
+    pieces = inputs._pieces(host, buf)
+    assert isinstance(pieces, types.GeneratorType) and moved == []
+    first = next(pieces)
+    assert moved == [4] and first[0].device.type == "meta" and first[1].shape == (4,)
+    assert [p[0].numel() for p in pieces] == [4, 2] and moved == [4, 4, 2]
+    same = list(inputs._pieces(host, host))
+    assert len(same) == 1 and same[0][0] is host

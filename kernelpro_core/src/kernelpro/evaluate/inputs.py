@@ -78,6 +78,16 @@ def to_host(value: Any) -> Any:
 PIECE = 1 << 26
 
 
+def _pieces(b: torch.Tensor, a: torch.Tensor):
+    """(b, a) where they share a device; else matching flat pieces with ``b``'s moved to
+    ``a``'s device one at a time, as they are asked for (a list would hold the whole set there)."""
+    if b.device == a.device:
+        yield b, a
+        return
+    for bp, ap in zip(b.reshape(-1).split(PIECE), a.reshape(-1).split(PIECE)):
+        yield bp.to(a.device), ap
+
+
 def unchanged(before: list[Any], after: list[torch.Tensor]) -> bool:
     """Whether the tensors ``after`` (a harness's input buffers) still hold ``before``'s values
     (NaN equal to NaN); a set kept in host memory is compared piece by piece on the buffers'
@@ -85,9 +95,7 @@ def unchanged(before: list[Any], after: list[torch.Tensor]) -> bool:
     for b, a in zip(tensors(before), after):
         if b.shape != a.shape or b.dtype != a.dtype:
             return False
-        pairs = [(b, a)] if b.device == a.device else [
-            (bp.to(a.device), ap) for bp, ap in zip(b.reshape(-1).split(PIECE), a.reshape(-1).split(PIECE))]
-        for bp, ap in pairs:
+        for bp, ap in _pieces(b, a):
             if bp.is_floating_point() or bp.is_complex():
                 same = (bp == ap) | (torch.isnan(bp) & torch.isnan(ap))
                 if not bool(same.all()):
