@@ -456,9 +456,12 @@ class Judge:
             values = self.draw_inputs(self.seed + 1 + t)
             if t == 0 and self.cuda:
                 self.in_bytes = _output_bytes(values)
-                # the outputs' size is not known before the reference's first call: taken as
-                # the inputs' (a reduction's are smaller, so fewer sets stay than could)
-                in_budget = [self.copies_budget(later=3 * self.in_bytes + 4 * self.in_bytes)]
+                # still to come: both harnesses' input and output buffers, the output each
+                # model allocates, a fresh input set. The outputs' size is not known before the
+                # reference's first call: taken as the inputs' (a reduction's are smaller, so
+                # fewer sets stay than could)
+                out_guess = self.in_bytes
+                in_budget = [self.copies_budget(later=3 * self.in_bytes + 4 * out_guess)]
             self.input_sets.append(self.place_inputs(values, in_budget))
         self.sync()
         lap("draw")

@@ -25,18 +25,7 @@ def cpu_ns(pid: int) -> int:
     except OSError:
         pass
     # no such clock readable: the live threads' accounts (threads that ended are missed)
-    total = 0
-    try:
-        tids = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return 0
-    for tid in tids:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/schedstat", "rb") as fh:
-                total += int(fh.read().split(maxsplit=1)[0])
-        except (OSError, ValueError, IndexError):
-            continue
-    return total
+    return sum(ns for _name, ns in threads_cpu_ns([pid]).values())
 
 
 def tree_cpu_ns(pids: list[int]) -> int:
@@ -45,7 +34,7 @@ def tree_cpu_ns(pids: list[int]) -> int:
 
 def threads_cpu_ns(pids: list[int]) -> dict[tuple[int, int], tuple[str, int]]:
     """Per live thread of the processes ``pids``: (pid, tid) -> (its name, its CPU time in
-    nanoseconds); what is unreadable is left out."""
+    nanoseconds); what is unreadable is left out (a name that cannot be read is "?")."""
     out: dict[tuple[int, int], tuple[str, int]] = {}
     for pid in pids:
         try:
@@ -56,10 +45,13 @@ def threads_cpu_ns(pids: list[int]) -> dict[tuple[int, int], tuple[str, int]]:
             try:
                 with open(f"/proc/{pid}/task/{tid}/schedstat", "rb") as fh:
                     ns = int(fh.read().split(maxsplit=1)[0])
-                with open(f"/proc/{pid}/task/{tid}/comm", "rb") as fh:
-                    name = fh.read().strip().decode("utf-8", "replace")
             except (OSError, ValueError, IndexError):
                 continue
+            try:
+                with open(f"/proc/{pid}/task/{tid}/comm", "rb") as fh:
+                    name = fh.read().strip().decode("utf-8", "replace")
+            except OSError:
+                name = "?"
             out[(pid, int(tid))] = (name, ns)
     return out
 
