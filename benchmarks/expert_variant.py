@@ -52,8 +52,12 @@ def main(argv: list[str] | None = None) -> int:
               + (" (name one with --level)" if len(found) > 1 else ""), file=sys.stderr)
         return 2
     row = found[0]
-    key = f"L{row['level']}_{row['problem_id']}"
-    problem = parse_problem(row["code"], name=key)
+    key = f"L{row.get('level')}_{row['problem_id']}"
+    try:
+        problem = parse_problem(str(row["code"]), name=key)
+    except Exception as exc:  # a row without code, or code that is not a KernelBench problem
+        print(f"error: {key}: not a problem: {type(exc).__name__}: {exc}".splitlines()[0], file=sys.stderr)
+        return 2
     gen = ExpertGenerator()
     rec = gen.recognition(problem.source, problem.digest)
     if not rec.ok:

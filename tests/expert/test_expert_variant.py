@@ -24,7 +24,8 @@ def test_a_gated_variant_is_written_and_bad_requests_exit_2(tmp_path, capsys):
     # channels-last candidate, which the script writes all the same
     suite = tmp_path / "suite.jsonl"
     rows = [{"level": 2, "problem_id": 7, "name": "7_conv_amax", "code": PROBLEMS["conv2d_amax_hw"]},
-            {"level": 1, "problem_id": 3, "name": "3_layernorm", "code": PROBLEMS["layernorm"]}]
+            {"level": 1, "problem_id": 3, "name": "3_layernorm", "code": PROBLEMS["layernorm"]},
+            {"level": 1, "problem_id": 5, "name": "5_broken", "code": "def f(:\n"}]
     suite.write_text("".join(json.dumps(r) + "\n" for r in rows))
     run = script().main
     out = tmp_path / "ab"
@@ -40,3 +41,5 @@ def test_a_gated_variant_is_written_and_bad_requests_exit_2(tmp_path, capsys):
     assert run([str(suite), "3", "--channels-last", "-o", str(out)]) == 2
     assert "error:" in capsys.readouterr().err
     assert run([str(tmp_path / "missing.jsonl"), "7", "-o", str(out)]) == 2
+    assert run([str(suite), "5", "-o", str(out)]) == 2  # code that does not parse: one line, no traceback
+    assert "not a problem" in capsys.readouterr().err
