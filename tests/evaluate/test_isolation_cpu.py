@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from conftest import isolation
+from conftest import honest, isolation
 from kernelpro.records import Verdict
 
 pytestmark = pytest.mark.slow  # long on a 2-core CPU: evaluations, optimize runs or interpreted kernels (tests/README.md)
@@ -27,6 +27,16 @@ def test_verdicts(run_eval, gelu_problem, name, verdict, reason):
 def test_host_oom_under_memory_limit(run_eval, gelu_problem):
     result = run_eval(isolation("host_oom"), gelu_problem, memory_limit_mb=6000)
     assert result.verdict is Verdict.OOM, (result.verdict, result.reason)
+
+
+def test_out_of_memory_is_tried_once_more_after_the_judge_makes_room(run_eval, gelu_problem):
+    # a first call out of memory is retried once with the judge's optional copies shed; a
+    # model that runs out every time keeps the verdict (test_host_oom_under_memory_limit)
+    result = run_eval(honest("out_of_memory_once"), gelu_problem)
+    assert result.verdict is Verdict.CORRECT, (result.verdict, result.reason)
+    notes = result.measurements["evaluator"]
+    assert notes["trial_retried_after_oom"] == 0.0, notes
+    assert "copies_shed_bytes" in notes, notes
 
 
 def _alive(pid: int) -> bool:

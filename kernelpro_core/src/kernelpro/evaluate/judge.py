@@ -363,6 +363,7 @@ class Judge:
             self.compile_reference(baseline_job)
             if baseline_job:
                 return self.time_baseline()
+            self.make_room()
             self.load_candidate()
             self.correctness()
             self.time_all()
@@ -539,6 +540,7 @@ class Judge:
             lap("draw")
             one(values, other=True)
         self.ref_out_bytes = _output_bytes(self.ref_example)
+        self.ref_watch.anchor = None  # compared with later outputs here only; a kept output can be shed
         self.recomputed = 0
         self.notes["reference_outputs_on_device" if self.cuda else "reference_outputs_kept"] = \
             float(sum(o is not None for o in self.ref_outs))
@@ -577,6 +579,58 @@ class Judge:
         if not self.cuda:
             return every
         return [j for j in every if all(t.device.type != "cpu" for t in inp.tensors(self.input_sets[j]))]
+
+    def trim(self) -> None:
+        """Both allocators' cached free blocks back to the driver: the judge's (temporaries of
+        drawing and checking the inputs and outputs) and the reference's process (its eager,
+        compiled and training-mode calls). Cached blocks are room only their own process can
+        use; the candidate's process needs it for the output its model allocates."""
+        if not self.cuda:
+            return
+        self.sync()
+        torch.cuda.empty_cache()
+        if self.ref is not None and self.ref_views is not None:
+            answer = self.ask(self.ref, {"op": "trim"}, 60.0, "releasing the reference's cached memory")
+            self.notes["reference_reserved_after_trim_bytes"] = float(answer.get("reserved") or 0)
+
+    def shed_copies(self) -> float:
+        """Move the judge's optional device copies out of the way: input sets beyond the first
+        to page-locked host memory, the reference's kept outputs dropped (called again at
+        correctness); then :meth:`trim`. The bytes freed on the device (note
+        ``copies_shed_bytes``)."""
+        freed = 0.0
+        for j in range(1, len(self.input_sets)):
+            on_dev = [t for t in inp.tensors(self.input_sets[j]) if t.device.type != "cpu"]
+            if on_dev:
+                freed += sum(t.numel() * t.element_size() for t in on_dev)
+                self.input_sets[j] = inp.to_host(self.input_sets[j])
+                self.notes["input_sets_on_host"] = self.notes.get("input_sets_on_host", 0.0) + 1.0
+        for t, kept in enumerate(self.ref_outs):
+            on_dev = [x for x in cmp.tensors(kept) if x.device.type != "cpu"] if kept is not None else []
+            if on_dev:
+                freed += sum(x.numel() * x.element_size() for x in on_dev)
+                self.ref_outs[t] = None
+        if freed:
+            self.notes["reference_outputs_on_device"] = float(sum(o is not None for o in self.ref_outs))
+        self.trim()
+        self.notes["copies_shed_bytes"] = self.notes.get("copies_shed_bytes", 0.0) + freed
+        return freed
+
+    def make_room(self) -> None:
+        """Before the candidate's process allocates anything: caches trimmed, and the optional
+        copies shed when the device's free memory does not cover what is still to come (the
+        candidate's input and output buffers, the output its model allocates, the outputs the
+        eager and compiled reference allocate again when timed, a twentieth of the device). Budgets taken earlier could not see what the reference's
+        process would keep (on an 80-GB H100, 19 GB after a 7.5-GB InstanceNorm's eager,
+        compiled and training-mode calls)."""
+        if not self.cuda:
+            return
+        self.trim()
+        free, total = torch.cuda.mem_get_info()
+        need = self.in_bytes + 4 * self.ref_out_bytes + max(float(1 << 30), 0.05 * total)
+        self.notes["free_before_candidate_bytes"] = float(free)
+        if free < need:
+            self.shed_copies()
 
     def check_reference_repeats(self) -> None:
         """The reference called again on the first trial's inputs must give the same output
@@ -761,54 +815,36 @@ class Judge:
         self.admitted: list[tuple[float, int]] = []
         self.exact_unavailable: str | None = None
         first = float(self.ev["first_call_timeout_s"])
-        for t, values in enumerate(self.input_sets):
-            ref_out = self.trial_reference(t)
+        retried = False
+        for t in range(len(self.input_sets)):
             label = f"trial {t}" if t < trials else "N(0,1) trial"
-            inp.fill(self.cand_in, values)
-            self.sync()
-            msg: dict[str, Any] = {"op": "call", "export": True, "prefix": f"{label}: forward failed: "}
-            if policy in ("no_torch_compute", "own_kernel"):
-                msg["policy"] = policy
-            # the first call may compile for long (first_call_timeout_s) but not sit idle past the call limit
-            answer = self.cand_call(msg, first if t == 0 else self.call_limit(), label,
-                                    idle_s=self.call_limit() if t == 0 else None)
-            if answer.get("compute_ops"):
-                raise self.fail(Verdict.POLICY, f"call policy {policy}: forward calls PyTorch compute ops: "
-                                f"{', '.join(str(o)[:80] for o in answer['compute_ops'][:8])}")
-            err, out = self.read_back(answer, ref_out, self.cand_views)
-            if err is not None:
-                raise self.fail(Verdict.INTEGRITY if err.integrity else Verdict.INCORRECT, f"{label}: {err.message}",
-                                correctness=None if err.integrity else CorrectnessResult(False, t + 1, None, None,
-                                                                                        err.message))
-            after = self.ref_inputs_after.get(t)
-            if after is not None:
-                # the reference wrote into these inputs: the candidate leaves them as the reference
-                # did, or (when the reference also returns a tensor, its result) untouched
-                c_in = cmp.compare(list(self.cand_in), after, self.tols, torch.device(self.device).type)
-                if not c_in.ok and cmp.tensors(self.ref_example) and inp.unchanged(values, self.cand_in):
-                    c_in = cmp.Comparison(True)
-                if not c_in.ok:
-                    raise self.fail(Verdict.INCORRECT, f"{label}: its inputs after the call differ from the "
-                                    f"reference's, which writes into them: {c_in.message}",
-                                    correctness=CorrectnessResult(False, t + 1, None, None, c_in.message))
-            elif not inp.unchanged(values, self.cand_in):
-                raise self.fail(Verdict.INTEGRITY, f"{label}: the candidate modified its inputs")
-            c = cmp.compare(out, ref_out, self.tols, torch.device(self.device).type)
-            if not c.ok and c.integrity:
-                raise self.fail(Verdict.INTEGRITY, f"{label}: {c.message}")
-            if not c.ok:
-                second = self.second_opinion(out, ref_out, label, values)
-                if second is None or not second.ok:
-                    message = c.message if second is None else f"{c.message}; against fp64: {second.message}"
-                    raise self.fail(Verdict.INCORRECT, f"{label}: {message}",
-                                    correctness=CorrectnessResult(False, t + 1, c.max_abs_err, c.max_rel_err, message))
-                if c.n_over and t < trials:  # get_inputs()'s distribution, as the new sets'
-                    self.admitted.append((c.max_abs_err, c.n_over))
+            try:
+                out, c = self.correctness_trial(t, label, policy, first if t == 0 else self.call_limit(),
+                                                self.call_limit() if t == 0 else None)
+            except (Fail, torch.OutOfMemoryError) as exc:
+                # out of device memory, the candidate's or the judge's: once, with the judge's
+                # optional copies moved out of the way (a model that needs more than the device
+                # has left beside the evaluation's buffers fails again, and that is its verdict)
+                oom = isinstance(exc, torch.OutOfMemoryError) or exc.verdict is Verdict.OOM
+                if not (oom and not retried):
+                    raise
+                retried = True
+                del exc
+                self.shed_copies()
+                self.notes["trial_retried_after_oom"] = float(t)
+                out, c = self.correctness_trial(t, label, policy, first if t == 0 else self.call_limit(),
+                                                self.call_limit() if t == 0 else None)
+            if c.n_over and t < trials:  # get_inputs()'s distribution, as the new sets'
+                self.admitted.append((c.max_abs_err, c.n_over))
             max_abs, max_rel = max(max_abs, c.max_abs_err), max(max_rel, c.max_rel_err)
+            # the first output's copy, or for one of 64 MiB and more its fingerprint (bits
+            # equal or not is the question; a copy of gigabytes is room the calls need)
+            big = _output_bytes(out) >= 1 << 26
             if first_out is None:
-                first_out = cmp.snapshot(out)
+                first_out = fingerprint(out) if big else cmp.snapshot(out)
             elif all_equal:
-                all_equal = cmp.same_values(out, first_out)
+                all_equal = fingerprint(out) == first_out if big else cmp.same_values(out, first_out)
+            del out
         n = len(self.input_sets)
         if n > 1 and all_equal and not self.ref_watch.equal:
             if not self.exact_is_constant():
@@ -821,6 +857,52 @@ class Judge:
         self.check_processes("correctness")
         self.correct = CorrectnessResult(True, n, max_abs, max_rel, "")
         self.compare_backend_flags()
+
+    def correctness_trial(self, t: int, label: str, policy: str, timeout: float, idle_s: float | None
+                          ) -> tuple[Any, cmp.Comparison]:
+        """Trial ``t``: the candidate called on its inputs, its output read back and compared
+        with the reference's; raises :class:`Fail` where it fails. The output (valid until the
+        candidate's next call) and the comparison."""
+        values = self.input_sets[t]
+        ref_out = self.trial_reference(t)
+        inp.fill(self.cand_in, values)
+        self.sync()
+        msg: dict[str, Any] = {"op": "call", "export": True, "prefix": f"{label}: forward failed: "}
+        if policy in ("no_torch_compute", "own_kernel"):
+            msg["policy"] = policy
+        # the first call may compile for long (first_call_timeout_s) but not sit idle past the call limit
+        answer = self.cand_call(msg, timeout, label, idle_s=idle_s)
+        if answer.get("compute_ops"):
+            raise self.fail(Verdict.POLICY, f"call policy {policy}: forward calls PyTorch compute ops: "
+                            f"{', '.join(str(o)[:80] for o in answer['compute_ops'][:8])}")
+        err, out = self.read_back(answer, ref_out, self.cand_views)
+        if err is not None:
+            raise self.fail(Verdict.INTEGRITY if err.integrity else Verdict.INCORRECT, f"{label}: {err.message}",
+                            correctness=None if err.integrity else CorrectnessResult(False, t + 1, None, None,
+                                                                                    err.message))
+        after = self.ref_inputs_after.get(t)
+        if after is not None:
+            # the reference wrote into these inputs: the candidate leaves them as the reference
+            # did, or (when the reference also returns a tensor, its result) untouched
+            c_in = cmp.compare(list(self.cand_in), after, self.tols, torch.device(self.device).type)
+            if not c_in.ok and cmp.tensors(self.ref_example) and inp.unchanged(values, self.cand_in):
+                c_in = cmp.Comparison(True)
+            if not c_in.ok:
+                raise self.fail(Verdict.INCORRECT, f"{label}: its inputs after the call differ from the "
+                                f"reference's, which writes into them: {c_in.message}",
+                                correctness=CorrectnessResult(False, t + 1, None, None, c_in.message))
+        elif not inp.unchanged(values, self.cand_in):
+            raise self.fail(Verdict.INTEGRITY, f"{label}: the candidate modified its inputs")
+        c = cmp.compare(out, ref_out, self.tols, torch.device(self.device).type)
+        if not c.ok and c.integrity:
+            raise self.fail(Verdict.INTEGRITY, f"{label}: {c.message}")
+        if not c.ok:
+            second = self.second_opinion(out, ref_out, label, values)
+            if second is None or not second.ok:
+                message = c.message if second is None else f"{c.message}; against fp64: {second.message}"
+                raise self.fail(Verdict.INCORRECT, f"{label}: {message}",
+                                correctness=CorrectnessResult(False, t + 1, c.max_abs_err, c.max_rel_err, message))
+        return out, c
 
     def check_own_kernel(self) -> None:
         from kernelpro.evaluate import policy
