@@ -769,6 +769,43 @@ def test_input_sets_past_the_device_budget_wait_on_the_host(monkeypatch):
     assert judge.Judge.on_device_sets(fake) == [0, 1]
 
 
+def test_shedding_moves_later_input_sets_to_the_host_and_drops_kept_outputs(monkeypatch):
+    from types import SimpleNamespace
+
+    from kernelpro.evaluate import inputs, judge
+
+    monkeypatch.setattr(inputs, "to_host", lambda v: ["host"])
+    trims = []
+    one_set = [torch.empty(1000, device="meta"), 3]
+    out = torch.empty(250, dtype=torch.float64, device="meta")
+    fake = SimpleNamespace(input_sets=[one_set, one_set, ["host"], one_set], ref_outs=[out, None, [out, 7]],
+                           notes={}, trim=lambda: trims.append(1))
+    freed = judge.Judge.shed_copies(fake)
+    # the first set stays (every call's buffers are filled from it); the set already on the host is not counted
+    assert fake.input_sets == [one_set, ["host"], ["host"], ["host"]]
+    assert fake.ref_outs == [None, None, None] and trims == [1]
+    assert freed == 2 * 4000 + 2 * 2000 == fake.notes["copies_shed_bytes"]
+    assert fake.notes["input_sets_on_host"] == 2.0 and fake.notes["reference_outputs_on_device"] == 0.0
+
+
+def test_the_candidate_gets_room_before_it_allocates(monkeypatch):
+    from types import SimpleNamespace
+
+    from kernelpro.evaluate import judge
+
+    gib = float(1 << 30)
+    shed = []
+    for free, expect_shed in ((60 * gib, False), (30 * gib, True)):
+        monkeypatch.setattr(torch.cuda, "mem_get_info", lambda f=free: (int(f), int(80 * gib)))
+        fake = SimpleNamespace(cuda=True, in_bytes=6 * gib, ref_out_bytes=6 * gib, notes={}, trim=lambda: None,
+                               shed_copies=lambda: shed.append(1))
+        shed.clear()
+        judge.Judge.make_room(fake)
+        # still to come: 6 GB of candidate inputs, 4 outputs of 6 GB, a twentieth of 80 GB: 34 GB
+        assert bool(shed) is expect_shed, free
+        assert fake.notes["free_before_candidate_bytes"] == free
+
+
 def test_the_judge_s_copies_leave_room_for_what_the_evaluation_allocates_later(monkeypatch):
     # a 7.5-GB input on an 80-GB GPU: the harnesses' buffers, the models' outputs and a fresh
     # set still to come take most of it, so few copies may stay
