@@ -229,25 +229,35 @@ def test_copies_split_between_gpu_and_recomputed(run_eval, gpu_problem):
     assert notes.get("input_sets_on_host", 0.0) == 0.0, notes
 
 
-def test_input_sets_wait_in_host_memory_where_the_device_lacks_room(run_eval, gpu_problem):
-    # a share of about 6 MB: the first trial's 4-MB inputs stay on the GPU and one more set
-    # beside them, the N(0, 1) set is kept in host memory and copied in when a call needs it
-    # (what a 7.5-GB KernelBench input on an 80-GB GPU needs); the judge still catches what it caught
+@pytest.mark.parametrize("draws", ["seeded", "numpy"])
+def test_input_sets_wait_in_host_memory_where_the_device_lacks_room(run_eval, gpu_problem, session_dir, draws):
+    # a share of about 2 MB: the first trial's 4-MB inputs stay on the GPU, the second trial's
+    # and the N(0, 1) set are drawn again from their seeds when a call needs them, or, where
+    # get_inputs draws from numpy's generator (which the seed does not reach), kept in host
+    # memory and copied in (what a 7.5-GB KernelBench input on an 80-GB GPU needs); the judge
+    # still catches what it caught, timing on the first set alone
     import torch
 
+    prob = gpu_problem
+    if draws == "numpy":
+        prob = session_dir / "fused_bias_gelu_gpu_numpy.py"
+        prob.write_text(gpu_problem.read_text() + "\n\ndef get_inputs():\n    import numpy as np\n\n"
+                        "    return [torch.from_numpy(np.random.rand(ROWS, COLS).astype('float32'))]\n")
     free, _ = torch.cuda.mem_get_info()
-    kw = dict(device="cuda", device_copy_share=6e6 / free)
-    result = run_eval(honest("same_ops"), gpu_problem, **kw)
+    kw = dict(device="cuda", device_copy_share=2e6 / free)
+    result = run_eval(honest("same_ops"), prob, **kw)
     assert result.verdict is Verdict.CORRECT, result.reason
     notes = result.measurements["evaluator"]
-    assert notes["input_sets_on_host"] == 1, notes
+    aside = "input_sets_redrawn" if draws == "seeded" else "input_sets_on_host"
+    assert notes[aside] == 2, notes
+    assert notes.get("input_sets_not_reproducible", 0.0) == float(draws == "numpy"), notes
     for cand in (cheater("caches_by_count"), gpu("stale_in_timing")):
-        caught = run_eval(cand, gpu_problem, **kw)
+        caught = run_eval(cand, prob, **kw)
         assert caught.verdict is Verdict.INTEGRITY, (cand.name, caught.reason)
 
 
 def test_out_of_memory_sheds_the_judge_s_copies_and_tries_once_more(run_eval, gpu_problem):
-    # the first call runs out of memory: the later input sets move to host memory, the kept
+    # the first call runs out of memory: the later input sets are set aside (drawn again), the kept
     # reference outputs are dropped (computed again), caches are trimmed, and the call is
     # made again; the timed calls then take their values from the first set only
     result = run_eval(honest("out_of_memory_once"), gpu_problem, device="cuda")
@@ -255,7 +265,7 @@ def test_out_of_memory_sheds_the_judge_s_copies_and_tries_once_more(run_eval, gp
     notes = result.measurements["evaluator"]
     assert notes["trial_retried_after_oom"] == 0.0, notes
     assert notes["copies_shed_bytes"] >= 2 * 4e6, notes  # two later 4-MB sets, and outputs
-    assert notes["input_sets_on_host"] >= 2 and notes["reference_outputs_on_device"] == 0, notes
+    assert notes["input_sets_redrawn"] >= 2 and notes["reference_outputs_on_device"] == 0, notes
     assert notes["reference_outputs_recomputed"] >= 2, notes
 
 

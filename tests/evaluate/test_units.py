@@ -746,6 +746,7 @@ def test_input_sets_past_the_device_budget_wait_on_the_host(monkeypatch):
     moved = []
     monkeypatch.setattr(inputs, "to_host", lambda v: moved.append(v) or ["host"])
     fake = SimpleNamespace(input_sets=[], notes={}, cuda=True)
+    fake.set_aside = lambda v, r: judge.Judge.set_aside(fake, v, r)  # no recipe: to the host
     one_set = [torch.empty(1000, device="meta"), 3, [torch.empty(500, dtype=torch.float64, device="meta")]]
     nbytes = 1000 * 4 + 500 * 8
     budget = [1.5 * nbytes]
@@ -769,6 +770,42 @@ def test_input_sets_past_the_device_budget_wait_on_the_host(monkeypatch):
     assert judge.Judge.on_device_sets(fake) == [0, 1]
 
 
+def test_sets_beyond_the_budget_are_drawn_again_where_their_seed_gives_the_same_bits():
+    from types import SimpleNamespace
+
+    from kernelpro.evaluate import judge
+
+    def fake_judge(draw):
+        fake = SimpleNamespace(cuda=True, notes={}, _redraw=None, sync=lambda: None, input_sets=[])
+        fake.draw_set = draw
+        fake.redraw_allowed = lambda v, r: judge.Judge.redraw_allowed(fake, v, r)
+        return fake
+
+    def seeded(recipe):
+        g = torch.Generator().manual_seed(recipe.seed)
+        return [torch.rand(64, generator=g), 3]
+
+    fake = fake_judge(seeded)
+    recipe = judge.Redraw(7, False)
+    first = seeded(recipe)
+    assert judge.Judge.set_aside(fake, first, recipe) is recipe
+    assert fake.notes["input_sets_redrawn"] == 1.0 and "input_sets_on_host" not in fake.notes
+    fake.input_sets = [[torch.empty(64, device="meta")], recipe]
+    # a set drawn again is not on the device: timed calls do not take it
+    assert judge.Judge.on_device_sets(fake) == [0]
+    again = judge.Judge.values_of(fake, 1)
+    assert again[0].equal(first[0]) and again[1] == 3
+    # a get_inputs that draws from a generator the seed does not reach keeps its sets on the host
+    unseeded = fake_judge(lambda r: [torch.rand(64), 3])
+    host = judge.Judge.set_aside(unseeded, unseeded.draw_set(recipe), recipe)
+    assert isinstance(host, list) and unseeded.notes["input_sets_not_reproducible"] == 1.0
+    assert unseeded.notes["input_sets_on_host"] == 1.0 and unseeded._redraw is False
+    # on a CPU the sets are kept as they are drawn
+    cpu = fake_judge(seeded)
+    cpu.cuda = False
+    assert isinstance(judge.Judge.set_aside(cpu, first, recipe), list)
+
+
 def test_shedding_moves_later_input_sets_to_the_host_and_drops_kept_outputs(monkeypatch):
     from types import SimpleNamespace
 
@@ -779,7 +816,8 @@ def test_shedding_moves_later_input_sets_to_the_host_and_drops_kept_outputs(monk
     one_set = [torch.empty(1000, device="meta"), 3]
     out = torch.empty(250, dtype=torch.float64, device="meta")
     fake = SimpleNamespace(input_sets=[one_set, one_set, ["host"], one_set], ref_outs=[out, None, [out, 7]],
-                           notes={}, trim=lambda: trims.append(1))
+                           notes={}, trim=lambda: trims.append(1), recipes=[None] * 4, cuda=False)
+    fake.set_aside = lambda v, r: judge.Judge.set_aside(fake, v, r)
     freed = judge.Judge.shed_copies(fake)
     # the first set stays (every call's buffers are filled from it); the set already on the host is not counted
     assert fake.input_sets == [one_set, ["host"], ["host"], ["host"]]

@@ -75,6 +75,22 @@ class _NoFreshSet(Exception):
     """A new input set could not be drawn (it was drawn before: the device lacks room)."""
 
 
+@attrs.frozen
+class Redraw:
+    """An input set the judge does not keep: drawn again from its seed (``other``: the N(0, 1)
+    set) where a call needs it. On a GPU that takes milliseconds, where copying a set of
+    gigabytes to page-locked host memory took seconds; used only after the set was drawn
+    twice with the same bits (:meth:`Judge.redraw_allowed`)."""
+
+    seed: int
+    other: bool
+
+
+#: a second draw slower than this (a ``get_inputs`` that falls back to the CPU) is not used
+#: for sets beyond the budget: they wait in host memory instead
+REDRAW_MAX_S = 0.5
+
+
 class Fail(Exception):
     def __init__(self, verdict: Verdict, reason: str, **extra: Any) -> None:
         super().__init__(reason)
@@ -252,6 +268,7 @@ class Judge:
         self._confirming = False
         self._last_out: Any = None  # the candidate's output of its last call not re-checked
         self.share = float(self.ev.get("device_copy_share", DEVICE_COPY_SHARE))
+        self._redraw: bool | None = None  # whether sets beyond the budget are drawn again (decided once)
 
     # --- small helpers ----------------------------------------------------------------------------
 
@@ -420,6 +437,35 @@ class Judge:
         self.ask(self.ref, {"op": "setup", "problem": self.job["problem"], "seed": self.seed}, load,
                  "building the reference")
 
+    def draw_set(self, recipe: Redraw) -> list[Any]:
+        values = self.draw_inputs(recipe.seed)
+        return inp.other_distribution(values, recipe.seed) if recipe.other else values
+
+    def values_of(self, j: int) -> list[Any]:
+        """Input set ``j``'s values: kept (on the device or in host memory), or drawn again."""
+        kept = self.input_sets[j]
+        return self.draw_set(kept) if isinstance(kept, Redraw) else kept
+
+    def redraw_allowed(self, values: list[Any], recipe: Redraw) -> bool:
+        """Whether sets may be drawn again instead of kept (decided on the first set that does
+        not fit): on a GPU, where drawing ``recipe`` again gives ``values``' bits within
+        ``REDRAW_MAX_S`` (a ``get_inputs`` that draws from an unseeded generator, or on the
+        CPU, keeps its sets in host memory)."""
+        if self._redraw is None:
+            self._redraw = False
+            if self.cuda:
+                t0 = time.monotonic()
+                again = self.draw_set(recipe)
+                same = fingerprint(again) == fingerprint(values)
+                self.sync()
+                took = time.monotonic() - t0
+                del again
+                self.notes["input_set_redraw_s"] = took
+                self._redraw = same and took <= REDRAW_MAX_S
+                if not same:
+                    self.notes["input_sets_not_reproducible"] = 1.0
+        return self._redraw
+
     def draw_inputs(self, seed: int) -> list[Any]:
         try:
             return make_inputs(self.problem, seed, self.device)
@@ -452,9 +498,11 @@ class Judge:
         # the others wait in host memory, copied in when a call needs them: on a GPU of 80 GB
         # six sets of a 7.5-GB KernelBench input did not fit beside the harnesses' buffers
         in_budget = [math.inf]
-        self.input_sets: list[list[Any]] = []
+        self.input_sets: list[Any] = []  # each a list of values, or a Redraw
+        self.recipes: list[Redraw] = []  # how each set was drawn
         for t in range(trials):
-            values = self.draw_inputs(self.seed + 1 + t)
+            recipe = Redraw(self.seed + 1 + t, False)
+            values = self.draw_inputs(recipe.seed)
             if t == 0 and self.cuda:
                 self.in_bytes = _output_bytes(values)
                 # still to come: both harnesses' input and output buffers, the output each
@@ -463,7 +511,9 @@ class Judge:
                 # fewer sets stay than could)
                 out_guess = self.in_bytes
                 in_budget = [self.copies_budget(later=3 * self.in_bytes + 4 * out_guess)]
-            self.input_sets.append(self.place_inputs(values, in_budget))
+            self.input_sets.append(self.place_inputs(values, in_budget, recipe))
+            self.recipes.append(recipe)
+            del values
         self.sync()
         lap("draw")
         self.ref_in = self.lend_inputs(ref, self.input_sets[0], "lending the reference's inputs")
@@ -528,11 +578,12 @@ class Judge:
             self.sync()
             lap("watch")
             if other:
-                self.input_sets.append(self.place_inputs(values, in_budget))
+                self.recipes.append(Redraw(self.seed + 1000, True))
+                self.input_sets.append(self.place_inputs(values, in_budget, self.recipes[-1]))
             self.ref_outs.append(kept)
 
-        for values in self.input_sets:
-            one(values)
+        for j in range(len(self.input_sets)):
+            one(self.values_of(j))
         self.check_reference_repeats()
         if self.ev.get("other_distribution", True):
             values = inp.other_distribution(self.draw_inputs(self.seed + 1000), self.seed + 1000)
@@ -557,9 +608,10 @@ class Judge:
         margin = max(float(1 << 30), 0.05 * total)
         return max(0.0, min(self.share * avail, avail - later - margin))
 
-    def place_inputs(self, values: list[Any], budget: list[float]) -> list[Any]:
+    def place_inputs(self, values: list[Any], budget: list[float], recipe: Redraw | None = None) -> Any:
         """The first set as it is; later ones kept where they are while their device bytes fit
-        in ``budget[0]`` (taken from it), else moved to host memory (note
+        in ``budget[0]`` (taken from it), else drawn again when needed (``recipe``, where
+        :meth:`redraw_allowed`; note ``input_sets_redrawn``) or moved to host memory (note
         ``input_sets_on_host``)."""
         if not self.input_sets:
             return values
@@ -567,6 +619,13 @@ class Judge:
         if nbytes <= budget[0]:
             budget[0] -= nbytes
             return values
+        return self.set_aside(values, recipe)
+
+    def set_aside(self, values: list[Any], recipe: Redraw | None) -> Any:
+        """A set that does not stay on the device: its recipe, or a page-locked host copy."""
+        if recipe is not None and self.redraw_allowed(values, recipe):
+            self.notes["input_sets_redrawn"] = self.notes.get("input_sets_redrawn", 0.0) + 1.0
+            return recipe
         self.notes["input_sets_on_host"] = self.notes.get("input_sets_on_host", 0.0) + 1.0
         t0 = time.monotonic()
         host = inp.to_host(values)
@@ -582,7 +641,8 @@ class Judge:
         every = list(range(len(self.input_sets)))
         if not self.cuda:
             return every
-        return [j for j in every if all(t.device.type != "cpu" for t in inp.tensors(self.input_sets[j]))]
+        return [j for j in every if not isinstance(self.input_sets[j], Redraw)
+                and all(t.device.type != "cpu" for t in inp.tensors(self.input_sets[j]))]
 
     def trim(self) -> None:
         """Both allocators' cached free blocks back to the driver: the judge's (temporaries of
@@ -607,8 +667,7 @@ class Judge:
             on_dev = [t for t in inp.tensors(self.input_sets[j]) if t.device.type != "cpu"]
             if on_dev:
                 freed += sum(t.numel() * t.element_size() for t in on_dev)
-                self.input_sets[j] = inp.to_host(self.input_sets[j])
-                self.notes["input_sets_on_host"] = self.notes.get("input_sets_on_host", 0.0) + 1.0
+                self.input_sets[j] = self.set_aside(self.input_sets[j], self.recipes[j])
         for t, kept in enumerate(self.ref_outs):
             on_dev = [x for x in cmp.tensors(kept) if x.device.type != "cpu"] if kept is not None else []
             if on_dev:
@@ -667,7 +726,7 @@ class Judge:
                               f"({', '.join(kinds) if kinds else 'its forward reads self.training'}); "
                               "reference and candidate are judged in eval mode (docs/evaluation.md)")
 
-    def trial_reference(self, t: int) -> Any:
+    def trial_reference(self, t: int, values: list[Any]) -> Any:
         """The reference's output for trial ``t``: the kept copy, or the reference called again
         on the trial's inputs (:meth:`reference_on`), as the verify stage does for the
         re-checked timed calls."""
@@ -675,7 +734,7 @@ class Judge:
         if kept is not None:
             return kept
         t0 = time.monotonic()
-        out = self.reference_on(self.input_sets[t], 0.0, "the reference's forward, again")
+        out = self.reference_on(values, 0.0, "the reference's forward, again")
         self.sync()
         self.recomputed += 1
         self.notes["reference_outputs_recomputed"] = float(self.recomputed)
@@ -867,8 +926,8 @@ class Judge:
         """Trial ``t``: the candidate called on its inputs, its output read back and compared
         with the reference's; raises :class:`Fail` where it fails. The output (valid until the
         candidate's next call) and the comparison."""
-        values = self.input_sets[t]
-        ref_out = self.trial_reference(t)
+        values = self.values_of(t)
+        ref_out = self.trial_reference(t, values)  # one set drawn again at a time
         inp.fill(self.cand_in, values)
         self.sync()
         msg: dict[str, Any] = {"op": "call", "export": True, "prefix": f"{label}: forward failed: "}
@@ -1022,8 +1081,8 @@ class Judge:
         if not self.ev.get("fp64_second_opinion", True):
             return False
         first: Any = None
-        for values in self.input_sets:
-            gold = self.reference_fp64(values)
+        for j in range(len(self.input_sets)):
+            gold = self.reference_fp64(self.values_of(j))
             if gold is None:
                 return False
             if first is None:
@@ -1174,7 +1233,7 @@ class Judge:
                 u = warm_u[(-1 - i) % len(warm_u)] if i < 0 else timed_u[i % len(timed_u)]
                 if values is not None:
                     j, u = -1, 0.0
-                inp.fill(views_in, self.input_sets[j] if values is None else values, u)
+                inp.fill(views_in, self.values_of(j) if values is None else values, u)
                 flush()
                 self.sync()
                 # while the reference is timed, the candidate's processes are stopped: nothing
@@ -1328,7 +1387,7 @@ class Judge:
         """Re-check the kept timed calls."""
         self.status("verify")
         for i, j, u, kept in self.kept:
-            expected = self.reference_on(self.input_sets[j], u, "the reference's re-check")
+            expected = self.reference_on(self.values_of(j), u, "the reference's re-check")
             pick: Callable[[Any], Any] | None = None
             if self.sampler is not None:
                 want, why = cmp.values_at(expected, kept)
@@ -1340,7 +1399,7 @@ class Judge:
                 got, expected_at = kept, expected
             c = cmp.compare(got, expected_at, self.tols, compute_device=self.device if self.cuda else None)
             if not c.ok and not c.integrity:
-                second = self.second_opinion(got, expected_at, f"timed call {i}", self.input_sets[j], u, pick)
+                second = self.second_opinion(got, expected_at, f"timed call {i}", self.values_of(j), u, pick)
                 c = second if second is not None and second.ok else c
             if not c.ok:
                 raise self.fail(Verdict.INTEGRITY, f"timed call {i} returned a wrong output (results cached across "
