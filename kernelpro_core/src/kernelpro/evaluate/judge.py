@@ -659,9 +659,9 @@ class Judge:
 
     def shed_copies(self) -> float:
         """Move the judge's optional device copies out of the way: input sets beyond the first
-        to page-locked host memory, the reference's kept outputs dropped (called again at
-        correctness); then :meth:`trim`. The bytes freed on the device (note
-        ``copies_shed_bytes``)."""
+        set aside (:meth:`set_aside`: drawn again, or in page-locked host memory), the
+        reference's kept outputs dropped (called again at correctness); then :meth:`trim`.
+        The bytes freed on the device (note ``copies_shed_bytes``)."""
         freed = 0.0
         for j in range(1, len(self.input_sets)):
             on_dev = [t for t in inp.tensors(self.input_sets[j]) if t.device.type != "cpu"]
@@ -683,9 +683,10 @@ class Judge:
         """Before the candidate's process allocates anything: caches trimmed, and the optional
         copies shed when the device's free memory does not cover what is still to come (the
         candidate's input and output buffers, the output its model allocates, the outputs the
-        eager and compiled reference allocate again when timed, a twentieth of the device). Budgets taken earlier could not see what the reference's
-        process would keep (on an 80-GB H100, 19 GB after a 7.5-GB InstanceNorm's eager,
-        compiled and training-mode calls)."""
+        eager and compiled reference allocate again when timed, a twentieth of the device).
+        Budgets taken earlier could not see what the reference's process would keep (on an
+        80-GB H100, 19 GB after a 7.5-GB InstanceNorm's eager, compiled and training-mode
+        calls)."""
         if not self.cuda:
             return
         self.trim()
