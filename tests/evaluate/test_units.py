@@ -949,3 +949,22 @@ def test_a_host_set_is_compared_one_piece_at_a_time(monkeypatch):
     assert [p[0].numel() for p in pieces] == [4, 2] and moved == [4, 4, 2]
     same = list(inputs._pieces(host, host))
     assert len(same) == 1 and same[0][0] is host
+
+
+def test_the_reference_out_of_memory_beside_a_candidate_is_that_job_s_oom():
+    # its baseline job ran alone, so running out beside the candidate is no problem error; in
+    # the baseline job it is
+    from types import SimpleNamespace
+
+    from kernelpro.evaluate import judge
+    from kernelpro.records import Verdict
+
+    remote = SimpleNamespace(request=lambda *a, **k: {"ok": False, "verdict": "oom",
+                                                      "reason": "OutOfMemoryError: CUDA out of memory"})
+    for candidate, verdict in (("c.py", Verdict.OOM), (None, Verdict.PROBLEM_ERROR)):
+        fake = SimpleNamespace(ref=remote, job={"candidate": candidate}, compile_res=None)
+        fake.fail = lambda v, r, **e: judge.Judge.fail(fake, v, r, **e)
+        with pytest.raises(judge.Fail) as caught:
+            judge.Judge.ask(fake, remote, {"op": "call"}, 1.0, "the reference's timed call")
+        assert caught.value.verdict is verdict, caught.value.reason
+        assert "CUDA out of memory" in caught.value.reason

@@ -302,6 +302,11 @@ class Judge:
             reason = str(answer.get("reason", "failed"))[:2000]
             if remote is self.ref and answer.get("evaluator"):
                 raise Fail(Verdict.CRASH, f"{reason} ({what}, in the reference's process)")
+            if remote is self.ref and verdict == "oom" and self.job.get("candidate") is not None:
+                # its baseline job ran on its own: beside the candidate's process the device
+                # lacked room (the candidate's memory, or the evaluation's), not the problem's fault
+                raise self.fail(Verdict.OOM, f"the reference ran out of memory beside the candidate ({what}): "
+                                f"{reason}")
             if remote is self.ref:
                 raise Fail(Verdict.PROBLEM_ERROR, reason if verdict == "problem_error"
                            else f"the reference failed ({what}): {reason}")
