@@ -690,7 +690,7 @@ class Judge:
         candidate's input and output buffers, the output its model allocates, the outputs the
         eager and compiled reference allocate again when timed, a twentieth of the device).
         Budgets taken earlier could not see what the reference's process would keep (on an
-        80-GB H100, 19 GB after a 7.5-GB InstanceNorm's eager, compiled and training-mode
+        80-GB H100, 19.35 GiB after a 7.5-GB InstanceNorm's eager, compiled and training-mode
         calls)."""
         if not self.cuda:
             return
