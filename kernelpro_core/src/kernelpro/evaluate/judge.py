@@ -887,22 +887,23 @@ class Judge:
         retried = False
         for t in range(len(self.input_sets)):
             label = f"trial {t}" if t < trials else "N(0,1) trial"
+            # the first call may compile for long (first_call_timeout_s) but not sit idle past the call limit
+            limits = (first, self.call_limit()) if t == 0 else (self.call_limit(), None)
             try:
-                out, c = self.correctness_trial(t, label, policy, first if t == 0 else self.call_limit(),
-                                                self.call_limit() if t == 0 else None)
+                out, c = self.correctness_trial(t, label, policy, *limits)
             except (Fail, torch.OutOfMemoryError) as exc:
                 # out of device memory, the candidate's or the judge's: once, with the judge's
-                # optional copies moved out of the way (a model that needs more than the device
-                # has left beside the evaluation's buffers fails again, and that is its verdict)
+                # optional copies moved out of the way, while the candidate's process lives (a
+                # model that needs more than the device has left beside the evaluation's buffers
+                # fails again, and that is its verdict)
                 oom = isinstance(exc, torch.OutOfMemoryError) or exc.verdict is Verdict.OOM
-                if not (oom and not retried):
+                if not (oom and not retried and self.cand is not None and self.cand.alive()):
                     raise
                 retried = True
                 del exc
                 self.shed_copies()
                 self.notes["trial_retried_after_oom"] = float(t)
-                out, c = self.correctness_trial(t, label, policy, first if t == 0 else self.call_limit(),
-                                                self.call_limit() if t == 0 else None)
+                out, c = self.correctness_trial(t, label, policy, *limits)
             if c.n_over and t < trials:  # get_inputs()'s distribution, as the new sets'
                 self.admitted.append((c.max_abs_err, c.n_over))
             max_abs, max_rel = max(max_abs, c.max_abs_err), max(max_rel, c.max_rel_err)
@@ -939,7 +940,6 @@ class Judge:
         msg: dict[str, Any] = {"op": "call", "export": True, "prefix": f"{label}: forward failed: "}
         if policy in ("no_torch_compute", "own_kernel"):
             msg["policy"] = policy
-        # the first call may compile for long (first_call_timeout_s) but not sit idle past the call limit
         answer = self.cand_call(msg, timeout, label, idle_s=idle_s)
         if answer.get("compute_ops"):
             raise self.fail(Verdict.POLICY, f"call policy {policy}: forward calls PyTorch compute ops: "

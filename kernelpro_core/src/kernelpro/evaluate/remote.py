@@ -159,6 +159,10 @@ class Remote:
         return HarnessEnded("exited", f"the {self.role}'s process exited with status {rc} without a result ({what})"
                             f"{': ' + tail if tail else ''}")
 
+    def alive(self) -> bool:
+        """Whether the harness's process is still running."""
+        return self.proc.poll() is None
+
     def close(self, timeout: float = 5.0) -> None:
         """Ask the harness to leave; kill it (and what it started) if it does not."""
         try:
