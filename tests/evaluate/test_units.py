@@ -947,8 +947,34 @@ def test_a_host_set_is_compared_one_piece_at_a_time(monkeypatch):
     first = next(pieces)
     assert moved == [4] and first[0].device.type == "meta" and first[1].shape == (4,)
     assert [p[0].numel() for p in pieces] == [4, 2] and moved == [4, 4, 2]
-    same = list(inputs._pieces(host, host))
-    assert len(same) == 1 and same[0][0] is host
+    moved.clear()
+    # on one device too: whole-tensor comparisons allocate a byte per element per temporary
+    # (a 2-GiB boolean failed on an 80-GB H100 holding an 8-GiB L1-norm problem's buffers)
+    same = list(inputs._pieces(host, host.clone()))
+    assert [p[0].numel() for p in same] == [4, 4, 2] and moved == []
+    assert all(p[0].data_ptr() == host.data_ptr() + 4 * 4 * i for i, p in enumerate(same))  # views
+
+
+def test_unchanged_compares_in_pieces_without_copying_strided_buffers(monkeypatch):
+    from kernelpro.evaluate import inputs
+
+    monkeypatch.setattr(inputs, "PIECE", 6)
+    base = torch.randn(5, 4)
+    strided = torch.empty(4, 5).t()  # a buffer lent with the example's transposed strides
+    strided.copy_(base)
+    assert not strided.is_contiguous()
+    pieces = list(inputs._pieces(base, strided))
+    assert [p[1].shape for p in pieces] == [(1, 4)] * 5  # rows of the strided one: views, no copy
+    assert all(p[1].data_ptr() == strided[i].data_ptr() for i, p in enumerate(pieces))
+    assert inputs.unchanged([base], [strided])
+    strided[4, 3] = 7.0  # a change in the last piece only
+    assert not inputs.unchanged([base], [strided])
+    nan = torch.full((3, 5), float("nan"))
+    assert inputs.unchanged([nan], [nan.clone()])  # NaN equals NaN
+    big = torch.arange(20.0)
+    other = big.clone()
+    other[19] = -1.0
+    assert inputs.unchanged([big], [big.clone()]) and not inputs.unchanged([big], [other])
 
 
 def test_the_reference_out_of_memory_beside_a_candidate_is_that_job_s_oom():
@@ -968,3 +994,39 @@ def test_the_reference_out_of_memory_beside_a_candidate_is_that_job_s_oom():
             judge.Judge.ask(fake, remote, {"op": "call"}, 1.0, "the reference's timed call")
         assert caught.value.verdict is verdict, caught.value.reason
         assert "CUDA out of memory" in caught.value.reason
+
+
+@pytest.mark.parametrize("answers, shed, gold", [
+    # out of memory once: the judge's copies shed, the call tried again and answered
+    ([{"ok": False, "verdict": "oom", "reason": "OutOfMemoryError: CUDA out of memory"}, {"ok": True}], 1, True),
+    # twice: no second opinion (flagged), one shed only
+    ([{"ok": False, "verdict": "oom", "reason": "OutOfMemoryError: CUDA out of memory"}] * 3, 1, False),
+    # not memory (an op without float64): no retry
+    ([{"ok": False, "verdict": "runtime_error", "reason": "not implemented for 'Double'"}, {"ok": True}], 0, False),
+])
+def test_the_float64_reference_out_of_memory_sheds_and_tries_once_more(answers, shed, gold):
+    # L1 92 (an exclusive cumsum of 4 GiB) on an 80-GB H100: the reference's float64 call ran
+    # out of memory beside the judge's 56.6 GiB and an honest candidate's summation order was
+    # judged against the fp32 reference's tolerance alone
+    import types
+    from types import SimpleNamespace
+
+    from kernelpro.evaluate import judge
+
+    asked = []
+    remote = SimpleNamespace(request=lambda msg, *a: asked.append(msg) or answers[len(asked) - 1])
+    example = torch.zeros(3)
+    fake = SimpleNamespace(exact_unavailable=None, fp64_shed=False, cuda=True, ref=remote, ref_example=example,
+                           fp64_views=[torch.ones(3, dtype=torch.float64)], ref_in=[torch.zeros(3)], flags=[],
+                           notes={}, sync=lambda: None, call_limit=lambda: 1.0, shed=[])
+    fake.shed_copies = lambda: fake.shed.append(1) or 0.0
+    fake.shed_for_fp64 = types.MethodType(judge.Judge.shed_for_fp64, fake)
+    fake.reference_fp64 = types.MethodType(judge.Judge.reference_fp64, fake)
+    out = fake.reference_fp64([torch.ones(3)])
+    assert len(fake.shed) == shed and len(asked) == min(len(answers), 1 + shed)
+    assert (out is not None) == gold
+    if gold:
+        assert out.dtype == torch.float64 and fake.notes == {"fp64_retried_after_oom": 1.0} and not fake.flags
+    else:
+        assert fake.exact_unavailable and fake.flags[0].startswith("fp64_second_opinion_unavailable")
+        assert fake.reference_fp64([torch.ones(3)]) is None and len(asked) == 1 + shed  # not asked again

@@ -74,18 +74,28 @@ def to_host(value: Any) -> Any:
     return value
 
 
-#: elements compared at a time where a kept set and a buffer lie on different devices
+#: elements compared at a time: a comparison of a whole multi-GB input would allocate its
+#: boolean temporaries (a byte per element, several of them) on a device already full
 PIECE = 1 << 26
 
 
+def _split(t: torch.Tensor, flat: bool) -> list[torch.Tensor]:
+    """``t`` in views of at most about :data:`PIECE` elements, in order: flat pieces where
+    ``flat`` (``t`` contiguous), else slices of its first dimension (a flat view of a strided
+    tensor would be a copy of it)."""
+    if t.numel() <= PIECE or t.dim() == 0:
+        return [t]
+    if flat:
+        return list(t.reshape(-1).split(PIECE))
+    return list(t.split(max(1, PIECE // max(1, t[0].numel()))))
+
+
 def _pieces(b: torch.Tensor, a: torch.Tensor):
-    """(b, a) where they share a device; else matching flat pieces with ``b``'s moved to
-    ``a``'s device one at a time, as they are asked for (a list would hold the whole set there)."""
-    if b.device == a.device:
-        yield b, a
-        return
-    for bp, ap in zip(b.reshape(-1).split(PIECE), a.reshape(-1).split(PIECE)):
-        yield bp.to(a.device), ap
+    """Matching pieces of ``b`` and ``a`` (same shape), with ``b``'s moved to ``a``'s device
+    one at a time, as they are asked for (a list would hold the whole set there)."""
+    flat = b.is_contiguous() and a.is_contiguous()
+    for bp, ap in zip(_split(b, flat), _split(a, flat)):
+        yield (bp if bp.device == ap.device else bp.to(ap.device)), ap
 
 
 def unchanged(before: list[Any], after: list[torch.Tensor]) -> bool:

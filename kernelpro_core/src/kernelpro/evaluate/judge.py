@@ -883,6 +883,7 @@ class Judge:
         # N(0,1) trial's: its scale need not be the new sets')
         self.admitted: list[tuple[float, int]] = []
         self.exact_unavailable: str | None = None
+        self.fp64_shed = False
         first = float(self.ev["first_call_timeout_s"])
         retried = False
         for t in range(len(self.input_sets)):
@@ -1053,7 +1054,9 @@ class Judge:
     def reference_fp64(self, values: list[Any], u: float = 0.0) -> Any:
         """The reference built in float64 and run on ``values`` (scaled by ``u``): its output in
         the judge's buffers (valid until the next such call), or None where it cannot run in
-        float64 (flag ``fp64_second_opinion_unavailable``, once)."""
+        float64 (flag ``fp64_second_opinion_unavailable``, once). Out of device memory (its
+        float64 copies of a multi-GB problem beside the judge's), once: the judge's optional
+        copies shed (:meth:`shed_copies`) and the call tried again (note ``fp64_retried_after_oom``)."""
         if self.exact_unavailable is not None:
             return None
         assert self.ref is not None
@@ -1063,9 +1066,13 @@ class Judge:
                                                     lambda d: torch.float64 if d.is_floating_point else d)
             except (transport.TransportError, torch.OutOfMemoryError) as exc:
                 # outputs of gigabytes on a GPU already holding the evaluation's buffers
-                self.exact_unavailable = f"no room for its outputs in float64 ({one_line(exc)[:200]})"
-                self.flags.append(f"fp64_second_opinion_unavailable: {self.exact_unavailable}")
-                return None
+                if self.fp64_shed or not self.cuda:
+                    self.exact_unavailable = f"no room for its outputs in float64 ({one_line(exc)[:200]})"
+                    self.flags.append(f"fp64_second_opinion_unavailable: {self.exact_unavailable}")
+                    return None
+                del exc
+                self.shed_for_fp64()
+                return self.reference_fp64(values, u)
         inp.fill(self.ref_in, values, u)
         self.sync()
         try:
@@ -1073,11 +1080,21 @@ class Judge:
                                       "the reference in float64")
         except HarnessEnded as end:
             raise self.ended(self.ref, end) from None
+        if not answer.get("ok") and answer.get("verdict") == "oom" and self.cuda and not self.fp64_shed:
+            self.shed_for_fp64()
+            return self.reference_fp64(values, u)
         if not answer.get("ok"):  # an op without float64 support: the first verdict stands
             self.exact_unavailable = str(answer.get("reason", "failed"))[:300]
             self.flags.append(f"fp64_second_opinion_unavailable: {self.exact_unavailable}")
             return None
         return cmp.replace_tensors(self.ref_example, self.fp64_views)
+
+    def shed_for_fp64(self) -> None:
+        """Room for the float64 reference, once: the judge's optional copies shed and both
+        processes' caches trimmed (:meth:`shed_copies`)."""
+        self.fp64_shed = True
+        self.notes["fp64_retried_after_oom"] = 1.0
+        self.shed_copies()
 
     def exact_is_constant(self) -> bool:
         """Whether the reference run in float64 gives the same output on every input set, to

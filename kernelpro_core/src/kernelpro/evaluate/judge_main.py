@@ -136,14 +136,15 @@ def main(argv: list[str] | None = None) -> int:
             correctness=f.extra.get("correctness"), flags=tuple(judge.flags), device=job["device"],
             gpu_name=judge.gpu_name)
     except BaseException as exc:
-        if _out_of_memory(exc):  # the evaluation's inputs, outputs and buffers do not fit on this device
-            result = EvalResult(verdict=Verdict.OOM, reason="the evaluator ran out of memory for the "
-                                f"evaluation's own buffers: {one_line(exc)}", flags=tuple(judge.flags),
-                                device=job["device"])
-        else:  # a fault of the judge itself: said as such, never blamed on the candidate
-            import traceback
+        import traceback
 
-            traceback.print_exc()  # into the evaluation's judge.log
+        traceback.print_exc()  # into the evaluation's judge.log: where it ran out, or failed
+        if _out_of_memory(exc):  # the evaluation's inputs, outputs and buffers do not fit on this device
+            stage = judge.stages[-1][0] if judge.stages else "start"
+            result = EvalResult(verdict=Verdict.OOM, reason="the evaluator ran out of memory for the "
+                                f"evaluation's own buffers (stage {stage}): {one_line(exc)}",
+                                flags=tuple(judge.flags), device=job["device"])
+        else:  # a fault of the judge itself: said as such, never blamed on the candidate
             result = EvalResult(verdict=Verdict.CRASH, reason=f"the evaluator failed: {one_line(exc)}",
                                 flags=tuple(judge.flags), device=job["device"])
     judge.stop_candidate()  # the candidate's processes are gone before the verdict is out
