@@ -1030,3 +1030,21 @@ def test_the_float64_reference_out_of_memory_sheds_and_tries_once_more(answers, 
     else:
         assert fake.exact_unavailable and fake.flags[0].startswith("fp64_second_opinion_unavailable")
         assert fake.reference_fp64([torch.ones(3)]) is None and len(asked) == 1 + shed  # not asked again
+
+
+def test_a_judge_out_of_memory_says_what_the_judge_holds(monkeypatch):
+    # the L1-norm problem's judge ran out with 27.6 GiB of tensors beside 32 GiB of lent
+    # buffers: the reason now says which of its copies were on the device
+    from types import SimpleNamespace
+
+    from kernelpro.evaluate import judge
+
+    gib = 1 << 30
+    monkeypatch.setattr(torch.cuda, "memory_allocated", lambda *a: 27 * gib)
+    on_dev = torch.empty(gib // 4, device="meta")  # 1 GiB of float32
+    fake = SimpleNamespace(input_sets=[[on_dev], judge.Redraw(1, False), [torch.zeros(2)]],
+                           ref_outs=[None, (on_dev, 3)],
+                           buffers=[SimpleNamespace(kind="device", nbytes=8 * gib),
+                                    SimpleNamespace(kind="host", nbytes=8 * gib)])
+    assert judge.Judge.held(fake) == ("judge holds 27.00 GiB of tensors (1 input sets 1.00, 1 kept outputs 1.00) "
+                                      "and 8.00 GiB lent to the harnesses")

@@ -684,6 +684,21 @@ class Judge:
         self.notes["copies_shed_bytes"] = self.notes.get("copies_shed_bytes", 0.0) + freed
         return freed
 
+    def held(self) -> str:
+        """What the judge holds on the device, in GiB, for the reason of its own out-of-memory
+        verdict: its allocator's live tensors, the input sets and reference outputs among them,
+        and the buffers it lends the harnesses (allocated outside the allocator)."""
+        gib = float(1 << 30)
+        sets = [sum(t.numel() * t.element_size() for t in inp.tensors(s) if t.device.type != "cpu")
+                for s in getattr(self, "input_sets", []) if not isinstance(s, Redraw)]
+        kept = [sum(x.numel() * x.element_size() for x in cmp.tensors(o) if x.device.type != "cpu")
+                for o in getattr(self, "ref_outs", []) if o is not None]
+        lent = sum(b.nbytes for b in getattr(self, "buffers", []) if b.kind != "host")
+        return (f"judge holds {torch.cuda.memory_allocated() / gib:.2f} GiB of tensors "
+                f"({sum(1 for b in sets if b)} input sets {sum(sets) / gib:.2f}, "
+                f"{sum(1 for b in kept if b)} kept outputs {sum(kept) / gib:.2f}) "
+                f"and {lent / gib:.2f} GiB lent to the harnesses")
+
     def make_room(self) -> None:
         """Before the candidate's process allocates anything: caches trimmed, and the optional
         copies shed when the device's free memory does not cover what is still to come (the

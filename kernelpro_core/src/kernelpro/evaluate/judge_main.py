@@ -141,8 +141,12 @@ def main(argv: list[str] | None = None) -> int:
         traceback.print_exc()  # into the evaluation's judge.log: where it ran out, or failed
         if _out_of_memory(exc):  # the evaluation's inputs, outputs and buffers do not fit on this device
             stage = judge.stages[-1][0] if judge.stages else "start"
+            try:
+                held = f"; {judge.held()}" if judge.cuda else ""
+            except Exception as why:  # the verdict stands without the breakdown
+                held = f"; what the judge holds is unknown ({one_line(why)[:80]})"
             result = EvalResult(verdict=Verdict.OOM, reason="the evaluator ran out of memory for the "
-                                f"evaluation's own buffers (stage {stage}): {one_line(exc)}",
+                                f"evaluation's own buffers (stage {stage}{held}): {one_line(exc)}",
                                 flags=tuple(judge.flags), device=job["device"])
         else:  # a fault of the judge itself: said as such, never blamed on the candidate
             result = EvalResult(verdict=Verdict.CRASH, reason=f"the evaluator failed: {one_line(exc)}",
