@@ -1048,3 +1048,38 @@ def test_a_judge_out_of_memory_says_what_the_judge_holds(monkeypatch):
                                     SimpleNamespace(kind="host", nbytes=8 * gib)])
     assert judge.Judge.held(fake) == ("judge holds 27.00 GiB of tensors (1 input sets 1.00, 1 kept outputs 1.00) "
                                       "and 8.00 GiB lent to the harnesses")
+
+
+def test_a_trial_is_retried_after_its_failed_attempt_is_released():
+    # L1 38 on an 80-GB H100: the trial retried after running out of memory failed again with
+    # the same 27.62 GiB of the judge's tensors. The retry ran inside the except clause, where
+    # the handled exception's traceback keeps the failed attempt's frames (its input set drawn
+    # again, its comparison's pieces) alive: nothing is shed until they are gone
+    import weakref
+    from types import SimpleNamespace
+
+    from kernelpro.evaluate import compare as cmp
+    from kernelpro.evaluate import judge
+
+    class Held:  # stands for the failed attempt's input set
+        pass
+
+    refs: list[weakref.ref] = []
+    alive_at_shed: list[bool] = []
+
+    def trial(t, label, policy, *limits):
+        values = Held()
+        if not refs:
+            refs.append(weakref.ref(values))
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 512.00 MiB")
+        return torch.zeros(2), cmp.Comparison(True)
+
+    fake = SimpleNamespace(status=lambda s: None, ev={"trials": 1, "first_call_timeout_s": 9.0}, call_limit=lambda: 1.0,
+                           input_sets=[[torch.zeros(2)]], notes={},
+                           cand=SimpleNamespace(alive=lambda: True), correctness_trial=trial,
+                           shed_copies=lambda: alive_at_shed.append(refs[0]() is not None) or 0.0,
+                           ref_watch=SimpleNamespace(equal=True), check_processes=lambda where: None,
+                           compare_backend_flags=lambda: None)
+    judge.Judge.correctness(fake)
+    assert alive_at_shed == [False], "the failed attempt's locals were still alive when the judge shed its copies"
+    assert fake.notes["trial_retried_after_oom"] == 0.0 and fake.correct.passed

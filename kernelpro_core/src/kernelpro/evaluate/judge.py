@@ -31,6 +31,7 @@ Stages (each named in the job's status file and timed in
 from __future__ import annotations
 
 import functools
+import gc
 import json
 import math
 import os
@@ -905,6 +906,7 @@ class Judge:
             label = f"trial {t}" if t < trials else "N(0,1) trial"
             # the first call may compile for long (first_call_timeout_s) but not sit idle past the call limit
             limits = (first, self.call_limit()) if t == 0 else (self.call_limit(), None)
+            again = False
             try:
                 out, c = self.correctness_trial(t, label, policy, *limits)
             except (Fail, torch.OutOfMemoryError) as exc:
@@ -915,8 +917,12 @@ class Judge:
                 oom = isinstance(exc, torch.OutOfMemoryError) or exc.verdict is Verdict.OOM
                 if not (oom and not retried and self.cand is not None and self.cand.alive()):
                     raise
+                again = True
+            if again:
+                # outside the except clause: while an exception is handled its traceback keeps
+                # the failed trial's frames, and so its input set and temporaries, on the device
                 retried = True
-                del exc
+                gc.collect()
                 self.shed_copies()
                 self.notes["trial_retried_after_oom"] = float(t)
                 out, c = self.correctness_trial(t, label, policy, *limits)
@@ -1085,7 +1091,7 @@ class Judge:
                     self.exact_unavailable = f"no room for its outputs in float64 ({one_line(exc)[:200]})"
                     self.flags.append(f"fp64_second_opinion_unavailable: {self.exact_unavailable}")
                     return None
-                del exc
+            if not hasattr(self, "fp64_views"):  # shed outside the except clause (see correctness)
                 self.shed_for_fp64()
                 return self.reference_fp64(values, u)
         inp.fill(self.ref_in, values, u)
@@ -1109,6 +1115,7 @@ class Judge:
         processes' caches trimmed (:meth:`shed_copies`)."""
         self.fp64_shed = True
         self.notes["fp64_retried_after_oom"] = 1.0
+        gc.collect()
         self.shed_copies()
 
     def exact_is_constant(self) -> bool:

@@ -147,7 +147,9 @@ def main(argv: list[str] | None = None) -> int:
                 held = f"; what the judge holds is unknown ({one_line(why)[:80]})"
             result = EvalResult(verdict=Verdict.OOM, reason="the evaluator ran out of memory for the "
                                 f"evaluation's own buffers (stage {stage}{held}): {one_line(exc)}",
-                                flags=tuple(judge.flags), device=job["device"])
+                                flags=tuple(judge.flags), device=job["device"],
+                                # what it had shed, retried and noted up to there
+                                measurements={"evaluator": dict(judge.notes)})
         else:  # a fault of the judge itself: said as such, never blamed on the candidate
             result = EvalResult(verdict=Verdict.CRASH, reason=f"the evaluator failed: {one_line(exc)}",
                                 flags=tuple(judge.flags), device=job["device"])
