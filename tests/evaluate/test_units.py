@@ -1083,3 +1083,77 @@ def test_a_trial_is_retried_after_its_failed_attempt_is_released():
     judge.Judge.correctness(fake)
     assert alive_at_shed == [False], "the failed attempt's locals were still alive when the judge shed its copies"
     assert fake.notes["trial_retried_after_oom"] == 0.0 and fake.correct.passed
+
+
+def test_get_inputs_out_of_device_memory_is_not_drawn_again_on_the_cpu(monkeypatch):
+    # the CPU fallback (for a get_inputs that calls .numpy()) spent 8-12 s per candidate drawing
+    # 6.4 GB on the host before failing to copy it to the device again
+    import types as _types
+
+    from kernelpro.evaluate import loader
+
+    calls = []
+
+    def get_inputs():
+        calls.append(1)
+        if len(calls) == 1:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 6.00 GiB")
+        return [torch.zeros(2)]
+
+    problem = _types.SimpleNamespace(get_inputs=get_inputs)
+    monkeypatch.setattr(loader, "seed_everything", lambda seed: None)
+    with pytest.raises(torch.OutOfMemoryError):
+        loader.make_inputs(problem, 1, "cuda")
+    assert calls == [1]  # not run again on the CPU
+
+
+@pytest.mark.parametrize("candidate, verdict", [("c.py", "oom"), (None, "problem_error")])
+def test_get_inputs_out_of_memory_is_the_candidate_job_s_oom(candidate, verdict, monkeypatch):
+    from types import SimpleNamespace
+
+    from kernelpro.evaluate import judge
+
+    def oom(*a):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 6.00 GiB")
+
+    monkeypatch.setattr(judge, "make_inputs", oom)
+    fake = SimpleNamespace(problem=None, device="cuda", job={"candidate": candidate})
+    with pytest.raises(judge.Fail) as caught:
+        judge.Judge.draw_inputs(fake, 1)
+    assert caught.value.verdict.value == verdict and "ran out of device memory" in caught.value.reason
+
+
+@pytest.mark.parametrize("fails, cuda, shed, drawn", [(1, True, 1, True), (2, True, 1, False), (1, False, 0, False)])
+def test_the_fresh_input_look_makes_room_once_for_its_set(fails, cuda, shed, drawn):
+    # every candidate of L1 20, 24, 28 and 32 (6.4-GB inputs) on an 80-GB H100 skipped the
+    # fresh-input look for want of room for one more set
+    import types
+    from types import SimpleNamespace
+
+    from kernelpro.evaluate import judge
+    from kernelpro.records import Verdict
+
+    tries = []
+
+    def draw(seed):
+        tries.append(seed)
+        if len(tries) <= fails:
+            raise judge.Fail(Verdict.OOM, "the problem's get_inputs() ran out of device memory")
+        return [torch.ones(2)]
+
+    fake = SimpleNamespace(cuda=cuda, notes={}, draw_inputs=draw, shed=[])
+    fake.shed_copies = lambda: fake.shed.append(1) or 0.0
+    fake.draw_fresh = types.MethodType(judge.Judge.draw_fresh, fake)
+    if drawn:
+        assert fake.draw_fresh(7)[0].sum() == 2 and tries == [7, 7]
+        assert fake.notes == {"fresh_input_room_made": 1.0}
+    else:
+        with pytest.raises(judge._NoFreshSet, match="ran out of device memory"):
+            fake.draw_fresh(7)
+    assert len(fake.shed) == shed
+    if drawn:  # a later set that does not fit: no second shedding
+        tries.clear()
+        fails = 5
+        with pytest.raises(judge._NoFreshSet):
+            fake.draw_fresh(8)
+        assert len(fake.shed) == 1

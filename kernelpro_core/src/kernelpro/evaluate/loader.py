@@ -53,13 +53,16 @@ def make_inputs(problem: types.ModuleType, seed: int, device: str) -> list[Any]:
     made there (``torch.device`` as the default device while ``get_inputs`` runs: a
     KernelBench input of billions of elements takes seconds to draw on the CPU and to copy);
     a ``get_inputs`` that fails that way (e.g. it calls ``.numpy()``) is run again on the
-    CPU under the same seed."""
+    CPU under the same seed. Out of device memory is raised as it is: the CPU's draw would
+    need the same room on the device once copied, after seconds of drawing gigabytes."""
     if device.startswith("cuda"):
         seed_everything(seed)
         try:
             with torch.device(device):
                 made = positional(problem.get_inputs(), "get_inputs()")
             return [to_device(x, device) for x in made]
+        except torch.OutOfMemoryError:
+            raise
         except Exception:
             pass
     seed_everything(seed)
