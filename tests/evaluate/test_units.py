@@ -1157,3 +1157,12 @@ def test_the_fresh_input_look_makes_room_once_for_its_set(fails, cuda, shed, dra
         with pytest.raises(judge._NoFreshSet):
             fake.draw_fresh(8)
         assert len(fake.shed) == 1
+
+
+def test_a_set_shed_after_timing_began_gives_its_calls_the_first_set():
+    from types import SimpleNamespace
+
+    from kernelpro.evaluate import judge
+
+    fake = SimpleNamespace(input_sets=[[torch.zeros(2)], judge.Redraw(2, False), [torch.ones(2)]])
+    assert [judge.Judge.timed_set(fake, j) for j in range(3)] == [0, 0, 2]

@@ -654,6 +654,13 @@ class Judge:
         return [j for j in every if not isinstance(self.input_sets[j], Redraw)
                 and all(t.device.type != "cpu" for t in inp.tensors(self.input_sets[j]))]
 
+    def timed_set(self, j: int) -> int:
+        """The set a timed or ordinary call takes its values from: ``j``, or the first set where
+        ``j`` was set aside since the timed calls began (room made for a float64 opinion or a
+        fresh-input set). The first set scaled by the call's own factor is new values too, and
+        drawing gigabytes again beside a fresh set could run out of the room just made."""
+        return 0 if isinstance(self.input_sets[j], Redraw) else j
+
     def trim(self) -> None:
         """Both allocators' cached free blocks back to the driver: the judge's (temporaries of
         drawing and checking the inputs and outputs) and the reference's process (its eager,
@@ -1280,7 +1287,9 @@ class Judge:
                 ``values`` as they are (a set no call has seen: :meth:`check_fresh_inputs`)."""
                 j = order[(-1 - i) % len(order)] if i < 0 else order[i % len(order)]
                 u = warm_u[(-1 - i) % len(warm_u)] if i < 0 else timed_u[i % len(timed_u)]
-                if values is not None:
+                if values is None:
+                    j = self.timed_set(j)
+                else:
                     j, u = -1, 0.0
                 inp.fill(views_in, self.values_of(j) if values is None else values, u)
                 flush()
@@ -1641,8 +1650,9 @@ class Judge:
 
     def draw_fresh(self, seed: int) -> list[Any]:
         """A new input set for the fresh-input look. It was drawn before, so only room (one
-        more set on the device) can lack: then, once, the judge's copies are shed (the timed
-        sets beyond the first are drawn again for their calls) and both caches trimmed, and
+        more set on the device) can lack: then, once, the judge's copies are shed (the calls
+        on the timed sets beyond the first take the first's values: :meth:`timed_set`) and
+        both caches trimmed, and
         it is drawn again (note ``fresh_input_room_made``); else :class:`_NoFreshSet`. On an
         80-GB H100 every candidate of four 6.4-GB level-1 problems skipped the look."""
         reason = ""
