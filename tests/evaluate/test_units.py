@@ -1016,11 +1016,11 @@ def test_the_float64_reference_out_of_memory_sheds_and_tries_once_more(answers, 
     asked = []
     remote = SimpleNamespace(request=lambda msg, *a: asked.append(msg) or answers[len(asked) - 1])
     example = torch.zeros(3)
-    fake = SimpleNamespace(exact_unavailable=None, fp64_shed=False, cuda=True, ref=remote, ref_example=example,
+    fake = SimpleNamespace(exact_unavailable=None, cuda=True, ref=remote, ref_example=example,
                            fp64_views=[torch.ones(3, dtype=torch.float64)], ref_in=[torch.zeros(3)], flags=[],
                            notes={}, sync=lambda: None, call_limit=lambda: 1.0, shed=[])
     fake.shed_copies = lambda: fake.shed.append(1) or 0.0
-    fake.shed_for_fp64 = types.MethodType(judge.Judge.shed_for_fp64, fake)
+    fake.shed_for_retry = types.MethodType(judge.Judge.shed_for_retry, fake)
     fake.reference_fp64 = types.MethodType(judge.Judge.reference_fp64, fake)
     out = fake.reference_fp64([torch.ones(3)])
     assert len(fake.shed) == shed and len(asked) == min(len(answers), 1 + shed)
@@ -1055,6 +1055,7 @@ def test_a_trial_is_retried_after_its_failed_attempt_is_released():
     # the same 27.62 GiB of the judge's tensors. The retry ran inside the except clause, where
     # the handled exception's traceback keeps the failed attempt's frames (its input set drawn
     # again, its comparison's pieces) alive: nothing is shed until they are gone
+    import types
     import weakref
     from types import SimpleNamespace
 
@@ -1080,6 +1081,7 @@ def test_a_trial_is_retried_after_its_failed_attempt_is_released():
                            shed_copies=lambda: alive_at_shed.append(refs[0]() is not None) or 0.0,
                            ref_watch=SimpleNamespace(equal=True), check_processes=lambda where: None,
                            compare_backend_flags=lambda: None)
+    fake.shed_for_retry = types.MethodType(judge.Judge.shed_for_retry, fake)
     judge.Judge.correctness(fake)
     assert alive_at_shed == [False], "the failed attempt's locals were still alive when the judge shed its copies"
     assert fake.notes["trial_retried_after_oom"] == 0.0 and fake.correct.passed
@@ -1143,6 +1145,7 @@ def test_the_fresh_input_look_makes_room_once_for_its_set(fails, cuda, shed, dra
 
     fake = SimpleNamespace(cuda=cuda, notes={}, draw_inputs=draw, shed=[])
     fake.shed_copies = lambda: fake.shed.append(1) or 0.0
+    fake.shed_for_retry = types.MethodType(judge.Judge.shed_for_retry, fake)
     fake.draw_fresh = types.MethodType(judge.Judge.draw_fresh, fake)
     if drawn:
         assert fake.draw_fresh(7)[0].sum() == 2 and tries == [7, 7]

@@ -696,6 +696,16 @@ class Judge:
         self.notes["copies_shed_bytes"] = self.notes.get("copies_shed_bytes", 0.0) + freed
         return freed
 
+    def shed_for_retry(self, note: str, value: float = 1.0) -> None:
+        """Room for a second try after running out of device memory: garbage collected first
+        (called outside the ``except`` clause: while an exception is handled its traceback keeps
+        the failed attempt's frames, and so its input set and temporaries, on the device), then
+        the judge's copies shed and both caches trimmed (:meth:`shed_copies`); ``note`` set to
+        ``value``, which also marks the retry as made."""
+        gc.collect()
+        self.shed_copies()
+        self.notes[note] = value
+
     def held(self) -> str:
         """What the judge holds on the device, in GiB, for the reason of its own out-of-memory
         verdict: its allocator's live tensors, the input sets and reference outputs among them,
@@ -910,7 +920,6 @@ class Judge:
         # N(0,1) trial's: its scale need not be the new sets')
         self.admitted: list[tuple[float, int]] = []
         self.exact_unavailable: str | None = None
-        self.fp64_shed = False
         first = float(self.ev["first_call_timeout_s"])
         retried = False
         for t in range(len(self.input_sets)):
@@ -929,13 +938,9 @@ class Judge:
                 if not (oom and not retried and self.cand is not None and self.cand.alive()):
                     raise
                 again = True
-            if again:
-                # outside the except clause: while an exception is handled its traceback keeps
-                # the failed trial's frames, and so its input set and temporaries, on the device
+            if again:  # outside the except clause (shed_for_retry)
                 retried = True
-                gc.collect()
-                self.shed_copies()
-                self.notes["trial_retried_after_oom"] = float(t)
+                self.shed_for_retry("trial_retried_after_oom", float(t))
                 out, c = self.correctness_trial(t, label, policy, *limits)
             if c.n_over and t < trials:  # get_inputs()'s distribution, as the new sets'
                 self.admitted.append((c.max_abs_err, c.n_over))
@@ -1098,12 +1103,12 @@ class Judge:
                                                     lambda d: torch.float64 if d.is_floating_point else d)
             except (transport.TransportError, torch.OutOfMemoryError) as exc:
                 # outputs of gigabytes on a GPU already holding the evaluation's buffers
-                if self.fp64_shed or not self.cuda:
+                if "fp64_retried_after_oom" in self.notes or not self.cuda:
                     self.exact_unavailable = f"no room for its outputs in float64 ({one_line(exc)[:200]})"
                     self.flags.append(f"fp64_second_opinion_unavailable: {self.exact_unavailable}")
                     return None
-            if not hasattr(self, "fp64_views"):  # shed outside the except clause (see correctness)
-                self.shed_for_fp64()
+            if not hasattr(self, "fp64_views"):  # shed outside the except clause (see shed_for_retry)
+                self.shed_for_retry("fp64_retried_after_oom")
                 return self.reference_fp64(values, u)
         inp.fill(self.ref_in, values, u)
         self.sync()
@@ -1112,22 +1117,15 @@ class Judge:
                                       "the reference in float64")
         except HarnessEnded as end:
             raise self.ended(self.ref, end) from None
-        if not answer.get("ok") and answer.get("verdict") == "oom" and self.cuda and not self.fp64_shed:
-            self.shed_for_fp64()
+        if (not answer.get("ok") and answer.get("verdict") == "oom" and self.cuda
+                and "fp64_retried_after_oom" not in self.notes):
+            self.shed_for_retry("fp64_retried_after_oom")
             return self.reference_fp64(values, u)
         if not answer.get("ok"):  # an op without float64 support: the first verdict stands
             self.exact_unavailable = str(answer.get("reason", "failed"))[:300]
             self.flags.append(f"fp64_second_opinion_unavailable: {self.exact_unavailable}")
             return None
         return cmp.replace_tensors(self.ref_example, self.fp64_views)
-
-    def shed_for_fp64(self) -> None:
-        """Room for the float64 reference, once: the judge's optional copies shed and both
-        processes' caches trimmed (:meth:`shed_copies`)."""
-        self.fp64_shed = True
-        self.notes["fp64_retried_after_oom"] = 1.0
-        gc.collect()
-        self.shed_copies()
 
     def exact_is_constant(self) -> bool:
         """Whether the reference run in float64 gives the same output on every input set, to
@@ -1661,11 +1659,9 @@ class Judge:
                 return self.draw_inputs(seed)
             except Fail as exc:
                 reason = exc.reason
-            if attempt or not self.cuda or self.notes.get("fresh_input_room_made"):
+            if attempt or not self.cuda or "fresh_input_room_made" in self.notes:
                 break
-            gc.collect()  # outside the except clause: the failed draw's frames are gone
-            self.shed_copies()
-            self.notes["fresh_input_room_made"] = 1.0
+            self.shed_for_retry("fresh_input_room_made")
         raise _NoFreshSet(reason)
 
     def check_fresh_inputs(self) -> None:
