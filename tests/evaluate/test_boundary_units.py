@@ -239,6 +239,40 @@ def test_an_envelope_shortfall_gone_on_alternating_calls_is_charged_to_the_candi
     assert judge.notes["envelope_charged_ms"] == pytest.approx(0.6, abs=0.01)
 
 
+def test_an_envelope_shortfall_in_one_look_only_is_charged_not_a_violation(monkeypatch):
+    """A passing state of the machine (seen once on an idle H100: an honest candidate's calls
+    0.15 ms longer on the judge's clock for one look) fills the first alternating look; the
+    second look after a pause is clean. Charged what was seen, never a violation."""
+    from kernelpro.evaluate import judge as judge_mod
+    from kernelpro.evaluate import timing
+
+    monkeypatch.setattr(judge_mod, "RECONFIRM_PAUSE_S", 0.0)
+    judge = _envelope_judge(0.6, 0.0)
+    seen = {"n": 0}
+
+    def candidate(i: int) -> timing.Sample:
+        seen["n"] += 1
+        return timing.Sample(1.0 - (0.6 if seen["n"] <= 30 else 0.0), 0.0, 1.2)
+
+    judge._calls["candidate"] = candidate
+    before = judge.summaries["candidate"].stats.median_ms
+    judge.check_envelope()
+    assert judge.notes["envelope_confirm_z"] >= 3.4 and judge.notes["envelope_reconfirm_z"] < 3.4
+    assert judge.summaries["candidate"].stats.median_ms == pytest.approx(before + 0.6, abs=0.01)
+    flag = next(f for f in judge.flags if f.startswith("envelope_charged:"))
+    assert "but not on 30 more after a pause" in flag
+
+
+def test_an_envelope_shortfall_confirmed_twice_names_both_looks():
+    from kernelpro.evaluate.judge import Fail
+
+    judge = _envelope_judge(0.6, 0.6)
+    with pytest.raises(Fail) as info:
+        judge.check_envelope()
+    assert "again on 30 more after a pause" in info.value.reason
+    assert judge.notes["envelope_alternating_calls"] == 60.0
+
+
 def _loaded_judge(hidden_ms: float):
     """A judge after timing on a loaded machine: every call's overhead has a floor of 1.2 ms,
     and a third of the calls of either side carry 3-5 ms of scheduling delay (as measured on the

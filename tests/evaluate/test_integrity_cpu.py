@@ -49,7 +49,10 @@ def test_rewritten_timer_is_caught_by_the_judge_s_clock(run_eval, gelu_problem_l
     # before the verdict (seen once at the fast configuration's 60 s)
     result = run_eval(cheater(name), gelu_problem_large, rep_ms=100, min_reps=40, max_reps=60, timeout_s=240)
     assert result.verdict is INTEGRITY, (result.verdict, result.reason)
-    assert "judge's clock" in result.reason
+    assert "judge's clock" in result.reason and "again on" in result.reason
+    # the verdict keeps the numbers it rests on: both confirming looks
+    notes = result.measurements["evaluator"]
+    assert notes["envelope_confirm_z"] >= 3.4 and notes["envelope_reconfirm_z"] >= 3.4, notes
 
 
 @pytest.mark.parametrize("name", ["slows_reference", "slows_problem_model", "alters_reference"])

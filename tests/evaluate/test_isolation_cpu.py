@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from conftest import honest, isolation
+from conftest import honest, isolation, problem
 from kernelpro.records import Verdict
 
 pytestmark = pytest.mark.slow  # long on a 2-core CPU: evaluations, optimize runs or interpreted kernels (tests/README.md)
@@ -37,6 +37,26 @@ def test_out_of_memory_is_tried_once_more_after_the_judge_makes_room(run_eval, g
     notes = result.measurements["evaluator"]
     assert notes["trial_retried_after_oom"] == 0.0, notes
     assert "copies_shed_bytes" in notes, notes
+
+
+def test_a_timed_call_out_of_memory_is_made_again_after_the_judge_makes_room(run_eval, gelu_problem):
+    # one call among the timed ones out of memory: once, the judge sheds its copies and makes
+    # that call again; the failed call is no sample
+    result = run_eval(honest("out_of_memory_while_timed"), gelu_problem)
+    assert result.verdict is Verdict.CORRECT, (result.verdict, result.reason)
+    notes = result.measurements["evaluator"]
+    assert "timed_call_retried_after_oom" in notes and "trial_retried_after_oom" not in notes, notes
+    assert "copies_shed_bytes" in notes, notes
+
+
+def test_a_reference_out_of_memory_while_timed_is_the_evaluation_s_not_the_problem_s(run_eval):
+    # tried again once after the judge's copies are shed; out of memory again, the verdict is
+    # oom with what the judge held, not a problem error (its baseline job ran)
+    result = run_eval(honest("same_ops"), problem("reference_out_of_memory_while_timed"))
+    assert result.verdict is Verdict.OOM, (result.verdict, result.reason)
+    assert result.reason.startswith("the reference ran out of memory in the evaluation (timed call after the "
+                                    "judge's copies were shed"), result.reason
+    assert "timed_call_retried_after_oom" in result.measurements["evaluator"]
 
 
 def _alive(pid: int) -> bool:

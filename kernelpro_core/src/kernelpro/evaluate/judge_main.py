@@ -134,7 +134,10 @@ def main(argv: list[str] | None = None) -> int:
             compile=f.extra.get("compile") or (CompileResult(ok=False, log=f.extra.get("log", ""))
                                                if f.verdict is Verdict.COMPILE_ERROR else None),
             correctness=f.extra.get("correctness"), flags=tuple(judge.flags), device=job["device"],
-            gpu_name=judge.gpu_name)
+            gpu_name=judge.gpu_name,
+            # the numbers taken up to the verdict: what an integrity violation or a failed
+            # check rests on (the envelope's looks, the re-checks' errors), for the record
+            measurements={"evaluator": dict(judge.notes)} if judge.notes else {})
     except BaseException as exc:
         import traceback
 
