@@ -75,6 +75,9 @@ def test_a_thread_left_working_is_seen_from_outside(run_eval, gelu_problem_large
     assert "kept working between calls" in result.reason
     assert "again on calls alternating" in result.reason  # the second look saw it too
     assert "its busiest threads then: python " in result.reason  # its thread (Python's carry the interpreter's name)
+    # and over a pause with no call: its thread works on its own
+    assert "with no call for 1.0 s it used" in result.reason
+    assert result.measurements["evaluator"]["candidate_quiet_cpu_share"] > 0.2
 
 
 def test_work_between_calls_that_stops_when_watched_is_charged(run_eval, gelu_problem_large):

@@ -152,6 +152,9 @@ def _number(answer: dict[str, Any], key: str) -> float:
 #: the few tens of microseconds a loaded machine defers into them read as 40 % of a core
 #: (an honest candidate was rejected so in CI); a thread left working uses the whole interval
 IDLE_ALLOWANCE_NS = 100_000
+#: seconds of no call at all over which an idle-CPU violation's reason measures the
+#: candidate's process (:meth:`Judge._quiet_look`)
+IDLE_QUIET_S = 1.0
 
 
 class IdleMeter:
@@ -1541,14 +1544,34 @@ class Judge:
         if self._idle_excess(min_cpu_ns=5e6 * len(self.cand_idle.intervals) / max(n_first, 1)):
             raise self.fail(Verdict.INTEGRITY, f"the candidate's process kept working between calls: {seen}, and "
                             f"again on calls alternating with the reference's ({self.cand_idle.upper_share:.0%}; the "
-                            f"reference's {self.ref_idle.upper_share:.0%}{named}): threads or processes working "
-                            "outside its calls")
+                            f"reference's {self.ref_idle.upper_share:.0%}{named}){self._quiet_look()}: threads or "
+                            "processes working outside its calls")
         self.notes["idle_cpu_charged_ms"] = per_call_ms
         self.flags.append(f"idle_cpu_charged: the candidate's process used {seen}; not confirmed on calls "
                           f"alternating with the reference's ({self.cand_idle.upper_share:.0%}{named}), so each of its "
                           f"timed calls carries the {per_call_ms:.3g} ms of CPU per interval it used beyond the "
                           "reference's")
         return per_call_ms
+
+    def _quiet_look(self) -> str:
+        """For the reason of an idle-CPU violation: the candidate's process over
+        ``IDLE_QUIET_S`` with no call at all (notes ``candidate_quiet_cpu_share`` and, per
+        thread, the busiest). A thread that works then does so on its own, whatever the calls:
+        a pool left spinning or a worker computing ahead; one that does not worked because of
+        the calls. An honest generated candidate was rejected here on an H100 (2 of 6
+        evaluations of L2 44 with channels-last convolutions; its busiest thread, unnamed,
+        used 40 % of a core in both looks), and the reason named nothing that told which."""
+        assert self.cand is not None and self.cand_idle is not None
+        pids = self.cand_idle.pids
+        before, c0, t0 = procwatch.threads_cpu_ns(pids), self.cand.cpu_ns(pids), time.monotonic()
+        time.sleep(IDLE_QUIET_S)
+        after, cpu, wall = procwatch.threads_cpu_ns(pids), self.cand.cpu_ns(pids) - c0, time.monotonic() - t0
+        share = max(0, cpu) / 1e9 / wall if wall > 0 else 0.0
+        self.notes["candidate_quiet_cpu_share"] = share
+        used = sorted(((ns - before.get(key, (name, 0))[1], f"{name} (main thread)" if key[0] == key[1] else name)
+                       for key, (name, ns) in after.items()), reverse=True)[:3]
+        busy = ", ".join(f"{label} {ns / 1e6:.1f} ms" for ns, label in used if ns > 0)
+        return (f"; with no call for {wall:.1f} s it used {share:.0%} of a core" + (f" ({busy})" if busy else ""))
 
     def _idle_excess(self, min_cpu_ns: float | None = None) -> bool:
         """Whether the candidate's intervals exceed the reference's by ``idle_cpu_share`` of a
