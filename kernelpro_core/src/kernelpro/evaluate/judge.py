@@ -1561,8 +1561,9 @@ class Judge:
         the calls. An honest generated candidate was rejected here on an H100 (2 of 6
         evaluations of L2 44 with channels-last convolutions; its busiest thread, unnamed,
         used 40 % of a core in both looks), and the reason named nothing that told which."""
-        assert self.cand is not None and self.cand_idle is not None
-        pids = self.cand_idle.pids
+        pids = getattr(self.cand_idle, "pids", None)
+        if self.cand is None or not pids:
+            return ""
         before, c0, t0 = procwatch.threads_cpu_ns(pids), self.cand.cpu_ns(pids), time.monotonic()
         time.sleep(IDLE_QUIET_S)
         after, cpu, wall = procwatch.threads_cpu_ns(pids), self.cand.cpu_ns(pids) - c0, time.monotonic() - t0
