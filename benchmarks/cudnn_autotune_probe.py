@@ -69,7 +69,11 @@ def probe(row: dict[str, Any], rounds: int, calls: int) -> dict[str, Any]:
         cl_model = copy.deepcopy(model)
         fmt = torch.channels_last if any(isinstance(x, torch.Tensor) and x.dim() == 4 for x in inputs) \
             else torch.channels_last_3d
-        cl_model = cl_model.to(memory_format=fmt)
+        rank = 4 if fmt is torch.channels_last else 5
+        with torch.no_grad():  # the convolutions' weights; Module.to would refuse a 1-D bias under the 3-D format
+            for param in cl_model.parameters():
+                if param.dim() == rank:
+                    param.data = param.data.contiguous(memory_format=fmt)
 
         def cl_call(bench: bool) -> Any:
             with torch.backends.cudnn.flags(enabled=True, benchmark=bench, deterministic=False,
