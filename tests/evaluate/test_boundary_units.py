@@ -675,3 +675,21 @@ def test_idle_cpu_counts_beyond_the_harness_s_own_return_path(monkeypatch):
     assert deferred.upper_share == 0.0 and deferred.share == pytest.approx(0.4)
     busy = meter([(2e-3, 2_000_000)] * 40)  # a thread busy through 2 ms intervals
     assert busy.upper_share == pytest.approx(0.95)
+
+
+@pytest.mark.parametrize("device", ["cuda", "cpu"])
+def test_harnesses_start_with_openmp_workers_that_sleep(tmp_path, device):
+    # spinning OpenMP workers burn CPU after any parallel CPU op, which the judge reads as work
+    # between calls (an honest candidate rejected so on an H100): both harnesses, every device
+    from kernelpro.evaluate.judge_main import start_harnesses
+
+    ref, cand = start_harnesses(device, tmp_path)
+    try:
+        for remote in (ref, cand):
+            with open(f"/proc/{remote.proc.pid}/environ", "rb") as fh:  # its reaper, whose env the harness gets
+                env = dict(item.split(b"=", 1) for item in fh.read().split(b"\0") if b"=" in item)
+            assert env.get(b"OMP_WAIT_POLICY") == b"PASSIVE", remote.role
+            assert (b"MALLOC_TRIM_THRESHOLD_" in env) == (device == "cpu")
+    finally:
+        ref.kill()
+        cand.kill()

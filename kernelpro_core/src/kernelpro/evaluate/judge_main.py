@@ -30,13 +30,18 @@ from kernelpro.evaluate.channel import WorkerEnd
 from kernelpro.evaluate.remote import HarnessEnded, Remote
 from kernelpro.evaluate.sandbox import set_undumpable
 
-#: the environment of both harnesses on a CPU: OpenMP threads sleep as soon as a parallel
-#: region ends (spinning ones would look like work between calls), and glibc keeps freed heap
-#: memory (raised mmap and trim thresholds) instead of returning it to the kernel, so a call
-#: does not pay page faults on some calls and not on others (identical calls alternated
-#: between 1.5 and 7 ms: docs/validation/evaluator_boundary.md)
-CPU_TIMING_ENV = {"OMP_WAIT_POLICY": "PASSIVE", "MALLOC_MMAP_THRESHOLD_": str(32 << 20),
-                  "MALLOC_TRIM_THRESHOLD_": str(64 << 30)}
+#: the environment of both harnesses on every device: PyTorch's OpenMP threads sleep as soon
+#: as a parallel region ends. Left spinning (libgomp's default) each worker burns about 9 ms
+#: of CPU after any CPU op large enough to run in parallel (measured on the CPU machine), which
+#: the judge reads as work between calls: on a 16-core GPU host 15 workers spinning after one
+#: small CPU op of an honest candidate's call is the 40 % of a core that had it rejected in 2 of
+#: 6 evaluations on an H100 (docs/validation/evaluator_boundary.md, session 26)
+HARNESS_ENV = {"OMP_WAIT_POLICY": "PASSIVE"}
+
+#: and on a CPU: glibc keeps freed heap memory (raised mmap and trim thresholds) instead of
+#: returning it to the kernel, so a call does not pay page faults on some calls and not on
+#: others (identical calls alternated between 1.5 and 7 ms: docs/validation/evaluator_boundary.md)
+CPU_TIMING_ENV = {"MALLOC_MMAP_THRESHOLD_": str(32 << 20), "MALLOC_TRIM_THRESHOLD_": str(64 << 30)}
 
 #: builds of the candidate's entry that the reference's harness must not load or write
 CANDIDATE_BUILD_KEYS = ("TORCH_EXTENSIONS_DIR", "KERNELPRO_BUILD_DIR")
@@ -47,6 +52,7 @@ def start_harnesses(device: str, procdir: Path) -> tuple[Remote, Remote]:
     (their logs and exit records in ``procdir``)."""
     env = dict(os.environ)
     env.pop("KERNELPRO_RESULT_FD", None)
+    env.update(HARNESS_ENV)
     if not device.startswith("cuda"):
         env.update(CPU_TIMING_ENV)
     ref = Remote("reference", workdir=procdir, cwd=procdir, env=env, hello=None)
