@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from conftest import honest, isolation, problem
+from conftest import honest, isolation, problem, small_copy
 from kernelpro.records import Verdict
 
 pytestmark = pytest.mark.slow  # long on a 2-core CPU: evaluations, optimize runs or interpreted kernels (tests/README.md)
@@ -39,10 +39,11 @@ def test_out_of_memory_is_tried_once_more_after_the_judge_makes_room(run_eval, g
     assert "copies_shed_bytes" in notes, notes
 
 
-def test_a_timed_call_out_of_memory_is_made_again_after_the_judge_makes_room(run_eval, gelu_problem):
-    # one call among the timed ones out of memory: once, the judge sheds its copies and makes
-    # that call again; the failed call is no sample
-    result = run_eval(honest("out_of_memory_while_timed"), gelu_problem)
+def test_a_timed_call_out_of_memory_is_made_again_after_the_judge_makes_room(run_eval, gelu_problem, session_dir):
+    # one call among the timed ones (the 12th) out of memory: once, the judge sheds its copies
+    # and makes that call again; the failed call is no sample
+    cand = small_copy(honest("out_of_memory_once"), session_dir / "out_of_memory_while_timed.py", {"OOM_AT_CALL": 12})
+    result = run_eval(cand, gelu_problem)
     assert result.verdict is Verdict.CORRECT, (result.verdict, result.reason)
     notes = result.measurements["evaluator"]
     assert "timed_call_retried_after_oom" in notes and "trial_retried_after_oom" not in notes, notes

@@ -1426,9 +1426,9 @@ class Judge:
         verdict = str(answer.get("verdict", "runtime_error"))
         verdict = verdict if verdict in FAILURE_VERDICTS else "runtime_error"
         reason = str(answer.get("reason", "failed"))[:2000]
-        if remote is self.ref and verdict == "oom":
+        if remote is self.ref and verdict == "oom" and self.job.get("candidate") is not None:
             # the evaluation's memory (the judge's copies, the candidate's process), not the
-            # problem's fault: its baseline job ran
+            # problem's fault: its baseline job ran alone (as in ask)
             retried = " after the judge's copies were shed" if "timed_call_retried_after_oom" in self.notes else ""
             held = f"; {self.held()}" if self.cuda else ""
             return self.fail(Verdict.OOM, f"the reference ran out of memory in the evaluation ({what}{retried}"
