@@ -44,7 +44,12 @@ def main() -> int:
     if len(sys.argv) != 3:
         print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
         return 2
-    prob, cand = load(sys.argv[1], "problem"), load(sys.argv[2], "candidate")
+    try:
+        prob, cand = load(sys.argv[1], "problem"), load(sys.argv[2], "candidate")
+    except Exception as exc:  # a missing file, or one that does not import
+        print(f"error: cannot load {sys.argv[1]} and {sys.argv[2]}: {type(exc).__name__}: {exc}".splitlines()[0],
+              file=sys.stderr)
+        return 2
     print("torch threads", torch.get_num_threads(), "interop", torch.get_num_interop_threads(),
           "OMP_NUM_THREADS", os.environ.get("OMP_NUM_THREADS"), "OMP_WAIT_POLICY", os.environ.get("OMP_WAIT_POLICY"))
     torch.manual_seed(0)
