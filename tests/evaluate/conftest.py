@@ -4,7 +4,6 @@ evaluator configuration, and a helper that evaluates a candidate in a worker pro
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 import attrs
@@ -13,8 +12,8 @@ import pytest
 from kernelpro.config import EvaluatorConfig
 from kernelpro.evaluate.runner import evaluate
 
-HERE = Path(__file__).parent
-REPO = HERE.parent.parent
+from evaluate_paths import REPO, small_copy
+
 
 
 def pytest_configure(config):
@@ -34,16 +33,6 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
-
-
-def small_copy(example: Path, dest: Path, sizes: dict[str, int]) -> Path:
-    """A copy of an example problem with its module-level size constants replaced."""
-    text = example.read_text()
-    for name, value in sizes.items():
-        text, n = re.subn(rf"^{name}\s*=\s*\d+", f"{name} = {value}", text, flags=re.M)
-        assert n == 1, f"{example}: no constant {name}"
-    dest.write_text(text)
-    return dest
 
 
 @pytest.fixture(scope="session")
@@ -86,25 +75,4 @@ def run_eval(session_dir, fast_config):
     return run
 
 
-def cheater(name: str) -> Path:
-    return HERE / "cheaters" / f"{name}.py"
-
-
-def honest(name: str) -> Path:
-    return HERE / "honest" / f"{name}.py"
-
-
-def isolation(name: str) -> Path:
-    return HERE / "isolation" / f"{name}.py"
-
-
-def problem(name: str) -> Path:
-    return HERE / "problems" / f"{name}.py"
-
-
 os.environ.setdefault("PYTHONDONTWRITEBYTECODE", "1")
-
-
-def wrong(name: str) -> Path:
-    """Candidates that compute a wrong result without trying to cheat a check."""
-    return HERE / "wrong" / f"{name}.py"

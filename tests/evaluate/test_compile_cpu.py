@@ -7,7 +7,7 @@ from pathlib import Path
 import attrs
 import pytest
 
-from conftest import honest
+from evaluate_paths import honest
 from kernelpro.evaluate import compile as build
 from kernelpro.records import Verdict
 

@@ -13,7 +13,7 @@ from kernelpro.bench import _strict, problem_row
 from kernelpro.evaluate import compare, guard
 from kernelpro.records import Verdict
 
-from conftest import honest, problem
+from evaluate_paths import honest, problem
 
 
 def test_startup_flags_are_pytorch_s_defaults_and_come_back():

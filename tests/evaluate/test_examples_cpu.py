@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from evaluate_paths import REPO
 from kernelpro.records import Verdict
 
 EXAMPLES = sorted((REPO / "examples").glob("*.py"))

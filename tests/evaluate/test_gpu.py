@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, cheater, honest, problem, small_copy
+from evaluate_paths import REPO, cheater, honest, problem, small_copy
 from kernelpro.records import Verdict
 
 GPU = Path(__file__).parent / "gpu"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import REPO, cheater, honest, problem, small_copy
+from evaluate_paths import REPO, cheater, honest, problem, small_copy
 from kernelpro.records import Verdict
 
 pytestmark = pytest.mark.slow  # long on a 2-core CPU: evaluations, optimize runs or interpreted kernels (tests/README.md)

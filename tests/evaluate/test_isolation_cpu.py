@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from conftest import honest, isolation, problem, small_copy
+from evaluate_paths import honest, isolation, problem, small_copy
 from kernelpro.records import Verdict
 
 pytestmark = pytest.mark.slow  # long on a 2-core CPU: evaluations, optimize runs or interpreted kernels (tests/README.md)

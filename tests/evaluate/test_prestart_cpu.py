@@ -11,7 +11,7 @@ from pathlib import Path
 import attrs
 import pytest
 
-from conftest import REPO, cheater, honest, small_copy
+from evaluate_paths import REPO, cheater, honest, small_copy
 from kernelpro.evaluate import procwatch, runner
 from kernelpro.records import Verdict
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import honest, problem, wrong
+from evaluate_paths import honest, problem, wrong
 from kernelpro.records import Verdict
 
 pytestmark = pytest.mark.slow  # evaluations on a 2-core CPU (tests/README.md)
