@@ -86,8 +86,8 @@ def test_a_micro_profiler_or_heuristic_returning_the_wrong_thing_is_a_note(value
                        kernelpro_register_heuristics=lambda register: register(Heur))
     analysis = Profiler(plugins, classifier=None).analyze_profile(PROFILE, CONTEXT)
     assert analysis.findings == (good,)
-    assert f"micro-profiler bad_micro failed: TypeError: {needle}" in analysis.notes
-    assert f"heuristic bad_heur failed: TypeError: {needle}" in analysis.notes
+    assert f"micro-profiler 'bad_micro' (plugin 'mine') failed: TypeError: {needle}" in analysis.notes
+    assert f"architecture heuristic 'bad_heur' (plugin 'mine') failed: TypeError: {needle}" in analysis.notes
 
 
 def test_a_gpu_spec_resolver_returning_the_wrong_thing_is_named():
@@ -227,9 +227,10 @@ def test_a_run_whose_generator_proposes_nothing_says_why(tmp_path):
     assert opt._why_nothing("root") == ""
 
 
-@pytest.mark.parametrize("value", [float("nan"), "fast", None])
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf"), "fast", "1.5", True, None])
 def test_a_reward_that_scores_nan_or_no_number_is_named(value):
-    """A NaN reward would poison every comparison of the search from then on."""
+    """A NaN reward would poison every comparison of the search from then on; an infinity is
+    no JSON number (tree.json, candidates.jsonl); a numeric string or a bool is no number."""
     from kernelpro.api import Reward
     from kernelpro.loop import Optimizer
 
@@ -244,3 +245,20 @@ def test_a_reward_that_scores_nan_or_no_number_is_named(value):
     opt.plugins = Plugins(entry_points=False)
     with pytest.raises(PluginFailed, match="score"):
         opt._score(None, None)
+
+
+@pytest.mark.parametrize("value", [2, 1.5, -10.0])
+def test_a_reward_that_scores_a_number_is_kept(value):
+    from kernelpro.api import Reward
+    from kernelpro.loop import Optimizer
+
+    class Good(Reward):
+        name = "good"
+
+        def score(self, result, context):
+            return value
+
+    opt = Optimizer.__new__(Optimizer)
+    opt.reward = Good(None)
+    opt.plugins = Plugins(entry_points=False)
+    assert opt._score(None, None) == float(value)

@@ -337,17 +337,18 @@ def test_raising_observer_and_report_sections_are_warnings_and_report_md_is_writ
     lines = res.stderr.splitlines()
     observer = [ln for ln in lines if "failed in kernelpro_candidate_evaluated" in ln]
     # one whole line per failure, however wide the terminal
-    assert len(observer) == 2 and all(ln.startswith("warning: plugin 'brk'") and "x" * 80 in ln
+    assert len(observer) == 2 and all(ln.startswith("warning: plugin 'brk' from brk-dist") and "x" * 80 in ln
                                       and "KERNELPRO_BLOCK_PLUGINS=brk" in ln for ln in observer), lines
-    assert any("plugin 'brk' failed in kernelpro_report_sections: RuntimeError: section exploded" in ln
-               for ln in lines)
-    assert any("plugin 'brkjunk' failed in kernelpro_report_sections: TypeError: expected a list of markdown "
+    assert any("plugin 'brk' from brk-dist failed in kernelpro_report_sections: RuntimeError: section exploded" in ln
+               and "report.md says so in its place" in ln for ln in lines)
+    assert any("plugin 'brkjunk' from brk-dist failed in kernelpro_report_sections: TypeError: expected a list of markdown "
                "strings, got [42]" in ln for ln in lines)
     assert len(_records(run)) == 2
     report = (run / "report.md").read_text()
     assert "## Best result" in report
-    assert "(not written: plugin 'brk' failed in kernelpro_report_sections: RuntimeError: section exploded)" in report
-    assert "(not written: plugin 'brkjunk' failed in kernelpro_report_sections: TypeError" in report
+    assert ("(not written: plugin 'brk' from brk-dist failed in kernelpro_report_sections: RuntimeError: section "
+            "exploded)") in report
+    assert "(not written: plugin 'brkjunk' from brk-dist failed in kernelpro_report_sections: TypeError" in report
     assert (run / "summary.json").exists()
 
 

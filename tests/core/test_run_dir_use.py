@@ -85,6 +85,10 @@ def test_a_noisy_best_is_timed_again_before_it_wins(tmp_path):
     assert "★ best" in best_row and "timed again" in best_row
     # the search tree's section names the same best, at the re-timed speedup
     assert f"best {summary['best_id']} at {summary['best_speedup']:.2f}x" in report
+    # and so does tree.json, which a policy's --resume and outside tools read
+    tree = json.loads((run / "tree.json").read_text())
+    nodes = {n["id"]: n for n in tree["nodes"]}
+    assert nodes[summary["best_id"]]["speedup"] == summary["best_speedup"]
 
 
 @pytest.mark.slow

@@ -464,9 +464,10 @@ def plugin_sections(plugins: Any, config: Any, rows: list[dict[str, Any]], warn:
             sections.extend(returned)
         except Exception as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-            line = f"plugin {impl.plugin_name!r} failed in kernelpro_bench_sections: {type(exc).__name__}: {first}"
+            who = plugins.who(impl.plugin_name) if hasattr(plugins, "who") else f"plugin {impl.plugin_name!r}"
+            line = f"{who} failed in kernelpro_bench_sections: {type(exc).__name__}: {first}"
             if warn is not None:
-                warn(f"{line}; its section is left out of report.md (fix it, or block it with "
+                warn(f"{line}; report.md says so in its place (fix it, or block it with "
                      f"KERNELPRO_BLOCK_PLUGINS={impl.plugin_name})")
             sections.append(f"## {impl.plugin_name}\n\n(not written: {line})\n")
     return sections

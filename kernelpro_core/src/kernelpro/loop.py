@@ -804,7 +804,7 @@ class Optimizer:
             try:
                 impl.function(**{k: v for k, v in kwargs.items() if k in impl.argnames})
             except Exception as exc:
-                self.progress.warning(f"plugin {impl.plugin_name!r} failed in {hook}: {type(exc).__name__}: "
+                self.progress.warning(f"{self.plugins.who(impl.plugin_name)} failed in {hook}: {type(exc).__name__}: "
                                       f"{_first_line(str(exc))}; the run goes on without it (fix it, or block it "
                                       f"with KERNELPRO_BLOCK_PLUGINS={impl.plugin_name})")
 
@@ -914,9 +914,14 @@ class Optimizer:
 
     def _score(self, result: EvalResult, context: RewardContext) -> float:
         try:
-            value = float(self.reward.score(result, context))
-            if math.isnan(value):  # it would poison every comparison of the search from here on
-                raise ValueError("returned NaN")
+            raw = self.reward.score(result, context)
+            # a number (a 0-d tensor or numpy scalar converts too); float("1.5") would pass a
+            # string, and a bool is an int
+            if raw is None or isinstance(raw, (str, bytes, bool)):
+                raise TypeError(f"returned {type(raw).__name__} {raw!r:.40}, expected a number")
+            value = float(raw)
+            if not math.isfinite(value):  # NaN poisons every comparison of the search; an
+                raise ValueError(f"returned {value}")  # infinity is no JSON (tree.json, candidates.jsonl)
             return value
         except Exception as exc:
             raise PluginFailed(self.plugins.provider("reward", self.reward.name), "score()", exc) from None
@@ -981,6 +986,8 @@ class Optimizer:
         from kernelpro.report import faster_than_reference
 
         best = self._choose_best()
+        if self.retimed:  # tree.json shows the numbers the best was chosen on, as report.md does
+            self._save_tree()
         if best is not None:
             self._profile_late(best["id"], "winner")
             shutil.copyfile(self.run.source_path(best["id"]), self.run.path / "best.py")
@@ -1015,9 +1022,10 @@ class Optimizer:
                     raise TypeError(f"expected a list of markdown strings, got {_first_line(repr(returned))[:80]}")
                 sections.extend(returned)
             except Exception as exc:
-                line = (f"plugin {impl.plugin_name!r} failed in kernelpro_report_sections: {type(exc).__name__}: "
+                line = (f"{self.plugins.who(impl.plugin_name)} failed in kernelpro_report_sections: "
+                        f"{type(exc).__name__}: "
                         f"{_first_line(str(exc))}")
-                self.progress.warning(f"{line}; its section is left out of report.md (fix it, or block it with "
+                self.progress.warning(f"{line}; report.md says so in its place (fix it, or block it with "
                                       f"KERNELPRO_BLOCK_PLUGINS={impl.plugin_name})")
                 sections.append(f"## {impl.plugin_name}\n\n(not written: {line})\n")
         return sections

@@ -340,10 +340,17 @@ class Plugins:
         self.check()
         return self._collect()
 
+    def who(self, plugin_name: str) -> str:
+        """``plugin 'p' from its-distribution`` (``plugin 'p'`` for one registered in-process),
+        for messages about a hook implementation."""
+        dist = self._dist_of.get(plugin_name, (None, None))[0]
+        return f"plugin {plugin_name!r} from {dist}" if dist else f"plugin {plugin_name!r}"
+
     def provider(self, kind: str, name: str) -> str:
         """``search policy 'greedy' (plugin 'core_search' from kernelpro-core)``, for messages."""
         r = self._collect()[kind].get(name)
-        where = f" (plugin {r.plugin!r} from {r.distribution or '?'})" if r is not None else ""
+        where = (f" (plugin {r.plugin!r}{f' from {r.distribution}' if r.distribution else ''})" if r is not None
+                 else "")
         return f"{KINDS[kind][1]} {name!r}{where}"
 
     def registrations(self, kind: str) -> dict[str, Registration]:
@@ -460,7 +467,7 @@ class Plugins:
         if first is not None:
             override, plugin_name = first
             if not isinstance(override, GpuSpec):  # else it fails later, blamed on whoever reads it
-                raise PluginFailed(f"plugin {plugin_name!r}", "kernelpro_resolve_gpu_spec",
+                raise PluginFailed(self.who(plugin_name), "kernelpro_resolve_gpu_spec",
                                    TypeError(f"returned {type(override).__name__}, expected a GpuSpec or None"),
                                    plugin=plugin_name)
             return override
@@ -544,7 +551,7 @@ class Plugins:
             try:
                 value = impl.function(**{k: v for k, v in kwargs.items() if k in impl.argnames})
             except Exception as exc:
-                raise PluginFailed(f"plugin {plugin_name!r}", hook, exc, plugin=plugin_name) from None
+                raise PluginFailed(self.who(plugin_name), hook, exc, plugin=plugin_name) from None
             if value is not None:
                 return value, plugin_name
         return None

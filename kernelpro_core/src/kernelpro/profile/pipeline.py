@@ -207,7 +207,7 @@ class Profiler:
             self._start_next(available, target, ahead)
         for p in profiles.values():
             notes.extend(p.notes)
-        findings = run_micro_profilers(gated, profiles, bottleneck, context, notes)
+        findings = run_micro_profilers(gated, profiles, bottleneck, context, notes, who=self._who)
         findings += self.advise(bottleneck, profiles, context, notes)
         return Analysis(bottleneck=bottleneck, findings=tuple(sort_findings(findings)), notes=tuple(notes)), profiles
 
@@ -243,8 +243,16 @@ class Profiler:
                 try:
                     findings.extend(_findings(h.advise(bottleneck, profiles, context)))
                 except Exception as exc:
-                    notes.append(f"heuristic {h.name} failed: {type(exc).__name__}: {exc}")
+                    notes.append(f"{self._who('heuristic', h.name)} failed: {type(exc).__name__}: "
+                                 f"{_first_line(str(exc))}")
         return findings
+
+    def _who(self, kind: str, name: str) -> str:
+        """``micro-profiler 'x' (plugin 'p' from dist)``, for notes on a plugin's failure."""
+        try:
+            return self.plugins.provider(kind, name)
+        except Exception:  # the note must not fail too
+            return f"{kind.replace('_', '-')} {name!r}"
 
     def analyze_file(self, path: Path, context: ProfileContext) -> Analysis:
         """``kernelpro analyze``: read an existing report, binary or trace. ``context.gpu``
@@ -276,7 +284,7 @@ class Profiler:
             bottleneck = self._classify(profiles, context)
         gated = self.gated(bottleneck, level=profile.level)
         notes = list(self.notes) + list(profile.notes) + list(extra_notes)
-        findings = run_micro_profilers(gated, profiles, bottleneck, context, notes)
+        findings = run_micro_profilers(gated, profiles, bottleneck, context, notes, who=self._who)
         findings += self.advise(bottleneck, profiles, context, notes)
         return Analysis(bottleneck=bottleneck, findings=tuple(sort_findings(findings)), notes=tuple(notes))
 
@@ -307,7 +315,10 @@ def _findings(got: Any) -> list[Finding]:
 
 
 def run_micro_profilers(gated: list[MicroProfiler], profiles: dict[str, ProfileData], bottleneck: Any,
-                        context: ProfileContext, notes: list[str]) -> list[Finding]:
+                        context: ProfileContext, notes: list[str],
+                        who: Callable[[str, str], str] | None = None) -> list[Finding]:
+    """Every gated micro-profiler's findings; one that fails leaves a note naming it (with its
+    plugin and distribution when ``who(kind, name)`` says them) and the rest go on."""
     findings: list[Finding] = []
     for m in gated:
         profile = profiles.get(m.level)
@@ -316,7 +327,8 @@ def run_micro_profilers(gated: list[MicroProfiler], profiles: dict[str, ProfileD
         try:
             findings.extend(_findings(m.analyze(profile, bottleneck, context)))
         except Exception as exc:  # a broken micro-profiler must not end the run
-            notes.append(f"micro-profiler {m.name} failed: {type(exc).__name__}: {exc}")
+            name = who("micro_profiler", m.name) if who is not None else f"micro-profiler {m.name!r}"
+            notes.append(f"{name} failed: {type(exc).__name__}: {_first_line(str(exc))}")
     return findings
 
 
