@@ -158,3 +158,40 @@ def test_a_killed_build_s_lock_does_not_stall_later_builds(tmp_path, gelu_proble
                    workdir=tmp_path / "w", build_dir=bdir)
     assert res.verdict is Verdict.COMPILE_ERROR, res.reason
     assert not baton.exists()
+
+
+def test_a_process_the_build_leaves_behind_does_not_outlive_it(tmp_path, fast_config):
+    """The compile stage imports the candidate's module; a process started there that leaves
+    the session (double fork, setsid) would otherwise run on, beside the timed calls and
+    outside every check of the harness (it could slow the reference while it is timed)."""
+    import os
+    import signal
+    import time
+
+    cand = tmp_path / "leaves_a_daemon.py"
+    cand.write_text(
+        "import os, time\n"
+        "# load_inline (a build marker: the compile stage imports this module)\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    if os.fork() == 0:\n"
+        "        open('daemon.pid', 'w').write(str(os.getpid()))  # in the build's own directory\n"
+        "        time.sleep(120)\n"
+        "    os._exit(0)\n"
+        "time.sleep(0.5)\n")
+    cfg = attrs.evolve(fast_config, build_cache_dir=str(tmp_path / "cache"))
+    out = build.compile_candidate(cand, config=cfg, timeout_s=60)
+    pid = int((out.build_dir / "daemon.pid").read_text())
+    deadline = time.monotonic() + 5
+    alive = True
+    while alive and time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                alive = fh.read().split(")")[-1].split()[0] != "Z"
+        except OSError:
+            alive = False
+        if alive:
+            time.sleep(0.1)
+    if alive:
+        os.kill(pid, signal.SIGKILL)
+    assert not alive, "the daemon the candidate started at import outlived the compile stage"

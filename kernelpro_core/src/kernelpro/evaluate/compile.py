@@ -45,7 +45,7 @@ from typing import Any, Iterable
 import attrs
 
 from kernelpro.evaluate import toolchain
-from kernelpro.evaluate.reaper import kill_group
+from kernelpro.evaluate.reaper import end_reaped
 from kernelpro.records import CompileResult
 
 STATUSES = ("ok", "compile_error", "compile_timeout", "deferred", "skipped")
@@ -313,25 +313,34 @@ def compile_candidate(candidate_path: Path, *, config: Any, timeout_s: float | N
             env["MAX_JOBS"] = str(max_jobs)
         (entry / "compile_child.json").unlink(missing_ok=True)
         log_path = entry / "compile.log"
+        rc_path = entry / "compile_rc"
+        rc_path.unlink(missing_ok=True)
         with open(log_path, "wb") as log:
-            proc = subprocess.Popen([sys.executable, "-m", "kernelpro.evaluate.compile", str(entry),
+            # under a reaper, as the harnesses are: the candidate's module is imported here, and a
+            # process it starts (even one that leaves the session with setsid) must not outlive
+            # the build, where it would run beside the timed calls, outside every check
+            proc = subprocess.Popen([sys.executable, "-m", "kernelpro.evaluate.reaper", str(rc_path), "--",
+                                     sys.executable, "-m", "kernelpro.evaluate.compile", str(entry),
                                      str(Path(candidate_path).resolve())],
                                     stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
                                     start_new_session=True, cwd=str(entry))
             try:
                 proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
-                kill_group(proc.pid)
-                proc.wait()
+                end_reaped(proc, grace_s=5.0)
                 return CompileOutcome("compile_timeout", entry, key, time.monotonic() - t0, arch=arch,
                                       reason=f"compilation did not finish within {timeout:g} s")
             finally:
-                kill_group(proc.pid)
+                end_reaped(proc, grace_s=5.0)
         child = entry / "compile_child.json"
         if not child.exists():
             tail = log_path.read_text(errors="replace")[-2000:] if log_path.exists() else ""
+            try:
+                status: Any = int(rc_path.read_text())
+            except (OSError, ValueError):
+                status = proc.returncode
             return CompileOutcome("deferred", entry, key, time.monotonic() - t0, arch=arch,
-                                  reason=f"compile process ended without an outcome (status {proc.returncode})",
+                                  reason=f"compile process ended without an outcome (status {status})",
                                   log=trim_compiler_log(tail))
         res = json.loads(child.read_text())
         meta = {"status": res["status"], "seconds": res.get("seconds", 0.0), "log": res.get("log", ""),
