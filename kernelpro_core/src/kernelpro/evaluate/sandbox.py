@@ -7,7 +7,8 @@ candidate is imported:
 * **Landlock** (Linux 5.13+, ``landlock_restrict_self``): the process and everything it
   starts may create, write, truncate, rename or delete files only beneath the directories
   it is given (its own empty working directory, its build-cache entry) and write only the
-  device files CUDA needs and ``/proc`` (the CUDA driver writes there while it
+  device files CUDA needs and, of ``/proc``, its own entries and the system-wide ones but
+  ``/proc/sys`` and a few more (:func:`proc_writable`; the CUDA driver writes there while it
   initializes). Reading stays allowed (torch, headers, the problem file).
   Landlock also stops the process from ptracing or reading the memory of processes
   outside its domain (the judge, the evaluating program), and, where the kernel has ABI 6,
@@ -123,7 +124,7 @@ def confine(writable: Iterable[str | os.PathLike[str]], *, devices: bool = True,
     Returns a short description of what holds ("landlock abi 7: writes beneath 3
     directories; signals scoped; tcp denied; capabilities dropped") or, when Landlock is
     unavailable, a line starting with ``"unconfined:"`` saying why. ``devices``: also allow
-    the device files CUDA writes and ``/proc``; ``net``, ``scope``, ``caps``: deny TCP, scope
+    the device files CUDA writes and :func:`proc_writable`; ``net``, ``scope``, ``caps``: deny TCP, scope
     signals and abstract sockets to the domain, drop capabilities (each on by default)."""
     libc = _libc()
     notes: list[str] = []
@@ -147,9 +148,11 @@ def confine(writable: Iterable[str | os.PathLike[str]], *, devices: bool = True,
         return f"unconfined: landlock_create_ruleset failed ({os.strerror(ctypes.get_errno())})"
     try:
         # the CUDA driver writes beneath /proc while it initializes (on the H200 machine, cuInit
-        # failed with error 304 without it); /proc/<pid>/mem of other processes stays out of
-        # reach (Landlock's ptrace rule) and /proc/sys needs the capabilities dropped above
-        paths = [str(p) for p in writable] + (device_files() + ["/proc"] if devices else [])
+        # failed with error 304 without it): this process's own /proc entries and the
+        # system-wide ones, but not /proc/sys (a uid-0 process without capabilities can still
+        # write kernel.core_pattern there, whose "|program" the kernel runs as root on the next
+        # core dump), /proc/sysrq-trigger, /proc/irq, nor other processes' entries
+        paths = [str(p) for p in writable] + (device_files() + proc_writable() if devices else [])
         n_dirs = 0
         for path in paths:
             try:
@@ -177,6 +180,21 @@ def confine(writable: Iterable[str | os.PathLike[str]], *, devices: bool = True,
     if dropped:
         notes.append("capabilities dropped")
     return "; ".join(notes)
+
+
+#: /proc entries a confined process may not write beneath, whatever its devices need
+PROC_DENIED = frozenset({"sys", "sysrq-trigger", "irq", "sysvipc", "self", "thread-self"})
+
+
+def proc_writable(proc: str = "/proc") -> list[str]:
+    """What of ``/proc`` a confined process may write beneath: its own ``/proc/<pid>`` and
+    the top-level entries that are no process's and not in :data:`PROC_DENIED`."""
+    try:
+        names = os.listdir(proc)
+    except OSError:
+        return []
+    own = [os.path.join(proc, str(os.getpid()))]
+    return own + [os.path.join(proc, n) for n in sorted(names) if not n.isdigit() and n not in PROC_DENIED]
 
 
 class _PathBeneath(ctypes.Structure):
