@@ -693,3 +693,84 @@ def test_harnesses_start_with_openmp_workers_that_sleep(tmp_path, device):
     finally:
         ref.kill()
         cand.kill()
+
+
+def test_a_confined_process_cannot_write_kernel_settings_but_its_own_proc_entries(tmp_path):
+    """Where CUDA needs /proc, the confinement allowed all of it: a uid-0 candidate without
+    capabilities could write /proc/sys/kernel/core_pattern (run as root on the next core dump)
+    and other processes' entries. Now only its own entries and the system-wide ones but those."""
+    import subprocess
+    import sys
+    import textwrap
+
+    if not os.access("/proc/sys/kernel/core_pattern", os.W_OK):
+        pytest.skip("/proc/sys is not writable here even unconfined")
+    code = textwrap.dedent(f"""
+        import os, sys
+        from kernelpro.evaluate.sandbox import confine
+        how = confine([{str(tmp_path)!r}], devices=True)
+        if how.startswith("unconfined"):
+            print("SKIP", how); sys.exit(0)
+        def opens(path):
+            try:
+                os.close(os.open(path, os.O_WRONLY))  # opened for writing, nothing written
+                return "yes"
+            except OSError as exc:
+                return type(exc).__name__
+        print(opens("/proc/sys/kernel/core_pattern"), opens("/proc/self/comm"), opens("/proc/1/oom_score_adj"))
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    if out.stdout.startswith("SKIP"):
+        pytest.skip(out.stdout.strip())
+    sysctl, own, other = out.stdout.split()
+    assert sysctl == "PermissionError" and other == "PermissionError" and own == "yes", out.stdout
+
+
+def test_a_claim_past_max_speedup_is_looked_at_on_alternating_calls_and_charged():
+    """On a loaded machine the first look's standard error can hide a shortfall: a process
+    reporting 0.0001-ms calls that take 0.05 ms (a 500x claim) passes it. A claim past
+    max_speedup is looked at on alternating calls anyway, and what they show is charged."""
+    from kernelpro.evaluate import timing
+    from kernelpro.evaluate.judge import Judge
+
+    judge = Judge({"evaluator": {"envelope_slack_ms": 0.05, "envelope_slack_ms_cpu": 0.25,
+                                 "envelope_slack_fraction": 0.1, "max_speedup": 100.0}, "device": "cpu",
+                   "seed": 0, "workdir": "."}, None, None)
+
+    def delay(k: int, phase: int) -> float:
+        return 3.0 + 0.5 * (k % 5) if (k + phase) % 3 == 0 else 0.02 * (k % 7)
+
+    def sample(reported: float, k: int, phase: int) -> timing.Sample:
+        return timing.Sample(reported, 0.0, 0.05 + 1.2 + delay(k, phase))
+
+    judge.samples = {"reference": [sample(0.05, k, 0) for k in range(50)],
+                     "candidate": [sample(0.0001, k, 1) for k in range(50)]}
+    judge.summaries = {name: timing.Summary(timing.stats([s.event_ms for s in xs], "perf_counter"))
+                       for name, xs in judge.samples.items()}
+    judge._calls = {"reference": lambda i: sample(0.05, i, 0), "candidate": lambda i: sample(0.0001, i, 1)}
+    judge.check_envelope()
+    assert judge.notes["envelope_alternating_calls"] >= 10
+    assert judge.summaries["candidate"].stats.median_ms >= 0.04
+    assert any(f.startswith("envelope_charged:") for f in judge.flags)
+
+
+def test_an_honest_claim_past_max_speedup_is_not_charged():
+    from kernelpro.evaluate import timing
+    from kernelpro.evaluate.judge import Judge
+
+    judge = Judge({"evaluator": {"envelope_slack_ms": 0.05, "envelope_slack_ms_cpu": 0.25,
+                                 "envelope_slack_fraction": 0.1, "max_speedup": 100.0}, "device": "cpu",
+                   "seed": 0, "workdir": "."}, None, None)
+
+    def sample(call: float, k: int) -> timing.Sample:
+        return timing.Sample(call, 0.0, call + 0.2 + 0.001 * (k % 7))
+
+    judge.samples = {"reference": [sample(50.0, k) for k in range(20)],
+                     "candidate": [sample(0.01, k) for k in range(60)]}
+    judge.summaries = {name: timing.Summary(timing.stats([s.event_ms for s in xs], "perf_counter"))
+                       for name, xs in judge.samples.items()}
+    judge._calls = {"reference": lambda i: sample(50.0, i), "candidate": lambda i: sample(0.01, i)}
+    judge.check_envelope()
+    assert judge.summaries["candidate"].stats.median_ms == pytest.approx(0.01)
+    assert not any(f.startswith("envelope_charged:") for f in judge.flags)

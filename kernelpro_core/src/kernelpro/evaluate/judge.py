@@ -1655,7 +1655,14 @@ class Judge:
         share, z = timing.exceeds_z(timing.overheads(self.samples["candidate"], cand),
                                     timing.overheads(self.samples["reference"], ref), margin)
         self.notes["envelope_share"] = share
-        if excess <= self.envelope_allowed(se) and z < z_needed:
+        # a claim past max_speedup is looked at on alternating calls whatever the first look
+        # said: on a loaded machine the reference's overheads can scatter by milliseconds, and
+        # a process reporting 0.001-ms calls passed the first look there (excess 0.67 ms, its
+        # standard error 1.6 ms) with a 9000x claim
+        claimed = ref.stats.median_ms / max(cand.stats.median_ms, 1e-9)
+        extreme = claimed > float(self.ev.get("max_speedup", 100.0))
+        first_passed = excess <= self.envelope_allowed(se) and z < z_needed
+        if first_passed and not extreme:
             return
         # Confirmed on calls alternating one by one with the reference's, in up to three looks
         # while the evidence leans that way, each look at about 1e-3 / 3
@@ -1702,6 +1709,10 @@ class Judge:
         # Not confirmed: the machine's load may have changed between blocks, or the candidate
         # behaved differently once calls alternated. Either way its timed calls are charged
         # what the judge's clock saw, so a shortfall gains nothing.
+        if extreme:  # the alternating calls' excess, paired call by call, counts too
+            main_excess = max(main_excess, self.notes["envelope_excess_confirmed_ms"])
+            if first_passed and main_excess <= 0.0:
+                return  # nothing unaccounted for on either look: the claim stands as timed
         main_excess = max(main_excess, 0.0)
         charged = [t + main_excess for t in timing.reported(self.samples["candidate"], cand)]
         self.summaries["candidate"] = attrs.evolve(
