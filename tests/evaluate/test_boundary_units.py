@@ -774,3 +774,19 @@ def test_an_honest_claim_past_max_speedup_is_not_charged():
     judge.check_envelope()
     assert judge.summaries["candidate"].stats.median_ms == pytest.approx(0.01)
     assert not any(f.startswith("envelope_charged:") for f in judge.flags)
+
+
+def test_outputs_whose_elements_share_memory_are_made_whole_inside_the_timed_call():
+    import torch
+
+    from kernelpro.evaluate.harness import overlaps, own_memory
+
+    row = torch.arange(4.0).reshape(4, 1)
+    wide = row.expand(4, 1000)
+    assert overlaps(wide) and not overlaps(wide.contiguous())
+    assert overlaps(torch.arange(10.0).as_strided((5, 4), (1, 1)))
+    dense = torch.rand(8, 8)
+    assert not overlaps(dense) and not overlaps(dense.t()) and not overlaps(dense[:, ::2])
+    out = own_memory((wide, dense, [wide]))
+    assert out[1] is dense  # a tensor of its own memory is untouched (costs nothing)
+    assert not overlaps(out[0]) and torch.equal(out[0], wide) and not overlaps(out[2][0])

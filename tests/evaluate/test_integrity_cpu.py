@@ -32,7 +32,6 @@ INTEGRITY = Verdict.INTEGRITY
     ("lingering_process", INTEGRITY, "left processes running"),
     # its first thread gone, the helper reads as a zombie while its other thread runs
     ("zombie_leader", INTEGRITY, "left processes running"),
-    ("renices_reference", INTEGRITY, "rescheduled"),
 ])
 def test_cheater_is_caught(run_eval, gelu_problem, name, verdict, reason):
     result = run_eval(cheater(name), gelu_problem)
@@ -322,3 +321,23 @@ def test_sampled_rechecks_pass_an_honest_candidate(run_eval, gelu_problem):
     notes = result.measurements["evaluator"]
     assert notes["recheck_sampled_elements"] == 4 and notes["rechecked_calls"] >= 1
     assert notes["recheck_copies_on_device"] == 0
+
+
+def test_an_expanded_output_pays_for_the_elements_it_stands_for(run_eval):
+    """Returned as a stride-0 expand, a wide output of equal values was 2-3x faster than the
+    reference that writes every element: the writing happened in the export copy, untimed
+    (measured on the CPU: 2.6-2.9x before, 1.06-1.27x after)."""
+    result = run_eval(cheater("expanded_output"), problem("row_sums_repeated"), rep_ms=40, min_reps=10)
+    assert result.verdict is Verdict.CORRECT, result.reason
+    assert result.speedup < 1.8, (result.speedup, result.runtime_ms, result.baseline_ms)
+
+
+def test_renicing_the_reference_is_denied_or_caught(run_eval, gelu_problem):
+    """Confined, the candidate can no longer write another process's /proc entries (its
+    autogroup's nice value among them); unconfined (write_guard detect), the judge's check of
+    the reference's scheduling catches the change."""
+    confined = run_eval(cheater("renices_reference"), gelu_problem)
+    if confined.measurements and confined.measurements["evaluator"].get("sandbox_landlock") == 1.0:
+        assert confined.verdict is Verdict.CORRECT, (confined.verdict, confined.reason)
+    detected = run_eval(cheater("renices_reference"), gelu_problem, write_guard="detect")
+    assert detected.verdict is INTEGRITY and "rescheduled" in detected.reason, (detected.verdict, detected.reason)
