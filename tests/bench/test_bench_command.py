@@ -258,3 +258,30 @@ def test_means_with_the_reference_kept_where_no_candidate_beat_eager():
     assert s["geomean_delivered_compiled"] == pytest.approx((2.0 * (2.0 / 3.0) * 0.5) ** (1 / 3))
     table = bench.kept_table({"1": s})
     assert "| 1 | 1 | 1.59x | 0.87x |" in table
+
+
+def test_a_binary_problem_file_in_a_suite_is_one_line(tmp_path):
+    suite = write_suite(tmp_path / "suite")
+    (suite / "level1" / "3_bad.py").write_bytes(b"\xf3\x00\xff" * 100)
+    with pytest.raises(bench.SuiteError, match=r"3_bad.py: not a text file \(byte 0 is not UTF-8\)"):
+        bench.read_suite(suite)
+
+
+def test_bench_refuses_an_output_directory_of_the_user_s_files(tmp_path):
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "report.md").write_text("mine")
+    res = run_cli(["bench", str(write_suite(tmp_path / "suite")), "-c", str(FAST), "--device", "cpu",
+                   "--budget", "1", "--generator", "torch_compile", "-o", str(mine)])
+    assert res.exit_code == 2 and "is not empty and is not a bench directory" in res.output, res.output
+    assert [p.name for p in mine.iterdir()] == ["report.md"] and (mine / "report.md").read_text() == "mine"
+
+
+def test_unreadable_run_files_of_a_bench_are_not_an_internal_error(tmp_path):
+    run = tmp_path / "runs" / "L1_1_relu"
+    run.mkdir(parents=True)
+    (run / "summary.json").write_text('{"evaluated": ')
+    (run / bench.BENCH_META).write_bytes(b"\xf3\x00")
+    problem = bench.read_suite(write_suite(tmp_path / "suite"))[0]
+    row = bench.problem_row(problem, run)
+    assert row["error"] == f"{run / 'summary.json'}: not a JSON object" and row["code"] is None

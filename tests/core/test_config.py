@@ -156,3 +156,32 @@ def test_measure_within_is_a_non_negative_number_or_null(tmp_path):
     assert cfg.load_config(_write(tmp_path, {"evaluator": {"measure_within": None}})).evaluator.measure_within is None
     problems = _problems(tmp_path, {"evaluator": {"measure_within": -0.5}})
     assert len(problems) == 1 and "measure_within: expected a number >= 0 or null, got -0.5" in problems[0]
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("evaluator: 5\n", "error: evaluator: expected a mapping, got int 5"),
+    ("plugins: {block: 5}\n", "error: plugins.block: expected a list, got int 5"),
+    ("evaluator: {tolerances: [1, 2]}\n", "error: evaluator.tolerances: expected a mapping, got list [1, 2]"),
+    ("evaluator: {tolerances: {float32: 5}}\n", "error: evaluator.tolerances.float32: expected a mapping, got int 5"),
+    ("generator: expert\n", "error: generator: expected a mapping such as {name: expert}, got str 'expert'"),
+    ("search: [1]\n", "error: search: expected a mapping, got list [1]"),
+])
+def test_a_value_of_the_wrong_shape_says_what_was_expected(tmp_path, text, expected):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text)
+    res = kernelpro("config", "validate", str(bad))
+    assert res.returncode == 2, res.stderr
+    assert [ln for ln in res.stderr.splitlines() if ln.strip()] == [expected]
+
+
+def test_a_binary_config_file_is_one_line_exit_2(tmp_path):
+    bad = tmp_path / "cfg.yaml"
+    bad.write_bytes(b"\xf3\x00\xff" * 300)
+    for args in (["config", "validate", str(bad)], ["config", "show", "-c", str(bad)],
+                 ["eval", str(DATA / "tiny_problem.py"), str(DATA / "good.py"), "-c", str(bad)],
+                 ["optimize", str(DATA / "tiny_problem.py"), "-c", str(bad), "--device", "cpu"],
+                 ["analyze", str(DATA / "tiny_problem.py"), "-c", str(bad)]):
+        res = kernelpro(*args)
+        assert res.returncode == 2, (args, res.stderr)
+        lines = [ln for ln in res.stderr.splitlines() if ln.strip() and not ln.startswith("warning:")]
+        assert lines == [f"error: {bad}: not a text file (byte 0 is not UTF-8)"], (args, res.stderr)

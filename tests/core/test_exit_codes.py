@@ -195,3 +195,52 @@ def test_an_unexpected_exception_in_a_command_is_one_error_line_and_exit_1(monke
     monkeypatch.setenv("KERNELPRO_DEBUG", "1")
     with pytest.raises(TypeError):
         cli_mod.main(["explode"])
+
+
+@pytest.mark.parametrize("command", ["eval", "profile"])
+def test_a_workdir_that_cannot_be_made_or_holds_the_user_s_files_exits_2(tmp_path, command):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine")
+    for workdir, said in ((blocker / "sub", "cannot be created"), ("/proc/kernelpro-no-such-dir", "cannot be created"),
+                          (mine, "is not empty")):
+        res = kernelpro(command, PROBLEM, str(DATA / "good.py"), "-c", str(FAST), "--device", "cpu",
+                        "--workdir", str(workdir))
+        assert res.returncode == 2, (workdir, res.stderr)
+        assert said in one_error_line(res)
+    assert [p.name for p in mine.iterdir()] == ["notes.txt"]
+
+
+def test_a_run_directory_holding_the_user_s_files_is_refused(tmp_path):
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    for name in ("report.md", "config.yaml", "best.py", "problem.py"):
+        (mine / name).write_text(f"the user's {name}\n")
+    res = kernelpro("optimize", PROBLEM, "-c", str(FAST), "--device", "cpu", "--budget", "1",
+                    "--generator", "testplugin_echo", "-o", str(mine), "--quiet")
+    assert res.returncode == 2, res.stderr
+    assert "is not empty and is not a KernelPro run directory" in one_error_line(res)
+    assert sorted(p.name for p in mine.iterdir()) == ["best.py", "config.yaml", "problem.py", "report.md"]
+    assert all((mine / n).read_text() == f"the user's {n}\n" for n in ("report.md", "config.yaml", "best.py", "problem.py"))
+
+
+def test_the_optimizer_refuses_a_directory_of_the_user_s_files(tmp_path):
+    # the same rule where the CLI's check does not run (the API, a bench's problem)
+    from kernelpro import config as cfg
+    from kernelpro.loop import InvocationError, Optimizer
+    from kernelpro.plugins import Plugins
+    from kernelpro.problem import load_problem
+
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "report.md").write_text("mine")
+    config = cfg.load_config(FAST, {"generator": {"name": "testplugin_echo", "params": {}}, "budget": 1})
+    opt = Optimizer(load_problem(PROBLEM), config, Plugins(), mine, "cpu")
+    try:
+        with pytest.raises(InvocationError, match="is not empty and is not a KernelPro run directory"):
+            opt.start(resume=False)
+    finally:
+        opt.abandon()
+    assert (mine / "report.md").read_text() == "mine" and not (mine / "candidates").exists()

@@ -58,7 +58,7 @@ def test_an_observer_cannot_change_the_run(tmp_path):
     res = kernelpro("optimize", PROBLEM, "-c", str(cfg), "--device", "cpu", "--budget", "2",
                     "--generator", "testplugin_echo", "-o", str(run), "--quiet", env={"KERNELPRO_TESTPLUGIN_MUTATE": "1"})
     assert res.returncode == 0, res.stderr
-    assert "plugin 'testplugin' failed in kernelpro_candidate_evaluated: TypeError" in res.stderr
+    assert "plugin 'testplugin' from kernelpro-testplugin failed in kernelpro_candidate_evaluated: TypeError" in res.stderr
     records = [json.loads(line) for line in (run / "candidates.jsonl").read_text().splitlines()]
     summary = json.loads((run / "summary.json").read_text())
     best = next(r for r in records if r["id"] == summary["best_id"])

@@ -72,8 +72,14 @@ def read_suite(path: Path) -> list[SuiteProblem]:
                 if m:
                     level = int(m.group(1))
             pid = re.match(r"(\d+)_", f.stem)
+            try:
+                source = f.read_text()
+            except UnicodeDecodeError as exc:
+                raise SuiteError(f"{f}: not a text file (byte {exc.start} is not UTF-8)") from None
+            except OSError as exc:
+                raise SuiteError(f"{f}: cannot read: {exc.strerror or exc}") from None
             out.append(SuiteProblem(level=level, problem_id=int(pid.group(1)) if pid else None,
-                                    name=f.stem, source=f.read_text()))
+                                    name=f.stem, source=source))
         if not out:
             raise SuiteError(f"{path}: no .py problems in this directory")
         return out
@@ -153,6 +159,15 @@ def code_digest() -> str:
     return h.hexdigest()[:12]
 
 
+def _read_object(path: Path) -> dict[str, Any] | None:
+    """The JSON object in ``path``; None when it is absent or not one (invalid JSON, binary)."""
+    try:
+        data = json.loads(path.read_bytes().decode())
+    except (OSError, ValueError):  # ValueError: JSONDecodeError and UnicodeDecodeError
+        return None
+    return data if isinstance(data, dict) else None
+
+
 def problem_row(problem: SuiteProblem, run_dir: Path, error: str | None = None) -> dict[str, Any]:
     """One problem's outcome, read from its run directory."""
     row: dict[str, Any] = {"level": problem.level, "problem_id": problem.problem_id, "name": problem.name,
@@ -176,12 +191,15 @@ def problem_row(problem: SuiteProblem, run_dir: Path, error: str | None = None) 
                            "min_traffic_bytes_only": False,
                            # the optional third baseline (evaluator.compiled_autotune_mode) and its compile time
                            "autotune_ms": None, "autotune_compile_s": None}
-    meta_path = run_dir / BENCH_META
-    if meta_path.exists():
-        meta = json.loads(meta_path.read_text())
+    meta = _read_object(run_dir / BENCH_META)  # unreadable: as if absent (the next call of the problem rewrites it)
+    if meta is not None:
         row["code"], row["wall_s"] = meta.get("code"), meta.get("wall_s")
     summary_path = run_dir / "summary.json"
     if error is not None or not summary_path.exists():
+        return row
+    summary = _read_object(summary_path)
+    if summary is None:
+        row["error"] = f"{summary_path}: not a JSON object"
         return row
     try:
         base = json.loads((run_dir / "baseline.json").read_text())
@@ -191,7 +209,6 @@ def problem_row(problem: SuiteProblem, run_dir: Path, error: str | None = None) 
     row["compiled_strict_ms"] = (base.get("baseline_compiled_strict") or {}).get("median_ms")
     row["autotune_ms"] = (base.get("baseline_compiled_autotune") or {}).get("median_ms")
     row["autotune_compile_s"] = ((base.get("measurements") or {}).get("evaluator") or {}).get("compile_autotune_s")
-    summary = json.loads(summary_path.read_text())
     row["evaluated"] = summary.get("evaluated", 0)
     row["stopped_because"] = summary.get("stopped_because")
     best = summary.get("best_id")
@@ -225,8 +242,9 @@ def problem_row(problem: SuiteProblem, run_dir: Path, error: str | None = None) 
     if runtime and compiled:
         row["speedup_compiled"] = compiled / runtime
     analysis_path = run_dir / "analyses" / f"{best}.json"
-    if analysis_path.exists():
-        bottleneck = json.loads(analysis_path.read_text()).get("bottleneck") or {}
+    analysis = _read_object(analysis_path)
+    if analysis is not None:
+        bottleneck = analysis.get("bottleneck") or {}
         row["roofline_fraction"] = bottleneck.get("roofline_fraction")
         # the analysis may postdate the record (profiling.when = expand profiles the winner last)
         row["bottleneck"] = bottleneck.get("kind") or row["bottleneck"]
@@ -583,9 +601,12 @@ def run_bench(problems: list[SuiteProblem], config: Any, plugins: Any, out_dir: 
     jobs = []
     for i, p in enumerate(problems, 1):
         run_dir = out_dir / "runs" / p.key
-        if (run_dir / "summary.json").exists():
+        if _read_object(run_dir / "summary.json") is not None:
             say(f"[{i}/{len(problems)}] {p.key}: already run, reading {run_dir}")
         else:
+            if (run_dir / "summary.json").exists():  # the run's records are intact: it is resumed, which writes it anew
+                say(f"[{i}/{len(problems)}] {p.key}: {run_dir / 'summary.json'} is unreadable; running it again "
+                    "(resumed)")
             jobs.append(Job(id=p.key, fn=ProblemCall(p, config, run_dir, deadline, plugins), kind="problem"))
     own = executor is None
     if jobs and own:
@@ -671,6 +692,11 @@ def kernelpro_register_commands(cli):
         except RunError as exc:  # --device cuda without a GPU: this machine cannot (exit 3)
             raise Abort(str(exc), 3) from None
         out_dir = Path(out) if out else Path("bench") / time.strftime("%Y%m%d-%H%M%S")
+        if out_dir.is_dir() and not (out_dir / "problems.json").exists() and not (out_dir / "runs").is_dir() \
+                and any(out_dir.iterdir()):
+            # a bench writes report.md, results.json, problems.json: never over the user's files
+            raise Abort(f"{out_dir}: exists, is not empty and is not a bench directory (a new bench needs an empty "
+                        "or new directory; one of an earlier bench is continued); use another -o")
         try:
             out_dir.mkdir(parents=True, exist_ok=True)
             (out_dir / "problems.json").write_text("[]")  # writable: checked before any problem runs

@@ -244,6 +244,12 @@ def _check_run_dir(path: Path) -> None:
             raise Abort(f"{path}: exists and is not a directory; use another -o")
         if not os.access(path, os.W_OK | os.X_OK):
             raise Abort(f"{path}: the run directory is not writable; use another -o")
+        from kernelpro.rundir import RunDir
+
+        run = RunDir(path)
+        if not run.is_run() and run.foreign_entries():  # a run holding part of a run: the run refuses it
+            raise Abort(f"{path}: exists, is not empty and is not a KernelPro run directory (a new run needs an "
+                        "empty or new directory); use another -o")
         return
     parent = path.absolute().parent
     while not parent.exists() and parent != parent.parent:
@@ -252,6 +258,23 @@ def _check_run_dir(path: Path) -> None:
         raise Abort(f"{path}: cannot be created: {parent} is not a directory; use another -o")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise Abort(f"{path}: cannot be created: {parent} is not writable; use another -o")
+
+
+def _workdir_or_abort(workdir: str, ours: tuple[str, ...]) -> Path:
+    """``--workdir``, created if absent: exit 2 with one line when it cannot be, or when it
+    holds files of the user's (it is not empty and has none of ``ours``, what an earlier
+    call of the same command left there): the command writes and removes files in it."""
+    path = Path(workdir)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise Abort(f"--workdir {workdir}: cannot be created: {exc.strerror or exc}") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise Abort(f"--workdir {workdir}: not writable")
+    if not any((path / name).exists() for name in ours) and any(path.iterdir()):
+        raise Abort(f"--workdir {workdir}: exists, is not empty and is not a work directory of this command; "
+                    "use an empty or new one")
+    return path
 
 
 def _print_run_summary(summary: dict[str, Any], run_path: Path, noisy_cv: float, as_json: bool, code: int) -> None:
@@ -291,8 +314,7 @@ def _load_with_choices(config_path: str | None, overrides: dict[str, Any]) -> cf
         try:
             data = cfg.read_yaml(config_path)
         except cfg.ConfigError as exc:
-            _err(exc.problems)
-            raise Abort(exc.problems[0]) from None
+            raise config_abort(exc.problems) from None
         for role in ("generator", "search", "reward"):
             chosen = overrides.get(role)
             if chosen and isinstance(data.get(role), dict) and data[role].get("name") == chosen["name"]:
@@ -393,7 +415,9 @@ def eval_cmd(problem: str, candidate: str, config_path: str | None, device: str 
         raise Abort(str(exc)) from None
     if result is None:
         tmp = None
-        if workdir is None:
+        if workdir is not None:
+            _workdir_or_abort(workdir, ("job.json", "sandbox"))
+        else:
             tmp = tempfile.TemporaryDirectory(prefix="kernelpro-eval-")
             workdir = tmp.name
         try:
@@ -491,7 +515,8 @@ def profile(problem: str, candidate: str, config_path: str | None, device: str |
     except ProblemError as exc:
         raise Abort(str(exc)) from None
     keep = workdir is not None
-    base = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix="kernelpro-profile-"))
+    base = (_workdir_or_abort(workdir, ("eval", "profile")) if workdir is not None
+            else Path(tempfile.mkdtemp(prefix="kernelpro-profile-")))
     display = Display(as_json, "profiling")  # the evaluation, then each profiling pass
     try:
         build = base / "build"

@@ -354,12 +354,65 @@ def _join(path: str, key: Any) -> str:
     return f"{path}.{key}" if path else key
 
 
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _got(value: Any) -> str:
+    return f"got {type(value).__name__} {_shown(value)}"
+
+
+def _shape_problems(data: Any, tp: Any, path: str) -> list[str]:
+    """Where ``data`` has the wrong shape for ``tp`` (a scalar where a mapping or a list is
+    expected, a mapping where a list is), one line per place saying what was expected:
+    cattrs would answer those with Python's own words ("'int' object is not iterable").
+    Scalars are left to the converter's hooks."""
+    where = path or "(top)"
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin is typing.Union or (origin is not None and type(tp).__name__ == "UnionType"):
+        if data is None and type(None) in args:
+            return []
+        arms = [a for a in args if a is not type(None)]
+        return _shape_problems(data, arms[0], path) if len(arms) == 1 else []
+    if isinstance(tp, type) and attrs.has(tp):
+        if not isinstance(data, dict):
+            if tp is Choice and isinstance(data, str):
+                return [f"{where}: expected a mapping such as {{name: {data}}}, {_got(data)}"]
+            return [f"{where}: expected a mapping, {_got(data)}"]
+        try:
+            hints = typing.get_type_hints(tp)
+        except Exception:  # a plugin's Settings with names it cannot resolve: the converter decides
+            hints = {}
+        out: list[str] = []
+        for f in attrs.fields(tp):
+            key = f.alias if f.alias is not None else f.name
+            if key in data and f.name in hints:
+                out.extend(_shape_problems(data[key], hints[f.name], _join(path, key)))
+        return out
+    if origin in (dict, typing.Mapping) or tp is dict:
+        if not isinstance(data, dict):
+            return [f"{where}: expected a mapping, {_got(data)}"]
+        if len(args) == 2:
+            return [p for k, v in data.items() for p in _shape_problems(v, args[1], _join(path, k))]
+        return []
+    if origin in (list, tuple, set, frozenset) or tp in (list, tuple):
+        if not isinstance(data, (list, tuple)):
+            return [f"{where}: expected a list, {_got(data)}"]
+        if len(args) == 1:
+            return [p for i, v in enumerate(data) for p in _shape_problems(v, args[0], _join(path, i))]
+        return []
+    return []
+
+
 def structure(data: Any, cls: type, path: str = "") -> Any:
     """Structure ``data`` into ``cls``; raise ConfigError with one line per problem."""
     if data is None:
         data = {}
-    if attrs.has(cls) and not isinstance(data, dict):
-        raise ConfigError([f"{path or '(top)'}: expected a mapping, got {type(data).__name__}"])
+    shape = _shape_problems(data, cls, path)
+    if shape:
+        raise ConfigError(shape)
     try:
         return converter.structure(data, cls)
     except Exception as exc:  # cattrs raises exception groups and plain errors
@@ -378,6 +431,8 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
         raise ConfigError([f"{p}: no such config file"]) from None
     except OSError as exc:
         raise ConfigError([f"{p}: cannot read: {exc.strerror}"]) from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError([f"{p}: not a text file (byte {exc.start} is not UTF-8)"]) from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:

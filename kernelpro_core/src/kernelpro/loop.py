@@ -38,7 +38,7 @@ from kernelpro.plugins import PluginFailed, Plugins, _first_line
 from kernelpro.problem import Problem, ProblemError, check_candidate, detect_language
 from kernelpro.profile.pipeline import no_gpu_notes, save_profiles
 from kernelpro.records import Analysis, EvalResult, GpuSpec, Verdict, from_json, to_json
-from kernelpro.rundir import RunDir, write_atomic
+from kernelpro.rundir import RunDir, RunDirError, write_atomic
 from kernelpro.search.tree import ROOT, Tree
 
 
@@ -291,19 +291,26 @@ class Optimizer:
             holder = self.run.lock_holder()
             raise InvocationError(f"{self.run.path} is in use by another kernelpro process"
                                   + (f" (pid {holder})" if holder else "") + "; wait for it or use another -o")
-        if not resume and self.run.records_path.exists():
+        if not resume and (self.run.records_path.exists() or (self.run.path / "problem.py").exists()):
             raise InvocationError(f"{self.run.path} already holds a run; use --resume {self.run.path} or another -o")
+        if not resume and not self.run.is_run() and self.run.foreign_entries():
+            # a new run writes config.yaml, problem.py, best.py, report.md: never over the user's files
+            raise InvocationError(f"{self.run.path}: exists, is not empty and is not a KernelPro run directory "
+                                  "(a new run needs an empty or new directory); use another -o")
+        try:
+            meta = self.run.read_json("run.json")
+            if resume:
+                self._restore()
+        except RunDirError as exc:  # before anything is written: the run directory stays as it was
+            raise InvocationError(str(exc)) from None
         self.run.create()
-        meta = self.run.read_json("run.json")
         if meta is None:
             import uuid
 
             meta = {"run_id": f"{self.run.path.name}-{uuid.uuid4().hex[:12]}"}
             self.run.write_json("run.json", meta)
         self.run_id = meta["run_id"]
-        if resume:
-            self._restore()
-        else:
+        if not resume:
             write_atomic(self.run.path / "config.yaml", cfg.to_yaml(self.config))
             write_atomic(self.run.path / "problem.py", self.problem.source)
         # the evaluator watches the directory of the problem file it is given for changes, and
@@ -345,17 +352,24 @@ class Optimizer:
         base = self.run.read_json("baseline.json")
         if base is not None:
             self.baseline = from_json(base, EvalResult)
-        if self.run.tree_path.exists():
+        pending = self.run.read_json("pending.json", [])
+        if not isinstance(pending, list) or not all(isinstance(p, dict) and "id" in p for p in pending):
+            raise RunDirError(f"{self.run.path / 'pending.json'}: not a list of drafts; repair or remove it "
+                              "(nothing was changed)")
+        tree_data = self.run.read_json(self.run.tree_path.name)  # checked: a clear line, not Tree.load's error
+        self.records, dropped = self.run.checked_records({p["id"] for p in pending})
+        if tree_data is not None:
             self.tree = Tree.load(self.run.tree_path)
             self._policy("load_state", self.tree.policy_state)
-        self.records = self.run.records()
+        for said in dropped:
+            self.progress.warning(said)
         for rec in self.records:
             self.results[rec["id"]] = from_json(rec["result"], EvalResult)
             ap = self.run.analysis_path(rec["id"])
             if ap.exists():
                 from kernelpro.records import Bottleneck, Finding
 
-                data = __import__("json").loads(ap.read_text())
+                data = self.run.read_json(str(ap.relative_to(self.run.path)))
                 self.analyses[rec["id"]] = Analysis(
                     bottleneck=from_json(data["bottleneck"], Bottleneck) if data.get("bottleneck") else None,
                     findings=tuple(from_json(f, Finding) for f in data.get("findings", [])),
@@ -373,7 +387,8 @@ class Optimizer:
     # --- the loop ------------------------------------------------------------------------
 
     def next_id(self) -> str:
-        used = {r["id"] for r in self.records} | {p["id"] for p in self.run.read_json("pending.json", [])}
+        used = ({r["id"] for r in self.records} | {p["id"] for p in self.run.read_json("pending.json", [])}
+                | self.run.used_ids())  # never over a candidate's files (a record lost to a damaged file)
         i = len(used) + 1
         while f"c{i:04d}" in used:
             i += 1

@@ -24,13 +24,38 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
+
+
+class RunDirError(ValueError):
+    """A file of the run directory that cannot be read as what it should hold (one line,
+    naming the file)."""
+
+
+#: a record's id as its line starts (``json.dumps`` writes it first): found in a line cut short
+_RECORD_ID = re.compile(r'^\{"id": "([^"\\]*)"')
 
 
 class RunDir:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
+
+    def is_run(self) -> bool:
+        """Whether the directory holds (part of) a KernelPro run: a run makes candidates/ first."""
+        return (self.path / "candidates").is_dir()
+
+    def foreign_entries(self) -> list[str]:
+        """What the directory holds besides the lock file (empty for a new or absent one)."""
+        try:
+            return sorted(p.name for p in self.path.iterdir() if p.name != ".lock")
+        except FileNotFoundError:
+            return []
+
+    def used_ids(self) -> set[str]:
+        """The candidate ids whose source file exists (a new candidate must not take one)."""
+        return {p.stem for p in (self.path / "candidates").glob("*.py")}
 
     def create(self) -> None:
         for sub in ("candidates", "analyses", "profiles", "evals", "builds"):
@@ -132,14 +157,68 @@ class RunDir:
         (that candidate is evaluated again)."""
         return self.read_jsonl(self.records_path.name)
 
+    def checked_records(self, pending: set[str]) -> tuple[list[dict[str, Any]], list[str]]:
+        """The records for a resume, and a warning for each line dropped. A line a kill cut
+        short mid-write is dropped when its candidate is still pending (it is evaluated again
+        under its id), or when it is the file's last line and too short to name its
+        candidate; any other unreadable line raises RunDirError: dropping it would lose a
+        candidate that was evaluated, and a new one would take its id."""
+        path = self.records_path
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return [], []
+        except OSError as exc:
+            raise RunDirError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        lines = data.split(b"\n")
+        last = max((i for i, ln in enumerate(lines) if ln.strip()), default=-1)
+        out: list[dict[str, Any]] = []
+        dropped: list[str] = []
+        for i, raw in enumerate(lines):
+            if not raw.strip():
+                continue
+            why = ""
+            try:
+                obj = json.loads(raw.decode())
+            except UnicodeDecodeError:
+                why = "not UTF-8 text"
+            except json.JSONDecodeError as exc:
+                why = f"not valid JSON at column {exc.colno}: {exc.msg}"
+            else:
+                if isinstance(obj, dict) and isinstance(obj.get("id"), str) and isinstance(obj.get("result"), dict):
+                    out.append(obj)
+                    continue
+                why = "not a candidate record (a JSON object with id and result)"
+            m = _RECORD_ID.match(raw.decode(errors="replace"))
+            cid = m.group(1) if m else None
+            if why.startswith("not valid JSON") and (cid in pending if cid else i == last):
+                dropped.append(f"{path}: line {i + 1} was cut short mid-write; dropped"
+                               + (f" ({cid} is evaluated again)" if cid else ""))
+                continue
+            raise RunDirError(f"{path}: line {i + 1} is unreadable ({why})"
+                              + (f"; it holds candidate {cid}" if cid else "")
+                              + "; resuming would lose it: repair or remove the line, or start a new run")
+        return out, dropped
+
     def write_json(self, name: str, data: Any) -> None:
         write_atomic(self.path / name, json.dumps(data, indent=1, default=str))
 
     def read_json(self, name: str, default: Any = None) -> Any:
+        """The JSON in ``name``, or ``default`` when it is absent; RunDirError (one line naming
+        the file) when it is not JSON."""
         p = self.path / name
         if not p.exists():
             return default
-        return json.loads(p.read_text())
+        try:
+            return json.loads(p.read_bytes().decode())
+        except UnicodeDecodeError as exc:
+            raise RunDirError(f"{p}: not valid JSON (byte {exc.start} is not UTF-8 text); repair or remove it "
+                              "(nothing was changed)") from None
+        except json.JSONDecodeError as exc:
+            raise RunDirError(f"{p}: not valid JSON (line {exc.lineno} column {exc.colno}: {exc.msg}); repair "
+                              "or remove it (nothing was changed)") from None
+        except OSError as exc:
+            raise RunDirError(f"{p}: cannot read: {exc.strerror or exc}") from None
 
 
 def write_atomic(path: Path, text: str) -> None:
