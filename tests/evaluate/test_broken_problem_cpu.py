@@ -58,6 +58,16 @@ def test_sys_exit_in_the_problem_file_is_a_problem_error(run_eval, tmp_path):
     assert "SystemExit" in result.reason and "evaluator failed" not in result.reason
 
 
+@pytest.mark.parametrize("status", [0, 1])
+def test_os_exit_in_the_problem_file_is_a_problem_error(run_eval, tmp_path, status):
+    # os._exit() ends the judge's process at once, which read as the evaluator exiting
+    # ("exited", exit 1), as if the candidate or KernelPro were at fault
+    problem, cand = _files(tmp_path, HEAD + "import os\n" + BODY + f"os._exit({status})\n")
+    result = run_eval(cand, problem)
+    assert result.verdict is Verdict.PROBLEM_ERROR, (result.verdict, result.reason)
+    assert "problem file ended" in result.reason
+
+
 def test_sys_exit_in_get_inputs_is_a_problem_error(run_eval, tmp_path):
     body = BODY.replace("    return [torch.randn(4, 4)]", "    raise SystemExit('no data')")
     problem, cand = _files(tmp_path, HEAD + body)

@@ -657,5 +657,9 @@ def _run_judge(job_path: Path, workdir: Path, env: dict[str, str], config: Evalu
                               "usually the out-of-memory killer", device=device)
         return EvalResult(verdict=Verdict.CRASH, reason=f"evaluator died from {sig} (stage: {stage})", device=device)
     tail = log_tail(workdir / "judge.log")
+    if stage == "reference":  # the judge imports and runs the problem there, and no candidate code yet
+        return EvalResult(verdict=Verdict.PROBLEM_ERROR, reason=f"the problem file ended the evaluator's process "
+                          f"(status {rc}, no result) while it was loaded or run (os._exit at import?)"
+                          f"{': ' + tail if tail else ''}", device=device)
     return EvalResult(verdict=Verdict.EXITED, reason=f"evaluator exited with status {rc} without a result "
                       f"(stage: {stage}){': ' + tail if tail else ''}", device=device)
