@@ -227,38 +227,31 @@ def test_a_run_whose_generator_proposes_nothing_says_why(tmp_path):
     assert opt._why_nothing("root") == ""
 
 
+def _scoring(value):
+    """An optimizer whose reward scores ``value`` for anything, reduced to its scoring."""
+    from kernelpro.api import Reward
+    from kernelpro.loop import Optimizer
+
+    class Fixed(Reward):
+        name = "fixed"
+
+        def score(self, result, context):
+            return value
+
+    opt = Optimizer.__new__(Optimizer)
+    opt.reward = Fixed(None)
+    opt.plugins = Plugins(entry_points=False)
+    return opt
+
+
 @pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf"), "fast", "1.5", True, None])
 def test_a_reward_that_scores_nan_or_no_number_is_named(value):
     """A NaN reward would poison every comparison of the search from then on; an infinity is
     no JSON number (tree.json, candidates.jsonl); a numeric string or a bool is no number."""
-    from kernelpro.api import Reward
-    from kernelpro.loop import Optimizer
-
-    class Bad(Reward):
-        name = "bad"
-
-        def score(self, result, context):
-            return value
-
-    opt = Optimizer.__new__(Optimizer)
-    opt.reward = Bad(None)
-    opt.plugins = Plugins(entry_points=False)
     with pytest.raises(PluginFailed, match="score"):
-        opt._score(None, None)
+        _scoring(value)._score(None, None)
 
 
 @pytest.mark.parametrize("value", [2, 1.5, -10.0])
 def test_a_reward_that_scores_a_number_is_kept(value):
-    from kernelpro.api import Reward
-    from kernelpro.loop import Optimizer
-
-    class Good(Reward):
-        name = "good"
-
-        def score(self, result, context):
-            return value
-
-    opt = Optimizer.__new__(Optimizer)
-    opt.reward = Good(None)
-    opt.plugins = Plugins(entry_points=False)
-    assert opt._score(None, None) == float(value)
+    assert _scoring(value)._score(None, None) == float(value)
