@@ -135,10 +135,11 @@ def own_memory(out: Any) -> Any:
     every element would otherwise leave that writing to the export copy, after the clock."""
     if isinstance(out, torch.Tensor):
         return out.contiguous() if type(out) is torch.Tensor and overlaps(out) else out
-    if isinstance(out, tuple) and not hasattr(out, "_fields"):
-        return tuple(own_memory(x) for x in out)
-    if isinstance(out, list):
-        return [own_memory(x) for x in out]
+    if isinstance(out, (tuple, list)):  # namedtuples and torch.return_types too: judged as tuples
+        items = [own_memory(x) for x in out]
+        if all(a is b for a, b in zip(items, out)):
+            return out  # nothing to make whole: the value as returned
+        return items if isinstance(out, list) else tuple(items)
     return out
 
 
