@@ -785,8 +785,11 @@ def test_outputs_whose_elements_share_memory_are_made_whole_inside_the_timed_cal
     wide = row.expand(4, 1000)
     assert overlaps(wide) and not overlaps(wide.contiguous())
     assert overlaps(torch.arange(10.0).as_strided((5, 4), (1, 1)))
+    # overlapping although its strides span as many positions as it has elements
+    assert overlaps(torch.arange(16.0).as_strided((2, 2, 2), (1, 4, 4)))
     dense = torch.rand(8, 8)
     assert not overlaps(dense) and not overlaps(dense.t()) and not overlaps(dense[:, ::2])
+    assert not overlaps(torch.rand(2, 3, 4, 5).permute(2, 0, 3, 1)) and not overlaps(dense[1:7:3, 2:])
     out = own_memory((wide, dense, [wide]))
     assert out[1] is dense  # a tensor of its own memory is untouched (costs nothing)
     assert not overlaps(out[0]) and torch.equal(out[0], wide) and not overlaps(out[2][0])

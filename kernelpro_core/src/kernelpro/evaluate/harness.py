@@ -121,12 +121,18 @@ def _mentions_training(problem: Any) -> bool:
 
 
 def overlaps(t: torch.Tensor) -> bool:
-    """Whether some elements of ``t`` share memory (an ``expand``-ed or ``as_strided`` view):
-    its elements outnumber the positions its strides can reach."""
+    """Whether some elements of ``t`` may share memory (an ``expand``-ed or ``as_strided``
+    view): taken dimension by dimension from the smallest stride up, each stride must step
+    past every position the smaller ones reach. Dense, permuted and sliced tensors pass; a
+    layout that fails without overlapping (none of PyTorch's own) is only copied."""
     if t.numel() <= 1 or t.layout != torch.strided or t.is_meta:
         return False
-    span = 1 + sum((n - 1) * abs(st) for n, st in zip(t.shape, t.stride()) if n > 1)
-    return span < t.numel()
+    reach = 0
+    for stride, size in sorted((abs(st), n) for n, st in zip(t.shape, t.stride()) if n > 1):
+        if stride <= reach:
+            return True
+        reach += (size - 1) * stride
+    return False
 
 
 def own_memory(out: Any) -> Any:
