@@ -118,7 +118,8 @@ def disagreement(result: dict[str, Any], kernel: Any, tools: set[str], sm_count:
 
 
 #: the order groups are read in; a corpus's other groups follow in name order
-GROUPS = ("eager", "compiled", "template", "eager_v2", "compiled_v2", "eager_v3", "eager_v4", "eager_v5", "eager_v6")
+GROUPS = ("eager", "compiled", "template", "eager_v2", "compiled_v2", "eager_v3", "eager_v4", "eager_v5", "eager_v6",
+          "eager_v7")
 #: the ``half`` of every kernel of a corpus that is not in split.json
 VALIDATION = "validation"
 

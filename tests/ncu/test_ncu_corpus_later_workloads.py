@@ -1,6 +1,5 @@
-"""The validation corpora v3, v4, v5 and v6 (benchmarks/ncu_corpus/validation_v3.md, _v4.md,
-_v5.md, _v6.md) before their capture: each group's workloads are listed at both sizes, are
-families no earlier corpus has, build and run on the CPU at their small size, and are sized
+"""The validation corpora v3 to v7 (benchmarks/ncu_corpus/validation_v3.md to _v7.md) before
+their capture: each group's workloads are listed at both sizes, are families no earlier corpus has, build and run on the CPU at their small size, and are sized
 past L2 (large) and far inside it (small); a capture that ran out of time continues with the
 families it did not reach, under limits of its own."""
 
@@ -24,6 +23,8 @@ LATER = {
                                  "eager_v4")),
     "eager_v6": ("EAGER_V6", 8, ("eager", "compiled", "template", "eager_v2", "compiled_v2", "eager_v3",
                                  "eager_v4", "eager_v5")),
+    "eager_v7": ("EAGER_V7", 8, ("eager", "compiled", "template", "eager_v2", "compiled_v2", "eager_v3",
+                                 "eager_v4", "eager_v5", "eager_v6")),
 }
 #: families with no meta kernel whose large size fits the test machine: measured on the CPU
 #: (real tensors, a second or so) instead of skipped (a CSR product has no SparseCsrMeta kernel)

@@ -22,7 +22,7 @@ reach (``validation_v3.md``: the rest of v3 goes to ``ncu_corpus_v3b.tar.gz``).
 ``KP_CORPUS_LIMIT_S=START,STOP`` replaces the group's limits (seconds after which no workload
 starts, and after which the profiler is stopped), for such a continuation whose workloads are
 not the group's first ones. Corpus v4 (``validation_v4.md``) is the group ``eager_v4``, corpus v5 (``validation_v5.md``)
-``eager_v5``, corpus v6 (``validation_v6.md``) ``eager_v6``.
+``eager_v5``, corpus v6 (``validation_v6.md``) ``eager_v6``, corpus v7 (``validation_v7.md``) ``eager_v7``.
 
 Writes ``$OUT/$KP_CORPUS_TAR`` (default ``ncu_corpus.tar.gz``; its top directory is the
 archive's name without ``.tar.gz``) holding, per group:
@@ -62,7 +62,8 @@ STAGE = Path(tempfile.mkdtemp(prefix="kp_corpus_")) / "ncu_corpus"
 # each group's workloads stop starting at the first number; the profiler is stopped at the second
 GROUP_LIMIT_S = {"eager": (140.0, 180.0), "template": (55.0, 85.0), "compiled": (80.0, 120.0),
                  "eager_v2": (125.0, 165.0), "compiled_v2": (65.0, 95.0), "eager_v3": (100.0, 140.0),
-                 "eager_v4": (150.0, 200.0), "eager_v5": (150.0, 200.0), "eager_v6": (150.0, 200.0)}
+                 "eager_v4": (150.0, 200.0), "eager_v5": (150.0, 200.0), "eager_v6": (150.0, 200.0),
+                 "eager_v7": (150.0, 200.0)}
 
 
 def limits(group: str) -> tuple[float, float]:

@@ -13,7 +13,8 @@ and never tuned on; ``benchmarks/ncu_corpus/validation_v2.md``), or ``eager_v3``
 ``validation_v3.md``: families neither has, after v2 became tuning data), or ``eager_v4``
 (corpus v4, ``validation_v4.md``: families none of them has, after v3 became tuning data), or
 ``eager_v5`` (corpus v5, ``validation_v5.md``: the same, after v4 became tuning data), or
-``eager_v6`` (corpus v6, ``validation_v6.md``: the same, after v5). Each workload is built,
+``eager_v6`` (corpus v6, ``validation_v6.md``: the same, after v5), or ``eager_v7`` (corpus v7,
+``validation_v7.md``: the same, after v6). Each workload is built,
 run three times (warm-up, torch.compile's compilation and autotuning happen there), then
 run once inside an NVTX range named ``<workload>@<size>`` between ``cudaProfilerStart`` and
 ``cudaProfilerStop``: the kernels of that one call are the ones profiled. ``--sources DIR``
@@ -659,17 +660,81 @@ EAGER_V6: dict[str, dict[str, Any]] = {
 }
 
 
+def _upsample_nearest(t, n, c, hw):
+    x = t.randn(n, c, hw, hw, device=DEVICE)
+    return lambda: t.nn.functional.interpolate(x, scale_factor=2, mode="nearest")
+
+
+def _upsample_trilinear(t, n, c, d, hw):
+    x = t.randn(n, c, d, hw, hw, device=DEVICE)
+    return lambda: t.nn.functional.interpolate(x, scale_factor=2, mode="trilinear", align_corners=False)
+
+
+def _cummax_rows(t, rows, cols):
+    """cummax along each row: the scan that carries an index with its value."""
+    x = t.randn(rows, cols, device=DEVICE)
+    return lambda: t.cummax(x, 1)
+
+
+def _max_unpool(t, n, c, hw):
+    """max_unpool2d with a 2 x 2 window: the pooled values scattered back to the positions the
+    indices name (one of each window's four, drawn), zeros elsewhere. The indices are built
+    directly, without running a max-pool first."""
+    x = t.randn(n, c, hw, hw, device=DEVICE)
+    row = t.arange(hw, device=DEVICE).view(hw, 1) * 2
+    col = t.arange(hw, device=DEVICE).view(1, hw) * 2
+    pick = t.randint(0, 4, (n, c, hw, hw), device=DEVICE)
+    idx = (row + pick // 2) * (2 * hw) + col + pick % 2
+    return lambda: t.nn.functional.max_unpool2d(x, idx, 2)
+
+
+def _avg_pool3d(t, n, c, d, hw):
+    x = t.randn(n, c, d, hw, hw, device=DEVICE)
+    return lambda: t.nn.functional.avg_pool3d(x, 2)
+
+
+def _replication_pad(t, n, c, hw):
+    x = t.randn(n, c, hw, hw, device=DEVICE)
+    return lambda: t.nn.functional.pad(x, (3, 3, 3, 3), mode="replicate")
+
+
+def _pdist(t, n, d):
+    """Every pairwise Euclidean distance of n points in d dimensions (the upper triangle)."""
+    x = t.randn(n, d, device=DEVICE)
+    return lambda: t.nn.functional.pdist(x)
+
+
+def _cross3(t, n):
+    a = t.randn(n, 3, device=DEVICE)
+    b = t.randn(n, 3, device=DEVICE)
+    return lambda: t.linalg.cross(a, b, dim=1)
+
+
+#: corpus v7 (``benchmarks/ncu_corpus/validation_v7.md``): families none of v1-v6 has, fixed
+#: in session 28 before its capture
+EAGER_V7: dict[str, dict[str, Any]] = {
+    "upsample_nearest2d": _eager({"large": (16, 64, 128), "small": (1, 4, 16)}, _upsample_nearest),
+    "upsample_trilinear3d": _eager({"large": (4, 32, 32, 64), "small": (1, 2, 4, 8)}, _upsample_trilinear),
+    "cummax_rows": _eager({"large": (4096, 4096), "small": (64, 256)}, _cummax_rows),
+    "max_unpool2d": _eager({"large": (16, 64, 128), "small": (1, 4, 16)}, _max_unpool),
+    "avg_pool3d": _eager({"large": (16, 32, 32, 64), "small": (1, 4, 4, 8)}, _avg_pool3d),
+    "replication_pad2d": _eager({"large": (32, 64, 128), "small": (1, 4, 16)}, _replication_pad),
+    "pdist": _eager({"large": (12288, 64), "small": (128, 16)}, _pdist),
+    "cross3": _eager({"large": (8 << 20,), "small": (1 << 14,)}, _cross3),
+}
+
+
 #: group -> its table of eager builders and the prefix of its workload names (``template``
 #: has its own table of problem sources)
 TABLES: dict[str, tuple[dict[str, dict[str, Any]], str]] = {
     "eager": (EAGER, ""), "compiled": (COMPILED, "tc_"),
     "eager_v2": (EAGER_V2, ""), "compiled_v2": (COMPILED_V2, "tc2_"),
     "eager_v3": (EAGER_V3, ""), "eager_v4": (EAGER_V4, ""), "eager_v5": (EAGER_V5, ""),
-    "eager_v6": (EAGER_V6, ""),
+    "eager_v6": (EAGER_V6, ""), "eager_v7": (EAGER_V7, ""),
 }
 COMPILED_GROUPS = ("compiled", "compiled_v2")
 GROUPS = ("eager", "compiled", "template", "eager_v2", "compiled_v2", "eager_v3", "eager_v4", "eager_v5",
-          "eager_v6")
+          "eager_v6", "eager_v7")
 
 
 def workloads(group: str) -> list[tuple[str, str]]:
