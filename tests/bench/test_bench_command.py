@@ -285,3 +285,27 @@ def test_unreadable_run_files_of_a_bench_are_not_an_internal_error(tmp_path):
     problem = bench.read_suite(write_suite(tmp_path / "suite"))[0]
     row = bench.problem_row(problem, run)
     assert row["error"] == f"{run / 'summary.json'}: not a JSON object" and row["code"] is None
+
+
+def test_a_bench_where_every_problem_fails_exits_non_zero_and_keeps_its_report(tmp_path):
+    suite = tmp_path / "suite"
+    (suite / "level1").mkdir(parents=True)
+    (suite / "level1" / "1_broken.py").write_text(PROBLEM.format(expr="x.no_such_method()"))
+    out = tmp_path / "out"
+    args = ["bench", str(suite), "-c", str(FAST), "--device", "cpu", "--budget", "1", "--generator",
+            "torch_compile", "-o", str(out)]
+    res = run_cli(args)
+    assert res.exit_code == 1, res.output
+    last = res.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: every problem that started failed (1 of 1); the first, L1 1_broken: "), last
+    assert "no_such_method" in last and "Traceback" not in res.output + res.stderr
+    assert (out / "report.md").exists() and (out / "results.json").exists()
+    # with a problem that runs, the bench is a result: exit 0, the failure named on stderr
+    (suite / "level1" / "2_relu.py").write_text(PROBLEM.format(expr="torch.relu(x)"))
+    res = run_cli(args)
+    assert res.exit_code == 0, res.output
+    assert "warning: 1 of 2 problems failed" in res.stderr
+    # problems the deadline kept back are not failures
+    res = run_cli(["bench", str(write_suite(tmp_path / "s2")), "-c", str(FAST), "--device", "cpu", "--budget",
+                   "1", "--generator", "torch_compile", "-o", str(tmp_path / "o2"), "--deadline-s", "0"])
+    assert res.exit_code == 0 and "warning" not in res.stderr, res.output

@@ -658,7 +658,7 @@ def kernelpro_register_commands(cli):
         import time
 
         from kernelpro import config as cfg
-        from kernelpro.cli import Abort, config_abort, load_config_or_abort, load_plugins
+        from kernelpro.cli import EXIT_FAIL, Abort, config_abort, load_config_or_abort, load_plugins
         from kernelpro.loop import RunError, resolve_device
 
         try:
@@ -736,3 +736,15 @@ def kernelpro_register_commands(cli):
                 click.echo("")
                 click.echo(section.rstrip("\n"))
             click.echo(f"report: {report}")
+        # every problem that started failed (no run, no result): the bench measured nothing,
+        # which a script must see in the exit status; problems the deadline kept back are not
+        # failures, and a bench where some problems ran keeps exit 0 with a warning
+        failed = [r for r in rows if r["error"] and r["error"] != NOT_RUN]
+        started = [r for r in rows if r["error"] != NOT_RUN]
+        if failed and len(failed) == len(started):
+            first = failed[0]
+            raise Abort(f"every problem that started failed ({len(failed)} of {len(started)}); the first, "
+                        f"L{first['level']} {first['name']}: {first['error']} (report: {report})", EXIT_FAIL)
+        if failed:
+            click.echo(f"warning: {len(failed)} of {len(started)} problems failed (their errors are in {report})",
+                       err=True)
