@@ -142,7 +142,7 @@ def test_cli_missing_corpus_exits_2(cli, monkeypatch):
     res = cli("cute", "search", "copy")
     assert res.exit_code == 2
     assert res.output.strip().splitlines() == [
-        "kernelpro cute: no CUTLASS/CuTe sources found: pip install nvidia-cutlass (the extra kernelpro-cute[cutlass]), "
+        "error: no CUTLASS/CuTe sources found: pip install nvidia-cutlass (the extra kernelpro-cute[cutlass]), "
         "or set CUTLASS_PATH to a CUTLASS checkout"]
 
 

@@ -17,7 +17,7 @@ from kernelpro_cute.tools import format_results
 
 
 def _fail(message: str) -> None:
-    click.echo(f"kernelpro cute: {message}", err=True)
+    click.echo(f"error: {message}", err=True)  # the one-line form every kernelpro command uses
     sys.exit(2)
 
 
