@@ -33,6 +33,8 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 CAPTURE = REPO / "tests" / "ncu" / "calibration" / "h200"
+#: the rewrites of corpus kernels (``pairs.py --set corpus``), captured apart
+CAPTURE_CORPUS = REPO / "tests" / "ncu" / "calibration" / "h200_corpus"
 SMS = 132  # the H200's SMs: the capture's GPU sizes tail_wave's inputs by them
 
 
@@ -69,10 +71,10 @@ def spearman(xs: list[float], ys: list[float]) -> float | None:
     return sxy / math.sqrt(sxx * syy) if sxx > 0 and syy > 0 else None
 
 
-def analyze(capture: Path, config: Path | None = None) -> list[dict[str, Any]]:
+def analyze(capture: Path, config: Path | None = None, pair_set: str = "calibration") -> list[dict[str, Any]]:
     corpus = corpus_module()
     pmod = pairs_module()
-    pairs = pmod.PAIRS
+    pairs = pmod.SETS[pair_set]()
     timings = json.loads((capture / "timings.json").read_text())["pairs"]
     # each side's forward sizes, as the evaluator passes them to the micro-profilers
     io = {f"{name}:{side}": pmod.io_bytes(pair, SMS) for name, pair in pairs.items() for side in ("before", "after")}
@@ -167,18 +169,23 @@ def markdown(rows: list[dict[str, Any]], s: dict[str, Any]) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--capture", type=Path, default=CAPTURE)
+    ap.add_argument("--capture", type=Path, help=f"the capture (default {CAPTURE.relative_to(REPO)}, or "
+                    f"{CAPTURE_CORPUS.relative_to(REPO)} with --set corpus)")
+    ap.add_argument("--set", dest="pair_set", choices=("calibration", "corpus"), default="calibration",
+                    help="the calibration pairs, or the rewrites of corpus kernels")
     ap.add_argument("--config", type=Path, help="a KernelPro YAML: its profiling settings set the pipeline up")
     ap.add_argument("--json", type=Path)
     ap.add_argument("--markdown", type=Path)
     args = ap.parse_args()
+    if args.capture is None:
+        args.capture = CAPTURE if args.pair_set == "calibration" else CAPTURE_CORPUS
     missing = [n for n in ("timings.json", "pairs.raw.csv", "pairs.ranges.csv", "pairs.rules.csv")
                if not (args.capture / n).exists()]
     if missing:
         print(f"error: {args.capture} is not a calibration capture (missing {', '.join(missing)})", file=sys.stderr)
         return 2
     try:
-        rows = analyze(args.capture, args.config)
+        rows = analyze(args.capture, args.config, args.pair_set)
     except Exception as exc:  # a bad config or an unknown plugin name: one line
         from kernelpro.config import ConfigError
         from kernelpro.plugins import UnknownName

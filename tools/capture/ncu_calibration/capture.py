@@ -8,6 +8,9 @@ Run from the repository root on the GPU machine, with the distributions installe
 
     python3 tools/capture/ncu_calibration/capture.py
 
+``KPC_SET=corpus`` captures the rewrites of corpus kernels (``corpus_rewrites/``) instead, into
+``$OUT/ncu_calibration_corpus.tar.gz`` (``ncu_calibration_corpus/``; no library is built).
+
 Writes ``$OUT/ncu_calibration.tar.gz`` holding ``ncu_calibration/``:
 
 * ``timings.json``: per pair, the median time of before and after (CUDA events around
@@ -37,7 +40,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 OUT = Path(os.environ.get("OUT") or tempfile.mkdtemp(prefix="kpc_out_"))
-STAGE = Path(tempfile.mkdtemp(prefix="kpc_")) / "ncu_calibration"
+PAIR_SET = os.environ.get("KPC_SET", "calibration")
+NAME = "ncu_calibration" if PAIR_SET == "calibration" else f"ncu_calibration_{PAIR_SET}"
+STAGE = Path(tempfile.mkdtemp(prefix="kpc_")) / NAME
 TIME_LIMIT_S = float(os.environ.get("KPC_TIME_LIMIT_S", "150"))
 PROFILE_LIMIT_S = float(os.environ.get("KPC_PROFILE_LIMIT_S", "240"))
 T0 = time.perf_counter()
@@ -73,8 +78,11 @@ def main() -> int:
     cc = corpus_capture()
     ncu = cc.ncu_path()
     work = Path(tempfile.mkdtemp(prefix="kpc_work_"))
-    lib = build(work)
-    log(f"built {lib.name}")
+    lib_args: list[str] = []
+    if PAIR_SET == "calibration":
+        lib = build(work)
+        lib_args = ["--lib", str(lib)]
+        log(f"built {lib.name}")
     import torch
 
     env = {"gpu": subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,clocks.sm,clocks.mem,power.limit",
@@ -84,7 +92,7 @@ def main() -> int:
     pairs_py = str(HERE / "pairs.py")
     child_env = {**os.environ, "PYTHONUNBUFFERED": "1", "TORCHINDUCTOR_CACHE_DIR": str(work / "inductor")}
     try:
-        proc = subprocess.run([sys.executable, pairs_py, "time", "--lib", str(lib), "--out",
+        proc = subprocess.run([sys.executable, pairs_py, "time", "--set", PAIR_SET, *lib_args, "--out",
                                str(STAGE / "timings.json")], capture_output=True, text=True,
                               timeout=TIME_LIMIT_S, env=child_env)
         (STAGE / "time.log").write_text(proc.stdout + proc.stderr)
@@ -98,7 +106,7 @@ def main() -> int:
     cmd = [ncu, "--clock-control", "none", "--profile-from-start", "off", "--target-processes", "all",
            "--cache-control", "all", "--set", "full", "--metrics", ",".join(metrics), "--nvtx",
            "--import-source", "no", "-f", "-o", str(rep.with_suffix("")),
-           sys.executable, pairs_py, "run", "--lib", str(lib)]
+           sys.executable, pairs_py, "run", "--set", PAIR_SET, *lib_args]
     log("profiling")
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=PROFILE_LIMIT_S, env=child_env)
@@ -118,9 +126,9 @@ def main() -> int:
         (STAGE / "pairs.rules.csv").write_text(cc.rules_only(details))
     else:
         log("no report written")
-    tar = OUT / "ncu_calibration.tar.gz"
+    tar = OUT / f"{NAME}.tar.gz"
     with tarfile.open(tar, "w:gz") as t:
-        t.add(STAGE, arcname="ncu_calibration")
+        t.add(STAGE, arcname=NAME)
     log(f"wrote {tar} ({tar.stat().st_size // 1024} KiB)")
     return 0 if (STAGE / "timings.json").exists() and rep.exists() else 1
 

@@ -12,6 +12,10 @@ same operation.
     python3 pairs.py list
     python3 pairs.py time --lib libkpc_pairs.so --out timings.json   # no profiler
     python3 pairs.py run --lib libkpc_pairs.so                       # under ncu (capture.py)
+    python3 pairs.py time --set corpus --out timings.json            # the rewrites of corpus kernels
+
+``--set corpus`` takes the rewrites of corpus kernels instead (``corpus_rewrites/``: PyTorch's
+kernel of a corpus workload against a Triton kernel carrying out one of our findings' action).
 
 ``time`` checks that before and after agree, then times them alternately (CUDA events
 around single calls, the L2 flushed and the GPU kept busy for about 1 ms before each, so
@@ -267,6 +271,41 @@ PAIRS: dict[str, Pair] = {p.name: p for p in (
 )}
 
 
+def corpus_pairs() -> dict[str, Pair]:
+    """The rewrites of corpus kernels (``corpus_rewrites/``), one pair each at the corpus
+    workload's size: before is the PyTorch operation, after the Triton rewrite."""
+    if str(HERE) not in sys.path:
+        sys.path.insert(0, str(HERE))
+    import corpus_rewrites
+
+    out: dict[str, Pair] = {}
+    for name in corpus_rewrites.names():
+        mod = corpus_rewrites.load(name)
+
+        def inputs(torch, device="cuda", mod=mod):
+            return mod.inputs(torch, device, *mod.SIZES["large"])
+
+        def output_numel(xs, mod=mod) -> int:
+            import torch
+
+            try:  # the operation on the meta device: its output's size without computing it
+                out = mod.before(torch, *[torch.empty_like(x, device="meta") for x in xs])
+                out = out[0] if isinstance(out, (tuple, list)) else out
+                return int(out.numel() * out.element_size() // 4)
+            except (NotImplementedError, RuntimeError):
+                return xs[0].numel()
+
+        out[name] = Pair(name, tuple(mod.ACTS_ON), mod.ACTION, inputs,
+                         lambda lib, torch, *xs, mod=mod: mod.before(torch, *xs),
+                         lambda lib, torch, *xs, mod=mod: mod.after(torch, *xs),
+                         float(mod.RTOL), float(mod.ATOL), output_numel)
+    return out
+
+
+#: the sets ``--set`` picks: the calibration pairs above, or the rewrites of corpus kernels
+SETS: dict[str, Callable[[], dict[str, Pair]]] = {"calibration": lambda: PAIRS, "corpus": corpus_pairs}
+
+
 def io_bytes(pair: Pair, sms: int) -> dict[str, float]:
     """The pair's input and output bytes (fp32), as the evaluator records a forward's, worked
     out on the meta device (``sms``: the GPU's SM count, which sizes ``tail_wave``)."""
@@ -298,14 +337,14 @@ def _flusher(torch) -> Callable[[], None]:
 SLEEP_CYCLES = 2_000_000
 
 
-def time_pairs(lib, names: list[str], reps: int) -> dict[str, Any]:
+def time_pairs(lib, names: list[str], reps: int, pairs: dict[str, Pair] | None = None) -> dict[str, Any]:
     import torch
 
     torch.manual_seed(0)
     flush = _flusher(torch)
     out: dict[str, Any] = {}
     for name in names:
-        pair = PAIRS[name]
+        pair = (pairs or PAIRS)[name]
         try:
             with torch.no_grad():
                 xs = pair.inputs(torch)
@@ -347,13 +386,13 @@ def _iqr(xs: list[float]) -> float:
     return q[2] - q[0]
 
 
-def profile_pairs(lib, names: list[str]) -> int:
+def profile_pairs(lib, names: list[str], pairs: dict[str, Pair] | None = None) -> int:
     import torch
 
     torch.manual_seed(0)
     ok = 0
     for name in names:
-        pair = PAIRS[name]
+        pair = (pairs or PAIRS)[name]
         for side in ("before", "after"):
             fn = pair.before if side == "before" else pair.after
             try:
@@ -380,32 +419,39 @@ def profile_pairs(lib, names: list[str]) -> int:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
-    sub.add_parser("list")
+    ls = sub.add_parser("list")
+    ls.add_argument("--set", dest="pair_set", choices=sorted(SETS), default="calibration")
     for cmd in ("time", "run"):
         p = sub.add_parser(cmd)
-        p.add_argument("--lib", required=True, help="the shared library built from pairs.cu")
+        p.add_argument("--set", dest="pair_set", choices=sorted(SETS), default="calibration",
+                       help="the calibration pairs, or the rewrites of corpus kernels")
+        p.add_argument("--lib", help="the shared library built from pairs.cu (the calibration set needs it)")
         p.add_argument("--only", help="comma-separated pair names")
         if cmd == "time":
             p.add_argument("--out", type=Path, required=True)
             p.add_argument("--reps", type=int, default=30)
     args = ap.parse_args()
-    if args.cmd == "list":
-        for p in PAIRS.values():
-            print(f"{p.name}: acts on {', '.join(p.acts_on)}: {p.action}")
-        return 0
-    names = args.only.split(",") if args.only else list(PAIRS)
-    unknown = [n for n in names if n not in PAIRS]
-    if unknown:
-        print(f"error: unknown pair(s): {', '.join(unknown)}", file=sys.stderr)
-        return 2
     for p in (REPO / "kernelpro_core" / "src", REPO / "kernelpro_plugins_expert" / "src"):
         if p.exists() and str(p) not in sys.path:
             sys.path.append(str(p))
-    lib = load_lib(args.lib)
+    pairs = SETS[args.pair_set]()
+    if args.cmd == "list":
+        for pair in pairs.values():
+            print(f"{pair.name}: acts on {', '.join(pair.acts_on)}: {pair.action}")
+        return 0
+    names = args.only.split(",") if args.only else list(pairs)
+    unknown = [n for n in names if n not in pairs]
+    if unknown:
+        print(f"error: unknown pair(s): {', '.join(unknown)}", file=sys.stderr)
+        return 2
+    if args.pair_set == "calibration" and not args.lib:
+        print("error: the calibration pairs need --lib (the library built from pairs.cu)", file=sys.stderr)
+        return 2
+    lib = load_lib(args.lib) if args.lib else None
     if args.cmd == "run":
-        return profile_pairs(lib, names)
+        return profile_pairs(lib, names, pairs)
     t0 = time.monotonic()
-    result = time_pairs(lib, names, args.reps)
+    result = time_pairs(lib, names, args.reps, pairs)
     args.out.write_text(json.dumps({"pairs": result, "seconds": time.monotonic() - t0}, indent=1))
     return 0 if any("error" not in v for v in result.values()) else 1
 
