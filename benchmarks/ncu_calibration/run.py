@@ -4,6 +4,7 @@ pair's "before" kernel beside the time its rewrite saved on the GPU.
 
     python benchmarks/ncu_calibration/run.py [--capture tests/ncu/calibration/h200]
                                              [--config FILE.yaml] [--json OUT.json] [--markdown OUT.md]
+    python benchmarks/ncu_calibration/run.py --set corpus --capture DIR   # the rewrites of corpus kernels
 
 The capture (``tools/capture/ncu_calibration/capture.py``, on an H200) holds both sides of
 every pair of ``tools/capture/ncu_calibration/pairs.py`` under Nsight Compute and their times
