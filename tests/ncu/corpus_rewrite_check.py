@@ -32,8 +32,13 @@ def check(name: str) -> dict:
     same_shape = tuple(ref_t.shape) == tuple(new_t.shape) and ref_t.dtype == new_t.dtype
     err = (ref_t.double() - new_t.double()).abs().max().item() if same_shape and ref_t.numel() else None
     agree = bool(same_shape and torch.allclose(new_t, ref_t, rtol=mod.RTOL, atol=mod.ATOL))
-    return {"name": name, "agree": agree, "max_abs_err": err, "shape": list(ref_t.shape),
-            "after_shape": list(new_t.shape)}
+    row = {"name": name, "agree": agree, "max_abs_err": err, "shape": list(ref_t.shape),
+           "after_shape": list(new_t.shape)}
+    if hasattr(mod, "after_with_indices"):  # the second output the PyTorch kernel writes
+        with torch.no_grad():
+            (_, ref_i), (_, new_i) = mod.before_with_indices(torch, *xs), mod.after_with_indices(torch, *xs)
+        row["indices_agree"] = bool(ref_i.dtype == new_i.dtype and torch.equal(ref_i, new_i))
+    return row
 
 
 def compile_kernels(name: str) -> list[dict]:

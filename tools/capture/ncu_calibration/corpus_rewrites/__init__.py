@@ -22,6 +22,11 @@ One module per rewrite, named after the workload's family, defining:
 * ``after(torch, *inputs)``: the rewrite; its Triton kernels are module-level ``@triton.jit``
   functions whose names start with ``_kp_r`` and are launched by their global name (so that
   the CPU tests can compile them for sm_90 in place of launching them).
+
+Where the PyTorch kernel writes a second output its operation does not return (a max pool's
+int64 indices), the rewrite writes it too, and the module also defines
+``before_with_indices`` and ``after_with_indices`` returning ``(values, indices)``: the CPU test
+checks the indices are PyTorch's.
 """
 
 from __future__ import annotations

@@ -32,6 +32,10 @@ def before(torch, x):
     return torch.nn.functional.adaptive_max_pool2d(x, (7, 7))
 
 
+def before_with_indices(torch, x):
+    return torch.nn.functional.adaptive_max_pool2d(x, (7, 7), return_indices=True)
+
+
 @triton.jit
 def _kp_r_adaptive_max_pool2d(x_ptr, y_ptr, idx_ptr, H, W,
                               OH: tl.constexpr, OW: tl.constexpr, BLOCK_R: tl.constexpr,

@@ -21,7 +21,6 @@ SIZES = {"large": (4096, 16384), "small": (150, 300)}
 # agree to a few units in the last place of fp32
 RTOL, ATOL = 1e-5, 1e-8
 
-LOG2E = 1.4426950408889634
 
 
 def inputs(torch, device, rows, cols):
