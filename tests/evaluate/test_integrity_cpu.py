@@ -76,7 +76,10 @@ def test_a_thread_left_working_is_seen_from_outside(run_eval, gelu_problem_large
     assert "its busiest threads then: python " in result.reason  # its thread (Python's carry the interpreter's name)
     # and over a pause with no call: its thread works on its own
     assert "with no call for 1.0 s it used" in result.reason
-    assert result.measurements["evaluator"]["candidate_quiet_cpu_share"] > 0.2
+    # each call leaves a thread with 0.3 s of work, so the pause sees at most about 30 % of a core;
+    # the CI's loaded 2 cores gave the thread 18 % once (the 20 % this asserted then failed it):
+    # what matters is that the thread worked with no call, not how much CPU it was given
+    assert result.measurements["evaluator"]["candidate_quiet_cpu_share"] > 0.03
 
 
 def test_work_between_calls_that_stops_when_watched_is_charged(run_eval, gelu_problem_large):
