@@ -180,7 +180,10 @@ def main() -> int:
     args = ap.parse_args()
     if args.capture is None:
         args.capture = CAPTURE if args.pair_set == "calibration" else CAPTURE_CORPUS
-    missing = [n for n in ("timings.json", "pairs.raw.csv", "pairs.ranges.csv", "pairs.rules.csv")
+    # one group per ncu run of the capture (``pairs``, or ``pairs_<n>`` for each chunk of pairs)
+    found = corpus_module().groups(args.capture) if args.capture.is_dir() else []
+    missing = [n for n in ["timings.json"] + ([f"{g}.{part}.csv" for g in found for part in ("ranges", "rules")]
+                                             if found else ["pairs.raw.csv"])
                if not (args.capture / n).exists()]
     if missing:
         print(f"error: {args.capture} is not a calibration capture (missing {', '.join(missing)})", file=sys.stderr)

@@ -186,3 +186,78 @@ def test_estimated_gains_rank_like_the_realized_ones_on_the_h200_capture(bench):
     assert s["spearman_estimated"] >= 0.95
     assert s["spearman_estimated_vs_ncu_times"] >= 0.95
     assert s["mean_abs_error"] <= 0.08
+
+
+def _split_capture(src: Path, dst: Path, first: set[str]) -> None:
+    """``src``'s one ncu group written as two, ``pairs_1`` holding the kernels of the pairs in
+    ``first`` and ``pairs_2`` the rest, each numbered from 0 as a separate ncu run numbers them."""
+    import csv
+    import io
+    import json
+
+    ranges = list(csv.reader(io.StringIO((src / "pairs.ranges.csv").read_text())))
+    i_id, i_name = ranges[0].index("ID"), ranges[0].index("Kernel Name")
+    group_of = {r[i_id]: ("pairs_1" if r[i_name].split(":", 1)[0] in first else "pairs_2")
+                for r in ranges[1:] if r[i_id].strip().isdigit()}
+    new_id: dict[str, str] = {}
+    for group in ("pairs_1", "pairs_2"):
+        for n, old in enumerate(sorted((k for k, g in group_of.items() if g == group), key=int)):
+            new_id[old] = str(n)
+    for part in ("raw", "ranges", "rules"):
+        rows = list(csv.reader(io.StringIO((src / f"pairs.{part}.csv").read_text())))
+        for group in ("pairs_1", "pairs_2"):
+            buf = io.StringIO()
+            w = csv.writer(buf, quoting=csv.QUOTE_ALL, lineterminator="\n")
+            for r in rows:
+                if not (r and r[0].strip().isdigit()):
+                    w.writerow(r)  # the header and units rows
+                elif group_of[r[0]] == group:
+                    w.writerow([new_id[r[0]]] + r[1:])
+            (dst / f"{group}.{part}.csv").write_text(buf.getvalue())
+    (dst / "timings.json").write_text(json.dumps(json.loads((src / "timings.json").read_text())))
+
+
+def test_a_capture_profiled_in_chunks_scores_as_one_profiled_at_once(tmp_path, bench, pairs):
+    """The capture profiles the pairs in chunks, one ncu run each (so that a run stopped at its
+    limit keeps the chunks it finished): the H200 capture split that way scores as before, a
+    missing chunk's pairs are reported as not profiled, and the benchmark's command line takes
+    the split folder."""
+    import json
+
+    capture = REPO / "tests" / "ncu" / "calibration" / "h200"
+    names = list(pairs.SETS["calibration"]())
+    _split_capture(capture, tmp_path, set(names[:6]))
+    assert not (tmp_path / "pairs.raw.csv").exists()
+    whole, split = bench.analyze(capture), bench.analyze(tmp_path)
+    assert split == whole
+    out = subprocess.run([sys.executable, str(BENCH), "--capture", str(tmp_path)], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["measured"] == 14
+    for part in ("raw", "ranges", "rules"):  # the second ncu run cut off at the limit: no report
+        (tmp_path / f"pairs_2.{part}.csv").unlink()
+    rows = {r["pair"]: r for r in bench.analyze(tmp_path)}
+    assert [n for n in names if "error" not in rows[n]] == names[:6]
+    assert {rows[n]["error"] for n in names[6:]} == {"before kernel not profiled"}
+    # a group whose rules export is missing is not a capture: one line, no traceback
+    (tmp_path / "pairs_1.rules.csv").unlink()
+    bad = subprocess.run([sys.executable, str(BENCH), "--capture", str(tmp_path)], capture_output=True, text=True,
+                         timeout=120)
+    assert bad.returncode == 2 and "missing pairs_1.rules.csv" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_profile_groups_cover_every_pair_once(tmp_path, monkeypatch):
+    import tempfile
+
+    monkeypatch.setenv("OUT", str(tmp_path))  # the module reads $OUT and makes its stage when loaded
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    spec = importlib.util.spec_from_file_location("kpc_capture_test", CAL / "capture.py")
+    assert spec is not None and spec.loader is not None
+    cap = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cap)
+    names = [f"p{i}" for i in range(13)]
+    assert cap.profile_groups(names, 0) == [("pairs", names)]
+    assert cap.profile_groups(names, 13) == [("pairs", names)]
+    groups = cap.profile_groups(names, 5)
+    assert [g for g, _ in groups] == ["pairs_1", "pairs_2", "pairs_3"]
+    assert [n for _, chunk in groups for n in chunk] == names and [len(c) for _, c in groups] == [5, 5, 3]

@@ -15,10 +15,13 @@ Writes ``$OUT/ncu_calibration.tar.gz`` holding ``ncu_calibration/``:
 
 * ``timings.json``: per pair, the median time of before and after (CUDA events around
   single calls, the L2 flushed before each, 30 alternating calls each), their
-  interquartile ranges, and whether their outputs agree;
-* ``pairs.raw.csv``, ``pairs.ranges.csv``, ``pairs.rules.csv``, ``pairs.log``: the ncu
-  exports as the corpus capture writes them (kernels named by their NVTX range
-  ``<pair>:<before|after>`` in ``pairs.ranges.csv``);
+  interquartile ranges, and whether their outputs agree; written after each pair, so that
+  timing stopped at ``KPC_TIME_LIMIT_S`` keeps the pairs it finished (``complete`` says which);
+* ``pairs_<n>.raw.csv``, ``pairs_<n>.ranges.csv``, ``pairs_<n>.rules.csv``, ``pairs_<n>.log``:
+  the ncu exports as the corpus capture writes them, one group per ``KPC_CHUNK`` pairs (5;
+  0: one group ``pairs`` for all), each profiled by its own ncu run, so that a run stopped at
+  ``KPC_PROFILE_LIMIT_S`` loses only the pairs it had not finished (kernels named by their NVTX
+  range ``<pair>:<before|after>`` in the ranges export);
 * ``build.log`` (nvcc's register and spill report), ``env.json``.
 
 The shared library is built here with nvcc (``-O3 -lineinfo -arch=sm_90a``). Clocks, power
@@ -45,6 +48,7 @@ NAME = "ncu_calibration" if PAIR_SET == "calibration" else f"ncu_calibration_{PA
 STAGE = Path(tempfile.mkdtemp(prefix="kpc_")) / NAME
 TIME_LIMIT_S = float(os.environ.get("KPC_TIME_LIMIT_S", "150"))
 PROFILE_LIMIT_S = float(os.environ.get("KPC_PROFILE_LIMIT_S", "240"))
+CHUNK = int(os.environ.get("KPC_CHUNK", "5"))
 T0 = time.perf_counter()
 
 
@@ -73,6 +77,14 @@ def build(work: Path) -> Path:
     return lib
 
 
+def profile_groups(names: list[str], chunk: int) -> list[tuple[str, list[str]]]:
+    """The ncu runs: ``pairs`` for all when ``chunk`` is 0 or covers them, else ``pairs_<n>``
+    for each ``chunk`` pairs in order."""
+    if chunk <= 0 or chunk >= len(names):
+        return [("pairs", list(names))]
+    return [(f"pairs_{i // chunk + 1}", names[i:i + chunk]) for i in range(0, len(names), chunk)]
+
+
 def main() -> int:
     STAGE.mkdir(parents=True)
     cc = corpus_capture()
@@ -91,46 +103,65 @@ def main() -> int:
            "ncu": subprocess.run([ncu, "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1:]}
     pairs_py = str(HERE / "pairs.py")
     child_env = {**os.environ, "PYTHONUNBUFFERED": "1", "TORCHINDUCTOR_CACHE_DIR": str(work / "inductor")}
-    try:
-        proc = subprocess.run([sys.executable, pairs_py, "time", "--set", PAIR_SET, *lib_args, "--out",
-                               str(STAGE / "timings.json")], capture_output=True, text=True,
-                              timeout=TIME_LIMIT_S, env=child_env)
-        (STAGE / "time.log").write_text(proc.stdout + proc.stderr)
-        log(f"timed: exit {proc.returncode}")
-    except subprocess.TimeoutExpired:
-        log(f"timing stopped at its limit of {TIME_LIMIT_S:.0f} s")
+    listed = subprocess.run([sys.executable, pairs_py, "list", "--set", PAIR_SET], capture_output=True, text=True,
+                            env=child_env, timeout=120)
+    names = [line.split(":", 1)[0] for line in listed.stdout.splitlines() if ":" in line]
+    if not names:
+        raise SystemExit(f"error: pairs.py list gave no pairs: {listed.stderr.strip()[-500:]}")
+    # the log is written as it comes: a timing stopped at its limit keeps what it printed
+    with open(STAGE / "time.log", "w") as tlog:
+        try:
+            proc = subprocess.run([sys.executable, pairs_py, "time", "--set", PAIR_SET, *lib_args, "--out",
+                                   str(STAGE / "timings.json")], stdout=tlog, stderr=subprocess.STDOUT,
+                                  timeout=TIME_LIMIT_S, env=child_env)
+            log(f"timed: exit {proc.returncode}")
+        except subprocess.TimeoutExpired:
+            log(f"timing stopped at its limit of {TIME_LIMIT_S:.0f} s")
     metrics = cc.accepted(ncu, cc.kernelpro_metrics())
     env["kernelpro_metrics"] = len(metrics)
+    env["profile_groups"] = {}
     (STAGE / "env.json").write_text(json.dumps(env, indent=1))
-    rep = work / "pairs.ncu-rep"
-    cmd = [ncu, "--clock-control", "none", "--profile-from-start", "off", "--target-processes", "all",
-           "--cache-control", "all", "--set", "full", "--metrics", ",".join(metrics), "--nvtx",
-           "--import-source", "no", "-f", "-o", str(rep.with_suffix("")),
-           sys.executable, pairs_py, "run", "--set", PAIR_SET, *lib_args]
-    log("profiling")
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=PROFILE_LIMIT_S, env=child_env)
-        output = proc.stdout + proc.stderr
-        log(f"ncu exit {proc.returncode}")
-    except subprocess.TimeoutExpired as exc:
-        output = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
-        output += f"\n<stopped at the limit of {PROFILE_LIMIT_S:.0f} s>"
-        log("profiling stopped at its limit")
-    (STAGE / "pairs.log").write_text(output[-200_000:])
-    if rep.exists():
-        (STAGE / "pairs.raw.csv").write_text(cc.export(ncu, rep, "--page", "raw"))
-        (STAGE / "pairs.ranges.csv").write_text(
-            cc.export(ncu, rep, "--page", "raw", "--print-nvtx-rename", "kernel", "--metrics", "gpu__time_duration.sum"))
-        details = cc.export(ncu, rep, "--page", "details", "--print-details", "all") or cc.export(
-            ncu, rep, "--page", "details")
-        (STAGE / "pairs.rules.csv").write_text(cc.rules_only(details))
-    else:
-        log("no report written")
+    deadline = time.monotonic() + PROFILE_LIMIT_S
+    reports = 0
+    for group, chunk in profile_groups(names, CHUNK):
+        left = deadline - time.monotonic()
+        if left < 10:
+            log(f"{group}: not profiled, the profiling limit of {PROFILE_LIMIT_S:.0f} s is spent")
+            env["profile_groups"][group] = {"pairs": chunk, "profiled": False}
+            continue
+        rep = work / f"{group}.ncu-rep"
+        cmd = [ncu, "--clock-control", "none", "--profile-from-start", "off", "--target-processes", "all",
+               "--cache-control", "all", "--set", "full", "--metrics", ",".join(metrics), "--nvtx",
+               "--import-source", "no", "-f", "-o", str(rep.with_suffix("")),
+               sys.executable, pairs_py, "run", "--set", PAIR_SET, *lib_args, "--only", ",".join(chunk)]
+        log(f"profiling {group}: {', '.join(chunk)}")
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=left, env=child_env)
+            output = proc.stdout + proc.stderr
+            log(f"{group}: ncu exit {proc.returncode}")
+        except subprocess.TimeoutExpired as exc:
+            output = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+            output += f"\n<stopped at the limit of {PROFILE_LIMIT_S:.0f} s>"
+            log(f"{group}: profiling stopped at its limit")
+        (STAGE / f"{group}.log").write_text(output[-200_000:])
+        env["profile_groups"][group] = {"pairs": chunk, "profiled": rep.exists()}
+        if rep.exists():
+            reports += 1
+            (STAGE / f"{group}.raw.csv").write_text(cc.export(ncu, rep, "--page", "raw"))
+            (STAGE / f"{group}.ranges.csv").write_text(
+                cc.export(ncu, rep, "--page", "raw", "--print-nvtx-rename", "kernel", "--metrics",
+                          "gpu__time_duration.sum"))
+            details = cc.export(ncu, rep, "--page", "details", "--print-details", "all") or cc.export(
+                ncu, rep, "--page", "details")
+            (STAGE / f"{group}.rules.csv").write_text(cc.rules_only(details))
+        else:
+            log(f"{group}: no report written")
+        (STAGE / "env.json").write_text(json.dumps(env, indent=1))
     tar = OUT / f"{NAME}.tar.gz"
     with tarfile.open(tar, "w:gz") as t:
         t.add(STAGE, arcname=NAME)
     log(f"wrote {tar} ({tar.stat().st_size // 1024} KiB)")
-    return 0 if (STAGE / "timings.json").exists() and rep.exists() else 1
+    return 0 if (STAGE / "timings.json").exists() and reports else 1
 
 
 if __name__ == "__main__":

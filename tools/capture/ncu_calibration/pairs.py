@@ -337,7 +337,10 @@ def _flusher(torch) -> Callable[[], None]:
 SLEEP_CYCLES = 2_000_000
 
 
-def time_pairs(lib, names: list[str], reps: int, pairs: dict[str, Pair] | None = None) -> dict[str, Any]:
+def time_pairs(lib, names: list[str], reps: int, pairs: dict[str, Pair] | None = None,
+               on_pair: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """Each pair's times (see the module's docstring); ``on_pair`` gets the results so far
+    after each pair."""
     import torch
 
     torch.manual_seed(0)
@@ -377,6 +380,8 @@ def time_pairs(lib, names: list[str], reps: int, pairs: dict[str, Pair] | None =
             traceback.print_exc(limit=3)
             out[name] = {"error": f"{type(exc).__name__}: {str(exc).strip()[:300]}"}
         print(json.dumps({name: out[name]}), flush=True)
+        if on_pair is not None:
+            on_pair(out)
         torch.cuda.empty_cache()
     return out
 
@@ -451,8 +456,15 @@ def main() -> int:
     if args.cmd == "run":
         return profile_pairs(lib, names, pairs)
     t0 = time.monotonic()
-    result = time_pairs(lib, names, args.reps, pairs)
-    args.out.write_text(json.dumps({"pairs": result, "seconds": time.monotonic() - t0}, indent=1))
+
+    def write(done: dict[str, Any], complete: bool = False) -> None:
+        # after each pair: a run stopped at a time limit keeps the pairs it finished
+        tmp = args.out.with_name(args.out.name + ".tmp")
+        tmp.write_text(json.dumps({"pairs": done, "seconds": time.monotonic() - t0, "complete": complete}, indent=1))
+        tmp.replace(args.out)
+
+    result = time_pairs(lib, names, args.reps, pairs, on_pair=write)
+    write(result, complete=True)
     return 0 if any("error" not in v for v in result.values()) else 1
 
 
