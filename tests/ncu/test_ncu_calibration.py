@@ -261,3 +261,71 @@ def test_profile_groups_cover_every_pair_once(tmp_path, monkeypatch):
     groups = cap.profile_groups(names, 5)
     assert [g for g, _ in groups] == ["pairs_1", "pairs_2", "pairs_3"]
     assert [n for _, chunk in groups for n in chunk] == names and [len(c) for _, c in groups] == [5, 5, 3]
+
+
+_FAKE_NCU = r'''#!/usr/bin/env python3
+import os, sys, time
+argv = sys.argv[1:]
+if "--version" in argv:
+    print("Version 2025.3.1.0 (fake)"); sys.exit(0)
+if "--query-metrics" in argv:
+    sys.exit(0)  # no list: the capture asks for every metric
+if "--import" in argv:
+    page = argv[argv.index("--page") + 1]
+    print(open(os.path.join(os.environ["FAKE_CSV_DIR"], "pairs." + ("rules" if page == "details" else
+          ("ranges" if "--print-nvtx-rename" in argv else "raw")) + ".csv")).read())
+    sys.exit(0)
+only = argv[argv.index("--only") + 1].split(",")
+if os.environ["FAKE_SLOW_PAIR"] in only:
+    time.sleep(120)
+open(argv[argv.index("-o") + 1] + ".ncu-rep", "w").write("fake report")
+'''
+
+
+@pytest.mark.slow
+def test_a_capture_cut_at_its_profiling_limit_keeps_the_groups_it_finished(tmp_path):
+    """The capture's control flow on the CPU, with a stand-in ncu: three groups of five pairs;
+    the second one's ncu run outlasts the limit, so it writes no report and the third is not
+    started; the archive holds the first group's exports and says what became of each."""
+    import json
+    import os
+    import tarfile
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "ncu").write_text(_FAKE_NCU)
+    (bin_dir / "nvidia-smi").write_text("#!/bin/sh\necho 'Fake GPU, 0.0, 1980 MHz, 2619 MHz, 700.00 W'\n")
+    for tool in ("ncu", "nvidia-smi"):
+        (bin_dir / tool).chmod(0o755)
+    details = tmp_path / "csv"
+    details.mkdir()
+    capture = REPO / "tests" / "ncu" / "calibration" / "h200"
+    for part in ("raw", "ranges"):
+        (details / f"pairs.{part}.csv").write_text((capture / f"pairs.{part}.csv").read_text())
+    # the details page as ncu prints it: the rule rows are what the capture keeps from it
+    (details / "pairs.rules.csv").write_text((capture / "pairs.rules.csv").read_text())
+    names = subprocess.run([sys.executable, str(CAL / "pairs.py"), "list", "--set", "corpus"], capture_output=True,
+                           text=True, timeout=300).stdout.splitlines()
+    names = [n.split(":", 1)[0] for n in names]
+    assert len(names) > 10
+    out = tmp_path / "out"
+    out.mkdir()
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "OUT": str(out),
+           "KPC_SET": "corpus", "KPC_TIME_LIMIT_S": "120", "KPC_PROFILE_LIMIT_S": "20", "KPC_CHUNK": "5",
+           "FAKE_CSV_DIR": str(details), "FAKE_SLOW_PAIR": names[6], "TMPDIR": str(tmp_path)}
+    done = subprocess.run([sys.executable, str(CAL / "capture.py")], capture_output=True, text=True, timeout=600,
+                          env=env)
+    # exit 1: on the CPU the timing fails at once (no CUDA device), so there are no timings
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    with tarfile.open(out / "ncu_calibration_corpus.tar.gz") as t:
+        t.extractall(tmp_path / "x", filter="data")
+    got = tmp_path / "x" / "ncu_calibration_corpus"
+    groups = json.loads((got / "env.json").read_text())["profile_groups"]
+    assert groups == {"pairs_1": {"pairs": names[:5], "profiled": True},
+                      "pairs_2": {"pairs": names[5:10], "profiled": False},
+                      "pairs_3": {"pairs": names[10:], "profiled": False}}
+    assert sorted(p.name for p in got.glob("*.csv")) == ["pairs_1.ranges.csv", "pairs_1.raw.csv",
+                                                          "pairs_1.rules.csv"]
+    assert "<stopped at the limit of 20 s>" in (got / "pairs_2.log").read_text()
+    assert not (got / "timings.json").exists() and "CUDA" in (got / "time.log").read_text()

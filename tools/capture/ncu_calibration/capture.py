@@ -11,7 +11,8 @@ Run from the repository root on the GPU machine, with the distributions installe
 ``KPC_SET=corpus`` captures the rewrites of corpus kernels (``corpus_rewrites/``) instead, into
 ``$OUT/ncu_calibration_corpus.tar.gz`` (``ncu_calibration_corpus/``; no library is built).
 
-Writes ``$OUT/ncu_calibration.tar.gz`` holding ``ncu_calibration/``:
+Writes ``$OUT/ncu_calibration.tar.gz`` holding ``ncu_calibration/`` (written after the timing
+and again after each ncu run, so that a call ended early returns what was done):
 
 * ``timings.json``: per pair, the median time of before and after (CUDA events around
   single calls, the L2 flushed before each, 30 alternating calls each), their
@@ -77,6 +78,16 @@ def build(work: Path) -> Path:
     return lib
 
 
+def write_tar() -> None:
+    """``$OUT/<name>.tar.gz`` from the stage as it is now (written again as groups end)."""
+    tar = OUT / f"{NAME}.tar.gz"
+    tmp = tar.with_name(tar.name + ".tmp")
+    with tarfile.open(tmp, "w:gz") as t:
+        t.add(STAGE, arcname=NAME)
+    tmp.replace(tar)
+    log(f"wrote {tar} ({tar.stat().st_size // 1024} KiB)")
+
+
 def profile_groups(names: list[str], chunk: int) -> list[tuple[str, list[str]]]:
     """The ncu runs: ``pairs`` for all when ``chunk`` is 0 or covers them, else ``pairs_<n>``
     for each ``chunk`` pairs in order."""
@@ -117,6 +128,7 @@ def main() -> int:
             log(f"timed: exit {proc.returncode}")
         except subprocess.TimeoutExpired:
             log(f"timing stopped at its limit of {TIME_LIMIT_S:.0f} s")
+    write_tar()
     metrics = cc.accepted(ncu, cc.kernelpro_metrics())
     env["kernelpro_metrics"] = len(metrics)
     env["profile_groups"] = {}
@@ -157,10 +169,9 @@ def main() -> int:
         else:
             log(f"{group}: no report written")
         (STAGE / "env.json").write_text(json.dumps(env, indent=1))
-    tar = OUT / f"{NAME}.tar.gz"
-    with tarfile.open(tar, "w:gz") as t:
-        t.add(STAGE, arcname=NAME)
-    log(f"wrote {tar} ({tar.stat().st_size // 1024} KiB)")
+        write_tar()  # what is done so far, should the machine's call end before the next group
+    (STAGE / "env.json").write_text(json.dumps(env, indent=1))  # with the groups not started
+    write_tar()
     return 0 if (STAGE / "timings.json").exists() and reports else 1
 
 
