@@ -329,3 +329,37 @@ def test_a_capture_cut_at_its_profiling_limit_keeps_the_groups_it_finished(tmp_p
                                                           "pairs_1.rules.csv"]
     assert "<stopped at the limit of 20 s>" in (got / "pairs_2.log").read_text()
     assert not (got / "timings.json").exists() and "CUDA" in (got / "time.log").read_text()
+
+
+def test_timings_are_on_disk_after_each_pair(tmp_path, pairs, monkeypatch):
+    """``pairs.py time`` writes its file after each pair: a timing stopped after the first
+    pair leaves that pair's result, marked incomplete; one that ends marks it complete."""
+    import json
+
+    out = tmp_path / "timings.json"
+    names = list(pairs.SETS["corpus"]())[:2]
+
+    def stopped(lib, names, reps, set_pairs=None, on_pair=None):
+        on_pair({names[0]: {"before_ms": 2.0, "after_ms": 1.0}})
+        raise KeyboardInterrupt  # as a limit's kill would stop it, after the first pair
+
+    monkeypatch.setattr(pairs, "time_pairs", stopped)
+    monkeypatch.setattr(sys, "argv", ["pairs.py", "time", "--set", "corpus", "--only", ",".join(names),
+                                      "--out", str(out)])
+    with pytest.raises(KeyboardInterrupt):
+        pairs.main()
+    got = json.loads(out.read_text())
+    assert got["complete"] is False and list(got["pairs"]) == [names[0]]
+
+    def ended(lib, names, reps, set_pairs=None, on_pair=None):
+        done = {}
+        for n in names:
+            done[n] = {"before_ms": 2.0, "after_ms": 1.0}
+            on_pair(done)
+        return done
+
+    monkeypatch.setattr(pairs, "time_pairs", ended)
+    assert pairs.main() == 0
+    got = json.loads(out.read_text())
+    assert got["complete"] is True and list(got["pairs"]) == names
+    assert not list(tmp_path.glob("*.tmp"))
