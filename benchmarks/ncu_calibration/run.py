@@ -4,7 +4,8 @@ pair's "before" kernel beside the time its rewrite saved on the GPU.
 
     python benchmarks/ncu_calibration/run.py [--capture tests/ncu/calibration/h200]
                                              [--config FILE.yaml] [--json OUT.json] [--markdown OUT.md]
-    python benchmarks/ncu_calibration/run.py --set corpus --capture DIR   # the rewrites of corpus kernels
+    python benchmarks/ncu_calibration/run.py --set corpus [--capture DIR]  # the rewrites of corpus kernels
+    python benchmarks/ncu_calibration/run.py --set corpus2 [--capture DIR] # their second round
 
 The capture (``tools/capture/ncu_calibration/capture.py``, on an H200) holds both sides of
 every pair of ``tools/capture/ncu_calibration/pairs.py`` under Nsight Compute and their times
@@ -34,8 +35,9 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 CAPTURE = REPO / "tests" / "ncu" / "calibration" / "h200"
-#: the rewrites of corpus kernels (``pairs.py --set corpus``), captured apart
-CAPTURE_CORPUS = REPO / "tests" / "ncu" / "calibration" / "h200_corpus"
+#: the rewrites of corpus kernels (``pairs.py --set corpus``, ``--set corpus2``), captured apart
+CAPTURE_CORPUS = {"corpus": REPO / "tests" / "ncu" / "calibration" / "h100_corpus",
+                  "corpus2": REPO / "tests" / "ncu" / "calibration" / "h100_corpus2"}
 SMS = 132  # the H200's SMs: the capture's GPU sizes tail_wave's inputs by them
 
 
@@ -170,16 +172,16 @@ def markdown(rows: list[dict[str, Any]], s: dict[str, Any]) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--capture", type=Path, help=f"the capture (default {CAPTURE.relative_to(REPO)}, or "
-                    f"{CAPTURE_CORPUS.relative_to(REPO)} with --set corpus)")
-    ap.add_argument("--set", dest="pair_set", choices=("calibration", "corpus"), default="calibration",
-                    help="the calibration pairs, or the rewrites of corpus kernels")
+    ap.add_argument("--capture", type=Path, help=f"the capture (default {CAPTURE.relative_to(REPO)}; with --set "
+                    + ", ".join(f"{k}: {v.relative_to(REPO)}" for k, v in CAPTURE_CORPUS.items()) + ")")
+    ap.add_argument("--set", dest="pair_set", choices=("calibration", *CAPTURE_CORPUS), default="calibration",
+                    help="the calibration pairs, or the rewrites of corpus kernels (corpus2: their second round)")
     ap.add_argument("--config", type=Path, help="a KernelPro YAML: its profiling settings set the pipeline up")
     ap.add_argument("--json", type=Path)
     ap.add_argument("--markdown", type=Path)
     args = ap.parse_args()
     if args.capture is None:
-        args.capture = CAPTURE if args.pair_set == "calibration" else CAPTURE_CORPUS
+        args.capture = CAPTURE if args.pair_set == "calibration" else CAPTURE_CORPUS[args.pair_set]
     # one group per ncu run of the capture (``pairs``, or ``pairs_<n>`` for each chunk of pairs)
     found = corpus_module().groups(args.capture) if args.capture.is_dir() else []
     missing = [n for n in ["timings.json"] + ([f"{g}.{part}.csv" for g in found for part in ("ranges", "rules")]

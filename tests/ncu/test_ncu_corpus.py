@@ -131,6 +131,10 @@ CORPUS_V5 = REPO / "tests" / "ncu" / "corpus" / "h200_v5"
 # corpus v6 (validation_v6.md, fixed in session 17 before any capture), captured once in
 # session 18 (call BR) and scored once at 775cfb0 (ncu_corpus.md, "Validation corpus v6")
 CORPUS_V6 = REPO / "tests" / "ncu" / "corpus" / "h200_v6"
+# corpus v7 (validation_v7.md, fixed in session 28 before any capture; no micro-profiler or
+# classifier change since session 18), captured once in session 30 on an H100 and scored once
+# at ea7de56 (ncu_corpus.md, "Session 30")
+CORPUS_V7 = REPO / "tests" / "ncu" / "corpus" / "h100_v7"
 
 
 @pytest.mark.parametrize("corpus,kernels,min_covered,below,min_recall", [
@@ -140,7 +144,8 @@ CORPUS_V6 = REPO / "tests" / "ncu" / "corpus" / "h200_v6"
     (CORPUS_V4B, 10, 9, 9, 0.88),  # scored once: 9 of 9, 39 of 45; 40 in session 14
     (CORPUS_V5, 22, 18, 18, 0.77),  # scored once: 18 of 18, 92 of 119
     (CORPUS_V6, 24, 21, 21, 0.81),  # scored once: 21 of 21, 88 of 108
-], ids=["v3b", "v4", "v4b", "v5", "v6"])
+    (CORPUS_V7, 18, 15, 15, 0.86),  # scored once: 15 of 15, 72 of 83
+], ids=["v3b", "v4", "v4b", "v5", "v6", "v7"])
 def test_out_of_sample_corpora_coverage_and_agreement_do_not_drop(corpus, kernels, min_covered, below, min_recall):
     mod = _load("run")
     rows = mod.analyze(corpus, 10.0)

@@ -15,7 +15,8 @@ same operation.
     python3 pairs.py time --set corpus --out timings.json            # the rewrites of corpus kernels
 
 ``--set corpus`` takes the rewrites of corpus kernels instead (``corpus_rewrites/``: PyTorch's
-kernel of a corpus workload against a Triton kernel carrying out one of our findings' action).
+kernel of a corpus workload against a Triton kernel carrying out one of our findings' action);
+``--set corpus2`` the second round of them (modules with ``ROUND = 2``).
 
 ``time`` checks that before and after agree, then times them alternately (CUDA events
 around single calls, the L2 flushed and the GPU kept busy for about 1 ms before each, so
@@ -271,9 +272,10 @@ PAIRS: dict[str, Pair] = {p.name: p for p in (
 )}
 
 
-def corpus_pairs() -> dict[str, Pair]:
-    """The rewrites of corpus kernels (``corpus_rewrites/``), one pair each at the corpus
-    workload's size: before is the PyTorch operation, after the Triton rewrite."""
+def corpus_pairs(round_: int = 1) -> dict[str, Pair]:
+    """The rewrites of corpus kernels (``corpus_rewrites/``) of one round (a module's ``ROUND``,
+    1 where it has none), one pair each at the corpus workload's size: before is the PyTorch
+    operation, after the Triton rewrite."""
     if str(HERE) not in sys.path:
         sys.path.insert(0, str(HERE))
     import corpus_rewrites
@@ -281,6 +283,8 @@ def corpus_pairs() -> dict[str, Pair]:
     out: dict[str, Pair] = {}
     for name in corpus_rewrites.names():
         mod = corpus_rewrites.load(name)
+        if getattr(mod, "ROUND", 1) != round_:
+            continue
 
         def inputs(torch, device="cuda", mod=mod):
             return mod.inputs(torch, device, *mod.SIZES["large"])
@@ -302,8 +306,11 @@ def corpus_pairs() -> dict[str, Pair]:
     return out
 
 
-#: the sets ``--set`` picks: the calibration pairs above, or the rewrites of corpus kernels
-SETS: dict[str, Callable[[], dict[str, Pair]]] = {"calibration": lambda: PAIRS, "corpus": corpus_pairs}
+#: the sets ``--set`` picks: the calibration pairs above, or the rewrites of corpus kernels of
+#: the first round (measured in session 30) or the second (written after the first was scored
+#: and the estimators adjusted to it: their out-of-sample check)
+SETS: dict[str, Callable[[], dict[str, Pair]]] = {"calibration": lambda: PAIRS, "corpus": corpus_pairs,
+                                                   "corpus2": lambda: corpus_pairs(2)}
 
 
 def io_bytes(pair: Pair, sms: int) -> dict[str, float]:
