@@ -65,6 +65,16 @@ def headroom(bottleneck: Bottleneck | None, kept: float = 1.0, reach: float = RE
     return clip(1 - roofline_fraction(bottleneck) * clip(kept) / reach)
 
 
+#: the share of a mechanism's upper bound on the gain (all the idle issue back, every empty
+#: warp slot filled) that a rewrite is expected to realize, for the estimators that have such a
+#: bound (warp_stalls, issue_slots, issue_bound, pipe_bound, occupancy_gap; their setting
+#: ``bound_share``). It was 0.5 until the rewrites of corpus kernels were measured (session 30,
+#: docs/validation/ncu_corpus.md): those realized the whole bound or more where the finding held
+#: the kernel (Spearman with the realized gains 0.54 at 0.5, 0.74 at 1.0; the calibration pairs
+#: 0.97 and 0.98); the gain stays capped by the headroom below the roofline either way
+BOUND_SHARE = 1.0
+
+
 def reachable(instance: Any, attribute: Any, value: float) -> None:
     """attrs validator of a ``reachable_fraction`` setting: a share of the roofline in (0, 1]."""
     if not 0 < value <= 1:

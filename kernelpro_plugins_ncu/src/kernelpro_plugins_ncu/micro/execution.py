@@ -8,8 +8,8 @@ import attrs
 from kernelpro.api import Bottleneck, Finding, ProfileContext, ProfileData
 
 from kernelpro_plugins_ncu.classifier import WRONG_CEILINGS_FRACTION
-from kernelpro_plugins_ncu.micro.base import (REACHABLE_FRACTION, M, KernelMicroProfiler, clip, io_bytes, metric,
-                                              reachable, roofline_fraction)
+from kernelpro_plugins_ncu.micro.base import (BOUND_SHARE, REACHABLE_FRACTION, M, KernelMicroProfiler, clip, io_bytes,
+                                              metric, reachable, roofline_fraction)
 
 STALL_ADVICE = {
     "long_scoreboard": ("waiting for global/local memory (L1TEX) results",
@@ -60,6 +60,8 @@ class WarpStallSettings:
     # the share of its roofline a rewrite is assumed to reach: gains stop there (the
     # calibration pairs' rewrites reached 72-86 %)
     reachable_fraction: float = attrs.field(default=REACHABLE_FRACTION, validator=reachable)
+    # the share of the estimator's upper bound a rewrite is expected to realize (base.BOUND_SHARE)
+    bound_share: float = attrs.field(default=BOUND_SHARE, validator=reachable)
 
 
 class WarpStallReasons(KernelMicroProfiler):
@@ -102,9 +104,10 @@ class WarpStallReasons(KernelMicroProfiler):
                  f"{STALL_ADVICE.get(r, ('', ''))[0]})" for r, v in top]
         issue_txt = f" Issue slots are busy {issue:.0f}% of cycles." if issue is not None else ""
         stall_share = top[0][1] / total
-        # half the dominant stall's share of the idle issue comes back, never more than what
-        # reaching the practical share of the roofline would save
-        gain = share * min(0.5 * stall_share * clip(1 - (issue or 0.0) / 100), self.headroom(bottleneck))
+        # the dominant stall's share of the idle issue comes back (bound_share of it), never
+        # more than what reaching the practical share of the roofline would save
+        gain = share * min(s.bound_share * stall_share * clip(1 - (issue or 0.0) / 100),
+                           self.headroom(bottleneck))
         lines = self.hot_lines(profile, index, M.pcsamp_metric(top[0][0]))
         return self.finding(
             kernel, share, index, profile, gain, source_lines=lines,
@@ -132,6 +135,8 @@ class IssueSlotSettings:
     # the share of its roofline a rewrite is assumed to reach: gains stop there (the
     # calibration pairs' rewrites reached 72-86 %)
     reachable_fraction: float = attrs.field(default=REACHABLE_FRACTION, validator=reachable)
+    # the share of the estimator's upper bound a rewrite is expected to realize (base.BOUND_SHARE)
+    bound_share: float = attrs.field(default=BOUND_SHARE, validator=reachable)
 
 
 class IssueSlotUtilization(KernelMicroProfiler):
@@ -169,9 +174,10 @@ class IssueSlotUtilization(KernelMicroProfiler):
         # judged on the issue rate alone: say what could not be checked
         unchecked = (f" The report lacks {M.ELIGIBLE_WARPS} (eligible warps per scheduler) to confirm it."
                      if eligible is None else "")
-        # at most half the idle issue share comes back (more ready warps overlap, they do not
-        # remove the latency), and never more than the kernel's headroom below its roofline
-        gain = share * min(0.5 * clip(1 - issue / self.settings.max_issue_pct), self.headroom(bottleneck))
+        # the idle issue share comes back (bound_share of it: more ready warps overlap the
+        # latency, they do not remove it), never more than the headroom below the roofline
+        gain = share * min(self.settings.bound_share * clip(1 - issue / self.settings.max_issue_pct),
+                           self.headroom(bottleneck))
         return self.finding(
             kernel, share, index, profile, gain,
             message=(f"the warp schedulers issue an instruction in only {issue:.1f}% of cycles{extra}: "
@@ -194,6 +200,8 @@ class IssueBoundSettings:
     # the share of its roofline a rewrite is assumed to reach: gains stop there (the
     # calibration pairs' rewrites reached 72-86 %)
     reachable_fraction: float = attrs.field(default=REACHABLE_FRACTION, validator=reachable)
+    # the share of the estimator's upper bound a rewrite is expected to realize (base.BOUND_SHARE)
+    bound_share: float = attrs.field(default=BOUND_SHARE, validator=reachable)
 
 
 class IssueBound(KernelMicroProfiler):
@@ -220,8 +228,8 @@ class IssueBound(KernelMicroProfiler):
         if pct >= s.max_pipe_pct:
             return None
         # with only the busiest pipe's instructions left the time could fall to that pipe's
-        # share; half of that bound, and never more than the headroom below the roofline
-        gain = share * min(0.5 * clip(1 - pct / 100.0), self.headroom(bottleneck))
+        # share; bound_share of that bound, never more than the headroom below the roofline
+        gain = share * min(s.bound_share * clip(1 - pct / 100.0), self.headroom(bottleneck))
         inst = metric(kernel, M.INST_EXECUTED)
         inst_txt = f" ({inst:.3g} warp instructions)" if inst else ""
         return self.finding(
@@ -245,6 +253,8 @@ class PipeBoundSettings:
     # the share of its roofline a rewrite is assumed to reach: gains stop there (the
     # calibration pairs' rewrites reached 72-86 %)
     reachable_fraction: float = attrs.field(default=REACHABLE_FRACTION, validator=reachable)
+    # the share of the estimator's upper bound a rewrite is expected to realize (base.BOUND_SHARE)
+    bound_share: float = attrs.field(default=BOUND_SHARE, validator=reachable)
 
 
 _PIPE_ADVICE = {
@@ -293,9 +303,9 @@ class PipeBound(KernelMicroProfiler):
         others = [v for k, v in known.items() if k != busiest]
         others += [M.get(kernel.metrics, M.PIPE_FMA_PCT), M.tensor_pipe_pct(kernel.metrics)]
         second = max(others)
-        # moving work off the busiest pipe helps until the next pipe is the limit: half of that
-        # bound, never more than the headroom below the roofline
-        gain = share * min(0.5 * clip(1 - second / pct), self.headroom(bottleneck))
+        # moving work off the busiest pipe helps until the next pipe is the limit: bound_share
+        # of that bound, never more than the headroom below the roofline
+        gain = share * min(s.bound_share * clip(1 - second / pct), self.headroom(bottleneck))
         what, action = _PIPE_ADVICE[busiest]
         issue = metric(kernel, M.ISSUE_ACTIVE_PCT)
         issue_txt = f"; the schedulers issue in {issue:.0f}% of cycles" if issue is not None else ""

@@ -9,8 +9,8 @@ import attrs
 
 from kernelpro.api import Bottleneck, Finding, ProfileContext, ProfileData
 
-from kernelpro_plugins_ncu.micro.base import (REACHABLE_FRACTION, M, KernelMicroProfiler, clip, metric, reachable,
-                                              roofline_fraction, severity_for)
+from kernelpro_plugins_ncu.micro.base import (BOUND_SHARE, REACHABLE_FRACTION, M, KernelMicroProfiler, clip, metric,
+                                              reachable, roofline_fraction, severity_for)
 
 
 def _sm_count(kernel, context: ProfileContext, profile: ProfileData) -> float | None:
@@ -122,6 +122,8 @@ class OccupancyGapSettings:
     # the share of its roofline a rewrite is assumed to reach: gains stop there (the
     # calibration pairs' rewrites reached 72-86 %)
     reachable_fraction: float = attrs.field(default=REACHABLE_FRACTION, validator=reachable)
+    # the share of the estimator's upper bound a rewrite is expected to realize (base.BOUND_SHARE)
+    bound_share: float = attrs.field(default=BOUND_SHARE, validator=reachable)
 
 
 class AchievedOccupancyGap(KernelMicroProfiler):
@@ -143,7 +145,8 @@ class AchievedOccupancyGap(KernelMicroProfiler):
         if gap <= self.settings.min_gap_points or achieved / theo >= self.settings.max_ratio:
             return None
         waves = metric(kernel, M.WAVES_PER_SM)
-        gain = share * min(0.5 * clip(gap / theo), self.headroom(bottleneck))
+        # the empty warp slots filled (bound_share of that), never past the headroom
+        gain = share * min(self.settings.bound_share * clip(gap / theo), self.headroom(bottleneck))
         if waves is not None and waves < 1.0:
             cause = (f"the grid fills only {waves:.2f} of one wave, so most warp slots never get a warp")
             action = ("Launch enough blocks to fill every SM's warp slots (at least one full wave), or give "
