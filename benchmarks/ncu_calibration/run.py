@@ -7,7 +7,7 @@ pair's "before" kernel beside the time its rewrite saved on the GPU.
     python benchmarks/ncu_calibration/run.py --set corpus [--capture DIR]  # the rewrites of corpus kernels
     python benchmarks/ncu_calibration/run.py --set corpus2 [--capture DIR] # their second round
 
-The capture (``tools/capture/ncu_calibration/capture.py``, on an H200) holds both sides of
+The capture (``tools/capture/ncu_calibration/capture.py``, on a GPU) holds both sides of
 every pair of ``tools/capture/ncu_calibration/pairs.py`` under Nsight Compute and their times
 outside it. Per pair:
 

@@ -69,9 +69,9 @@ def headroom(bottleneck: Bottleneck | None, kept: float = 1.0, reach: float = RE
 #: warp slot filled) that a rewrite is expected to realize, for the estimators that have such a
 #: bound (warp_stalls, issue_slots, issue_bound, pipe_bound, occupancy_gap; their setting
 #: ``bound_share``). It was 0.5 until the rewrites of corpus kernels were measured (session 30,
-#: docs/validation/ncu_corpus.md): those realized the whole bound or more where the finding held
-#: the kernel (Spearman with the realized gains 0.54 at 0.5, 0.74 at 1.0; the calibration pairs
-#: 0.97 and 0.98); the gain stays capped by the headroom below the roofline either way
+#: docs/validation/ncu_corpus.md): where such a finding was the one acted on, the rewrite realized
+#: 0.7-1.5 times the whole bound (Spearman with the realized gains 0.54 at 0.5, 0.74 at 1.0; the
+#: calibration pairs 0.97 and 0.98); the gain stays capped by the headroom below the roofline
 BOUND_SHARE = 1.0
 
 
