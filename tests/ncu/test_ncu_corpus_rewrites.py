@@ -97,3 +97,26 @@ def test_the_calibration_tools_take_the_rewrites_as_a_set_of_pairs():
         xs = mod.inputs(__import__("torch"), "meta", *mod.SIZES["large"])
         assert io["input_bytes"] == sum(x.numel() * x.element_size() for x in xs) > 0
         assert io["output_bytes"] > 0 and pair.acts_on == tuple(mod.ACTS_ON)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_timing_harness_compares_what_the_operation_returns(name):
+    # ``pairs.py time`` compares before and after on the GPU before timing them; an operation
+    # with several outputs (``cummax``: values and indices) is compared output by output, and a
+    # changed output or a missing one is a disagreement
+    import torch
+
+    pairs = _load(REPO / "tools" / "capture" / "ncu_calibration" / "pairs.py", "kpc_pairs_compare_test")
+    mod = corpus_rewrites.load(name)
+    torch.manual_seed(0)
+    ref = mod.before(torch, *mod.inputs(torch, "cpu", *mod.SIZES["small"]))
+    same = tuple(r.clone() for r in ref) if isinstance(ref, tuple) else ref.clone()
+    assert pairs._compare(torch, ref, same, 0.0, 0.0) == (0.0, True)
+    first = ref[0] if isinstance(ref, tuple) else ref
+    changed = first.clone()
+    changed[(0,) * changed.dim()] += 1
+    other = (changed, *ref[1:]) if isinstance(ref, tuple) else changed
+    err, agree = pairs._compare(torch, ref, other, 0.0, 0.0)
+    assert not agree and err >= 0.5
+    if isinstance(ref, tuple):
+        assert pairs._compare(torch, ref, ref[:-1], 0.0, 0.0)[1] is False

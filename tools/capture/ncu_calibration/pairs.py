@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import json
+import math
 import os
 import statistics
 import sys
@@ -360,8 +361,7 @@ def time_pairs(lib, names: list[str], reps: int, pairs: dict[str, Pair] | None =
                 xs = pair.inputs(torch)
                 ref, new = pair.before(lib, torch, *xs), pair.after(lib, torch, *xs)
                 torch.cuda.synchronize()
-                err = (ref.double() - new.double()).abs().max().item()
-                agree = bool(torch.allclose(new, ref, rtol=pair.rtol, atol=pair.atol))
+                err, agree = _compare(torch, ref, new, pair.rtol, pair.atol)
                 for _ in range(3):
                     pair.before(lib, torch, *xs)
                     pair.after(lib, torch, *xs)
@@ -391,6 +391,26 @@ def time_pairs(lib, names: list[str], reps: int, pairs: dict[str, Pair] | None =
             on_pair(out)
         torch.cuda.empty_cache()
     return out
+
+
+def _compare(torch, ref, new, rtol: float, atol: float) -> tuple[float, bool]:
+    """Largest absolute difference and agreement of two outputs; an operation with several
+    outputs (``torch.cummax``'s values and indices) is compared output by output, and the
+    outputs' structure, shapes and dtypes must match."""
+    if isinstance(ref, (tuple, list)) != isinstance(new, (tuple, list)):
+        return math.inf, False
+    refs = list(ref) if isinstance(ref, (tuple, list)) else [ref]
+    news = list(new) if isinstance(new, (tuple, list)) else [new]
+    if len(refs) != len(news):
+        return math.inf, False
+    err, agree = 0.0, True
+    for r, n in zip(refs, news):
+        if r.shape != n.shape or r.dtype != n.dtype:
+            return math.inf, False
+        if r.numel():
+            err = max(err, (r.double() - n.double()).abs().max().item())
+        agree = agree and bool(torch.allclose(n, r, rtol=rtol, atol=atol, equal_nan=True))
+    return err, agree
 
 
 def _iqr(xs: list[float]) -> float:
