@@ -193,13 +193,16 @@ def test_estimated_gains_on_the_rewrites_of_corpus_kernels(bench):
     (docs/validation/ncu_corpus.md, "Session 30"): all 13 measured, outputs agreeing, the finding
     each acts on fires on each before kernel. Scored out of sample at ea7de56: Spearman 0.54
     (Nsight Compute's rules 0.33); the estimators' ``bound_share`` was then set from these pairs
-    and the 14 above (in-sample from there: 0.74)."""
+    and the 14 above (in-sample from there: 0.74). Session 31 (after round 2's capture) gave
+    issue_bound its memory-traffic form: in sample 0.85, mean absolute error 0.165 (0.136 before:
+    the form's bound is the headroom to 80 % of the roofline, and these Triton rewrites reached
+    52-61 % of the H100's)."""
     rows = bench.analyze(REPO / "tests" / "ncu" / "calibration" / "h100_corpus", pair_set="corpus")
     s = bench.summarize(rows)
     assert s["measured"] == 13 and not s["errors"]
     assert s["fired"] == 13
-    assert s["spearman_estimated"] >= 0.7
-    assert s["mean_abs_error"] <= 0.15
+    assert s["spearman_estimated"] >= 0.8
+    assert s["mean_abs_error"] <= 0.17
     # ncu's rules on the same before kernels rank them worse than ours
     assert s["spearman_ncu"] < s["spearman_estimated"]
 
@@ -217,14 +220,39 @@ def test_each_rewrite_of_a_corpus_kernel_is_in_the_set_of_its_round(pairs):
 
 
 def test_a_bound_share_of_one_half_gives_the_estimates_scored_out_of_sample(bench, tmp_path):
-    """The setting reproduces the estimators as they were when the rewrites were first scored."""
+    """The settings reproduce the estimators as they were when the rewrites were first scored
+    (``bound_share`` 0.5, and issue_bound without its memory-traffic form of session 31)."""
     import yaml
 
     names = ("warp_stalls", "issue_slots", "issue_bound", "pipe_bound", "occupancy_gap")
+    params: dict = {n: {"bound_share": 0.5} for n in names}
     cfg = tmp_path / "half.yaml"
-    cfg.write_text(yaml.safe_dump({"profiling": {"micro_profiler_params": {n: {"bound_share": 0.5} for n in names}}}))
+    cfg.write_text(yaml.safe_dump({"profiling": {"micro_profiler_params": params}}))
+    rows = bench.analyze(REPO / "tests" / "ncu" / "calibration" / "h100_corpus", cfg, pair_set="corpus")
+    # the form alone moves it (the three pairs acting on issue_bound are memory-natured)
+    assert bench.summarize(rows)["spearman_estimated"] == pytest.approx(0.511, abs=1e-3)
+    params["issue_bound"]["memory_natured_sm_pct"] = 0.0
+    cfg.write_text(yaml.safe_dump({"profiling": {"micro_profiler_params": params}}))
     rows = bench.analyze(REPO / "tests" / "ncu" / "calibration" / "h100_corpus", cfg, pair_set="corpus")
     assert bench.summarize(rows)["spearman_estimated"] == pytest.approx(0.544, abs=1e-3)
+
+
+def test_the_second_round_of_rewrites_scored_out_of_sample(bench):
+    """Round 2 (six rewrites written after ``bound_share`` changed, predictions recorded before
+    the capture), captured on an H100 in session 31: five timed at first (``cummax``'s two outputs
+    broke the timing harness, fixed since), every acted-on finding fired. Out of sample, ours
+    ranked them at -0.1 and ncu's rules at -0.6 (docs/validation/ncu_corpus.md, "Session 31");
+    the memory-traffic form of issue_bound came after and is not acted on by these rewrites."""
+    rows = bench.analyze(REPO / "tests" / "ncu" / "calibration" / "h100_corpus2", pair_set="corpus2")
+    s = bench.summarize(rows)
+    ok = {r["pair"]: r for r in rows if "error" not in r}
+    assert s["fired"] == s["measured"] >= 5
+    assert all(r["after_ms"] < r["before_ms"] for r in ok.values())
+    # the realized gains, 18-99 %, are the record's; they do not depend on the estimators
+    assert ok["cdist_p1"]["realized"] > 0.95 and 0.1 < ok["max_pool3d"]["realized"] < 0.3
+    # the memory-traffic form names the four data-movement kernels the SM keeps busy
+    for name in ("depthwise_conv2d", "roll_cols", "max_pool3d", "adaptive_avg_pool2d"):
+        assert "issue_bound" in ok[name]["findings"], name
 
 
 def _split_capture(src: Path, dst: Path, first: set[str]) -> None:

@@ -397,3 +397,38 @@ def test_the_reachable_share_of_the_roofline_is_a_setting(tmp_path):
     assert len(exc.value.problems) == 1
     assert "tail_effect" in exc.value.problems[0] and "reachable_fraction: expected a fraction in (0, 1], got 1.5" \
         in exc.value.problems[0]
+
+
+def test_issue_bound_names_instructions_the_bytes_do_not_need():
+    # a data-movement kernel the classifier calls compute: the SM busier than memory, issue
+    # below issue_bound's 80 %, no pipe near its limit (PyTorch's roll on the H100: SM 61 %,
+    # DRAM 49 %, issue 62 %, ALU 34 %; its rewrite issued 12 times fewer instructions)
+    roll = {M.SM_THROUGHPUT_PCT: 61.0, M.MEM_THROUGHPUT_PCT: 48.8, M.DRAM_THROUGHPUT_PCT: 48.8,
+            M.ISSUE_ACTIVE_PCT: 61.6, M.PIPE_ALU_PCT: 34.2, M.PIPE_FMA_PCT: 24.7, M.PIPE_LSU_PCT: 7.6,
+            M.INST_EXECUTED: 2.03e8, M.DRAM_READ_BYTES: 6.7e7, M.DRAM_WRITE_BYTES: 6.7e7}
+    traffic = bn("compute", 0.34, memory_time_fraction=0.34, compute_time_fraction=0.0)
+    (f,) = run(X.IssueBound, kernel("roll", 1e6, **roll), bottleneck=traffic)
+    check_finding(f, X.IssueBound)
+    # the bound: all the way to the practical share of the memory roofline
+    assert f.estimated_gain == pytest.approx(1 - 0.34 / 0.8, abs=1e-4)
+    assert "memory traffic" in f.message and "per 16 bytes" in f.message
+    assert f.evidence["sm_throughput_pct"] == 61.0 and f.evidence["memory_throughput_pct"] == 48.8
+    half = X.IssueBound(X.IssueBoundSettings(bound_share=0.5))
+    (h,) = half.analyze(profile(kernel("roll", 1e6, **roll)), traffic, CTX)
+    assert h.estimated_gain == pytest.approx(0.5 * (1 - 0.34 / 0.8), abs=1e-4)
+    # quiet where the FLOPs set the roofline, where memory is the busier side, below the
+    # busy threshold, with the form turned off, and without the classifier's time fractions
+    flops = bn("compute", 0.34, memory_time_fraction=0.05, compute_time_fraction=0.34)
+    assert run(X.IssueBound, kernel("k", 1e6, **roll), bottleneck=flops) == []
+    assert run(X.IssueBound, kernel("k", 1e6, **{**roll, M.MEM_THROUGHPUT_PCT: 70.0}), bottleneck=traffic) == []
+    assert run(X.IssueBound, kernel("k", 1e6, **{**roll, M.SM_THROUGHPUT_PCT: 55.0}), bottleneck=traffic) == []
+    off = X.IssueBound(X.IssueBoundSettings(memory_natured_sm_pct=0.0))
+    assert off.analyze(profile(kernel("k", 1e6, **roll)), traffic, CTX) == []
+    assert run(X.IssueBound, kernel("k", 1e6, **roll), bottleneck=bn("compute", 0.34)) == []
+    # a pipe at its limit is pipe_bound's, whichever form
+    assert run(X.IssueBound, kernel("k", 1e6, **{**roll, M.PIPE_ALU_PCT: 85.0}), bottleneck=traffic) == []
+    # both forms: the larger bound, capped by the headroom
+    both = {**roll, M.ISSUE_ACTIVE_PCT: 84.0, M.PIPE_ALU_PCT: 59.0}
+    (b,) = run(X.IssueBound, kernel("k", 1e6, **both), bottleneck=traffic)
+    assert b.estimated_gain == pytest.approx(max(1 - 0.59, 1 - 0.34 / 0.8), abs=1e-4)
+    assert "schedulers issue in 84%" in b.message

@@ -195,6 +195,11 @@ class IssueBoundSettings:
     # the instruction stream itself, not a unit, sets the time
     min_issue_pct: float = 80.0
     max_pipe_pct: float = 80.0
+    # a kernel whose roofline is its DRAM traffic (below the ridge) while the SM is at least
+    # this busy, and busier than the memory system, spends its time issuing instructions the
+    # bytes do not need (index arithmetic, narrow accesses): the classifier's busy threshold
+    # (its "compute" class). 0 turns this form off
+    memory_natured_sm_pct: float = 60.0
     # a kernel at this fraction of its roofline or more is left to at_roofline
     max_roofline_fraction: float = 0.75
     # the share of its roofline a rewrite is assumed to reach: gains stop there (the
@@ -207,11 +212,13 @@ class IssueBoundSettings:
 class IssueBound(KernelMicroProfiler):
     name = "issue_bound"
     title = "Bound by instruction issue"
-    description = "schedulers issue nearly every cycle but no pipe is saturated: too many instructions per element"
+    description = ("schedulers issue nearly every cycle, or the SM is busier than memory on a kernel whose roofline "
+                   "is its traffic, with no pipe saturated: too many instructions per element")
     Settings = IssueBoundSettings
     applies_to = frozenset({"compute", "latency"})
     metrics = (M.ISSUE_ACTIVE_PCT, M.ELIGIBLE_WARPS, M.INST_EXECUTED, M.PIPE_FMA_PCT, M.PIPE_ALU_PCT,
-               M.PIPE_FP64_PCT, M.PIPE_LSU_PCT, M.PIPE_TENSOR_HMMA_PCT, M.PIPE_TENSOR_PCT)
+               M.PIPE_FP64_PCT, M.PIPE_LSU_PCT, M.PIPE_TENSOR_HMMA_PCT, M.PIPE_TENSOR_PCT, M.SM_THROUGHPUT_PCT,
+               M.MEM_THROUGHPUT_PCT, M.DRAM_THROUGHPUT_PCT)
 
     def check(self, kernel, share, index, profile, bottleneck, context):
         s = self.settings
@@ -219,29 +226,64 @@ class IssueBound(KernelMicroProfiler):
         if fraction >= s.max_roofline_fraction:
             return None
         issue = metric(kernel, M.ISSUE_ACTIVE_PCT)
-        if issue is None or issue < s.min_issue_pct:
-            return None
         pipes = {"tensor": M.tensor_pipe_pct(kernel.metrics), "FMA": M.get(kernel.metrics, M.PIPE_FMA_PCT),
                  "ALU": M.get(kernel.metrics, M.PIPE_ALU_PCT), "FP64": M.get(kernel.metrics, M.PIPE_FP64_PCT),
                  "LSU": M.get(kernel.metrics, M.PIPE_LSU_PCT)}
         busiest, pct = max(pipes.items(), key=lambda kv: kv[1])
-        if pct >= s.max_pipe_pct:
+        if pct >= s.max_pipe_pct:  # a pipe at its limit is pipe_bound's
+            return None
+        issue_form = issue is not None and issue >= s.min_issue_pct
+        sm, mem = metric(kernel, M.SM_THROUGHPUT_PCT), self._memory_pct(kernel)
+        memory_form = (s.memory_natured_sm_pct > 0 and self._memory_natured(bottleneck) and sm is not None
+                       and mem is not None and sm >= s.memory_natured_sm_pct and sm >= mem)
+        if not (issue_form or memory_form):
             return None
         # with only the busiest pipe's instructions left the time could fall to that pipe's
-        # share; bound_share of that bound, never more than the headroom below the roofline
-        gain = share * min(s.bound_share * clip(1 - pct / 100.0), self.headroom(bottleneck))
+        # share; when the kernel's roofline is its traffic, to that roofline (the headroom)
+        # once the instructions the bytes do not need are gone: bound_share of the larger
+        # bound, never more than the headroom below the roofline
+        bound = clip(1 - pct / 100.0) if issue_form else 0.0
+        if memory_form:
+            bound = max(bound, self.headroom(bottleneck))
+        gain = share * min(s.bound_share * bound, self.headroom(bottleneck))
         inst = metric(kernel, M.INST_EXECUTED)
         inst_txt = f" ({inst:.3g} warp instructions)" if inst else ""
+        if issue_form:
+            message = (f"the schedulers issue in {issue:.0f}% of cycles{inst_txt} while the busiest pipe ({busiest}) "
+                       f"is only {pct:.0f}% busy: the number of instructions, not a unit, sets the time.")
+        else:
+            per_byte = ""
+            dram = M.dram_bytes(kernel.metrics)
+            if inst and dram > 0:
+                per_byte = f"; {inst * 16 / dram:.2f} warp instructions per 16 bytes of DRAM traffic"
+            message = (f"the kernel's roofline is its memory traffic (at {fraction:.0%} of it), yet the SM is "
+                       f"{sm:.0f}% busy against {mem:.0f}% for memory{inst_txt}{per_byte}: instructions the bytes "
+                       "do not need (index arithmetic, narrow accesses), not the bytes, set the time.")
         return self.finding(
-            kernel, share, index, profile, gain,
-            message=(f"the schedulers issue in {issue:.0f}% of cycles{inst_txt} while the busiest pipe ({busiest}) "
-                     f"is only {pct:.0f}% busy: the number of instructions, not a unit, sets the time."),
+            kernel, share, index, profile, gain, message=message,
             action=("Issue fewer instructions per element: 16-byte vector loads and stores, 32-bit instead of "
                     "64-bit index arithmetic, index and address computations hoisted out of inner loops, "
                     "several elements per thread with the loop unrolled, fast-math intrinsics for "
                     "transcendentals."),
             evidence={"issue_active_pct": issue, "busiest_pipe_pct": pct, "instructions": inst,
+                      "sm_throughput_pct": sm, "memory_throughput_pct": mem,
                       "eligible_warps_per_scheduler": metric(kernel, M.ELIGIBLE_WARPS)})
+
+    @staticmethod
+    def _memory_pct(kernel) -> float | None:
+        values = [v for v in (metric(kernel, M.MEM_THROUGHPUT_PCT), metric(kernel, M.DRAM_THROUGHPUT_PCT))
+                  if v is not None]
+        return max(values) if values else None
+
+    @staticmethod
+    def _memory_natured(bottleneck: Bottleneck | None) -> bool:
+        """The forward's roofline is set by its DRAM traffic: at the roofline it would wait on
+        memory, not on FLOPs (the classifier's time fractions; False without them)."""
+        if bottleneck is None:
+            return False
+        ev = bottleneck.evidence or {}
+        mem = ev.get("memory_time_fraction")
+        return mem is not None and mem > 0 and mem >= ev.get("compute_time_fraction", 0.0)
 
 
 @attrs.frozen
