@@ -209,14 +209,16 @@ def test_estimated_gains_on_the_rewrites_of_corpus_kernels(bench):
 
 def test_each_rewrite_of_a_corpus_kernel_is_in_the_set_of_its_round(pairs):
     """``--set corpus`` is round 1 (the 13 scored in session 30), ``--set corpus2`` the modules
-    with ``ROUND = 2``; every rewrite is in exactly one."""
+    with ``ROUND = 2``, ``--set corpus3`` those with ``ROUND = 3``; every rewrite is in exactly one."""
     sys.path.insert(0, str(CAL))
     import corpus_rewrites
 
-    one, two = set(pairs.SETS["corpus"]()), set(pairs.SETS["corpus2"]())
-    assert not one & two and one | two == set(corpus_rewrites.names())
-    assert len(one) == 13
-    assert two == {n for n in corpus_rewrites.names() if getattr(corpus_rewrites.load(n), "ROUND", 1) == 2}
+    one, two, three = (set(pairs.SETS[s]()) for s in ("corpus", "corpus2", "corpus3"))
+    assert not one & two and not one & three and not two & three
+    assert one | two | three == set(corpus_rewrites.names())
+    assert len(one) == 13 and len(two) == 6 and len(three) >= 5
+    for round_, names in ((2, two), (3, three)):
+        assert names == {n for n in corpus_rewrites.names() if getattr(corpus_rewrites.load(n), "ROUND", 1) == round_}
 
 
 def test_a_bound_share_of_one_half_gives_the_estimates_scored_out_of_sample(bench, tmp_path):

@@ -16,7 +16,8 @@ same operation.
 
 ``--set corpus`` takes the rewrites of corpus kernels instead (``corpus_rewrites/``: PyTorch's
 kernel of a corpus workload against a Triton kernel carrying out one of our findings' action);
-``--set corpus2`` the second round of them (modules with ``ROUND = 2``).
+``--set corpus2`` the second round of them (modules with ``ROUND = 2``), ``--set corpus3`` the third
+(``ROUND = 3``).
 
 ``time`` checks that before and after agree, then times them alternately (CUDA events
 around single calls, the L2 flushed and the GPU kept busy for about 1 ms before each, so
@@ -308,10 +309,12 @@ def corpus_pairs(round_: int = 1) -> dict[str, Pair]:
 
 
 #: the sets ``--set`` picks: the calibration pairs above, or the rewrites of corpus kernels of
-#: the first round (measured in session 30) or the second (written after the first was scored
-#: and the estimators adjusted to it: their out-of-sample check)
+#: the first round (measured in session 30), the second (written after the first was scored
+#: and the estimators adjusted to it: their out-of-sample check) or the third (other operator
+#: families: normalization, log-softmax, gathers, fold, search, grid sampling)
 SETS: dict[str, Callable[[], dict[str, Pair]]] = {"calibration": lambda: PAIRS, "corpus": corpus_pairs,
-                                                   "corpus2": lambda: corpus_pairs(2)}
+                                                   "corpus2": lambda: corpus_pairs(2),
+                                                   "corpus3": lambda: corpus_pairs(3)}
 
 
 def io_bytes(pair: Pair, sms: int) -> dict[str, float]:
