@@ -101,6 +101,25 @@ class KernelMicroProfiler(MicroProfiler):
     def headroom(self, bottleneck: Bottleneck | None, kept: float = 1.0) -> float:
         return headroom(bottleneck, kept, self.reach())
 
+    def request_bound(self, bound: float, bottleneck: Bottleneck | None,
+                      kernel: KernelProfile) -> tuple[float, str]:
+        """A mechanism's ``bound`` on the gain of a rewrite that keeps the kernel's memory
+        requests and issues them sooner or from more warps (latency hidden, slots filled,
+        instructions cut), capped by the headroom below the roofline and by what the L2 has
+        left; with a note for the message where the L2 is what caps it. The roofline counts
+        DRAM bytes, but a kernel whose L2 already serves requests near its peak (gathers,
+        L2-resident data) gains nothing from asking sooner: round 3 of the corpus rewrites
+        (docs/validation/ncu_corpus.md, session 31), two gathers with the L2 at 91-98 % and DRAM
+        at 5-16 %, ran slower with more loads in flight. The L2's whole peak is the bound (the
+        rewrites of streaming kernels ran their L2 at 80-99 %)."""
+        room = self.headroom(bottleneck)
+        l2 = metric(kernel, M.L2_THROUGHPUT_PCT)
+        l2_room = clip(1 - l2 / 100.0) if l2 is not None else 1.0
+        if l2 is None or l2_room >= min(bound, room):
+            return min(bound, room), ""
+        return l2_room, (f" The L2 is already {l2:.0f}% busy, so issuing the same requests sooner saves at most "
+                         f"{l2_room:.0%} (fewer or better-aligned requests can save more).")
+
     def analyze(self, profile: ProfileData, bottleneck: Bottleneck | None,
                 context: ProfileContext) -> list[Finding]:
         if profile.level != "kernel" or not profile.kernels:

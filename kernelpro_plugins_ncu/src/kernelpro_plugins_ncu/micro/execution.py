@@ -73,7 +73,7 @@ class WarpStallReasons(KernelMicroProfiler):
     # what each of them waits on once there are more
     applies_to = frozenset({"latency", "memory", "compute", "too_little_work"})
     metrics = (*M.STALL_METRICS, M.ISSUE_ACTIVE_PCT, M.PIPE_FMA_PCT, M.PIPE_FP64_PCT, M.PIPE_ALU_PCT,
-               M.PIPE_TENSOR_HMMA_PCT, M.PIPE_TENSOR_PCT)
+               M.PIPE_TENSOR_HMMA_PCT, M.PIPE_TENSOR_PCT, M.L2_THROUGHPUT_PCT)
     source_metrics = ("smsp__pcsamp_sample_count",)
 
     def check(self, kernel, share, index, profile, bottleneck, context):
@@ -106,17 +106,18 @@ class WarpStallReasons(KernelMicroProfiler):
         stall_share = top[0][1] / total
         # the dominant stall's share of the idle issue comes back (bound_share of it), never
         # more than what reaching the practical share of the roofline would save
-        gain = share * min(s.bound_share * stall_share * clip(1 - (issue or 0.0) / 100),
-                           self.headroom(bottleneck))
+        capped, l2_note = self.request_bound(s.bound_share * stall_share * clip(1 - (issue or 0.0) / 100),
+                                             bottleneck, kernel)
+        gain = share * capped
         lines = self.hot_lines(profile, index, M.pcsamp_metric(top[0][0]))
         return self.finding(
             kernel, share, index, profile, gain, source_lines=lines,
             message=(f"warps spend {total:.1f} cycles stalled between issued instructions; dominant: "
-                     + "; ".join(parts) + "." + issue_txt),
+                     + "; ".join(parts) + "." + issue_txt + l2_note),
             action="; ".join(f"{r.replace('_', ' ')}: {STALL_ADVICE.get(r, ('', 'no specific action'))[1]}"
                              for r, _ in top) + ".",
             evidence={"stall_cycles_per_issue": total, **{f"stall_{r}": v for r, v in ranked[:6]},
-                      "issue_active_pct": issue})
+                      "issue_active_pct": issue, "l2_throughput_pct": metric(kernel, M.L2_THROUGHPUT_PCT)})
 
 
 @attrs.frozen
@@ -148,7 +149,7 @@ class IssueSlotUtilization(KernelMicroProfiler):
     # loads in flight; a launch-bound one has too few warps to issue from
     applies_to = frozenset({"latency", "compute", "memory", "too_little_work"})
     metrics = (M.ISSUE_ACTIVE_PCT, M.IPC, M.ELIGIBLE_WARPS, M.ACTIVE_WARPS_PER_SCHEDULER, M.PIPE_TENSOR_HMMA_PCT,
-               M.PIPE_TENSOR_PCT)
+               M.PIPE_TENSOR_PCT, M.L2_THROUGHPUT_PCT)
 
     def check(self, kernel, share, index, profile, bottleneck, context):
         if roofline_fraction(bottleneck) >= self.settings.max_roofline_fraction:
@@ -176,17 +177,19 @@ class IssueSlotUtilization(KernelMicroProfiler):
                      if eligible is None else "")
         # the idle issue share comes back (bound_share of it: more ready warps overlap the
         # latency, they do not remove it), never more than the headroom below the roofline
-        gain = share * min(self.settings.bound_share * clip(1 - issue / self.settings.max_issue_pct),
-                           self.headroom(bottleneck))
+        capped, l2_note = self.request_bound(self.settings.bound_share * clip(1 - issue / self.settings.max_issue_pct),
+                                             bottleneck, kernel)
+        gain = share * capped
         return self.finding(
             kernel, share, index, profile, gain,
             message=(f"the warp schedulers issue an instruction in only {issue:.1f}% of cycles{extra}: "
-                     f"warps are mostly waiting, not computing.{unchecked}"),
+                     f"warps are mostly waiting, not computing.{unchecked}{l2_note}"),
             action=("Raise the number of ready warps: more resident warps (occupancy, more blocks), more "
                     "independent work per thread (ILP), and shorter dependency chains; see the warp-stall "
                     "finding for what they wait on."),
             evidence={"issue_active_pct": issue, "eligible_warps_per_scheduler": eligible,
-                      "active_warps_per_scheduler": active, "ipc": ipc})
+                      "active_warps_per_scheduler": active, "ipc": ipc,
+                      "l2_throughput_pct": metric(kernel, M.L2_THROUGHPUT_PCT)})
 
 
 @attrs.frozen
@@ -218,7 +221,7 @@ class IssueBound(KernelMicroProfiler):
     applies_to = frozenset({"compute", "latency"})
     metrics = (M.ISSUE_ACTIVE_PCT, M.ELIGIBLE_WARPS, M.INST_EXECUTED, M.PIPE_FMA_PCT, M.PIPE_ALU_PCT,
                M.PIPE_FP64_PCT, M.PIPE_LSU_PCT, M.PIPE_TENSOR_HMMA_PCT, M.PIPE_TENSOR_PCT, M.SM_THROUGHPUT_PCT,
-               M.MEM_THROUGHPUT_PCT, M.DRAM_THROUGHPUT_PCT)
+               M.MEM_THROUGHPUT_PCT, M.DRAM_THROUGHPUT_PCT, M.L2_THROUGHPUT_PCT)
 
     def check(self, kernel, share, index, profile, bottleneck, context):
         s = self.settings
@@ -245,7 +248,8 @@ class IssueBound(KernelMicroProfiler):
         bound = clip(1 - pct / 100.0) if issue_form else 0.0
         if memory_form:
             bound = max(bound, self.headroom(bottleneck))
-        gain = share * min(s.bound_share * bound, self.headroom(bottleneck))
+        capped, l2_note = self.request_bound(s.bound_share * bound, bottleneck, kernel)
+        gain = share * capped
         inst = metric(kernel, M.INST_EXECUTED)
         inst_txt = f" ({inst:.3g} warp instructions)" if inst else ""
         if issue_form:
@@ -260,13 +264,14 @@ class IssueBound(KernelMicroProfiler):
                        f"{sm:.0f}% busy against {mem:.0f}% for memory{inst_txt}{per_byte}: instructions the bytes "
                        "do not need (index arithmetic, narrow accesses), not the bytes, set the time.")
         return self.finding(
-            kernel, share, index, profile, gain, message=message,
+            kernel, share, index, profile, gain, message=message + l2_note,
             action=("Issue fewer instructions per element: 16-byte vector loads and stores, 32-bit instead of "
                     "64-bit index arithmetic, index and address computations hoisted out of inner loops, "
                     "several elements per thread with the loop unrolled, fast-math intrinsics for "
                     "transcendentals."),
             evidence={"issue_active_pct": issue, "busiest_pipe_pct": pct, "instructions": inst,
                       "sm_throughput_pct": sm, "memory_throughput_pct": mem,
+                      "l2_throughput_pct": metric(kernel, M.L2_THROUGHPUT_PCT),
                       "eligible_warps_per_scheduler": metric(kernel, M.ELIGIBLE_WARPS)})
 
     @staticmethod
@@ -327,7 +332,7 @@ class PipeBound(KernelMicroProfiler):
     # 4.6 % of the FLOP roofline). FMA- and tensor-bound kernels have their own findings
     applies_to = frozenset({"compute", "latency"})
     metrics = (M.PIPE_ALU_PCT, M.PIPE_LSU_PCT, M.PIPE_FP64_PCT, M.PIPE_FMA_PCT, M.PIPE_TENSOR_HMMA_PCT,
-               M.PIPE_TENSOR_PCT, M.ISSUE_ACTIVE_PCT)
+               M.PIPE_TENSOR_PCT, M.ISSUE_ACTIVE_PCT, M.L2_THROUGHPUT_PCT)
 
     def check(self, kernel, share, index, profile, bottleneck, context):
         s = self.settings
@@ -347,7 +352,8 @@ class PipeBound(KernelMicroProfiler):
         second = max(others)
         # moving work off the busiest pipe helps until the next pipe is the limit: bound_share
         # of that bound, never more than the headroom below the roofline
-        gain = share * min(s.bound_share * clip(1 - second / pct), self.headroom(bottleneck))
+        capped, l2_note = self.request_bound(s.bound_share * clip(1 - second / pct), bottleneck, kernel)
+        gain = share * capped
         what, action = _PIPE_ADVICE[busiest]
         issue = metric(kernel, M.ISSUE_ACTIVE_PCT)
         issue_txt = f"; the schedulers issue in {issue:.0f}% of cycles" if issue is not None else ""
@@ -355,7 +361,7 @@ class PipeBound(KernelMicroProfiler):
             kernel, share, index, profile, gain,
             message=(f"the {busiest} pipe ({what}) is {pct:.0f}% busy while the next busiest pipe is at "
                      f"{second:.0f}%{issue_txt}: {what} set the time, and the FLOP roofline "
-                     f"({100 * fraction:.1f}%) does not count them."),
+                     f"({100 * fraction:.1f}%) does not count them.{l2_note}"),
             action=action,
             evidence={"busiest_pipe_pct": pct, "next_pipe_pct": second, "issue_active_pct": issue,
                       **{f"pipe_{k.lower()}_pct": v for k, v in known.items()}})

@@ -61,7 +61,7 @@ class OccupancyLimiter(KernelMicroProfiler):
     applies_to = frozenset({"latency", "memory"})
     metrics = (M.THEORETICAL_OCCUPANCY_PCT, M.ACHIEVED_OCCUPANCY_PCT, M.LIMIT_REGISTERS, M.LIMIT_SMEM,
                M.LIMIT_WARPS, M.LIMIT_BLOCKS, M.REGISTERS_PER_THREAD, M.SMEM_STATIC, M.SMEM_DYNAMIC,
-               M.BLOCK_SIZE, M.GRID_SIZE)
+               M.BLOCK_SIZE, M.GRID_SIZE, M.L2_THROUGHPUT_PCT)
 
     def check(self, kernel, share, index, profile, bottleneck, context):
         if roofline_fraction(bottleneck) >= self.settings.max_roofline_fraction:
@@ -97,14 +97,15 @@ class OccupancyLimiter(KernelMicroProfiler):
             raw = 1 - low / after
         else:
             raw = 0.5 * clip(1 - theo / 100.0)  # unknown grid: half the warp slots left empty
-        gain = share * min(raw, self.headroom(bottleneck))
+        capped, l2_note = self.request_bound(raw, bottleneck, kernel)
+        gain = share * capped
         return self.finding(
             kernel, share, index, profile, gain,
             message=(f"theoretical occupancy is {theo:.1f}%: {what} allow only {low:.0f} block(s) per SM "
-                     f"({details}); too few warps to hide memory and pipeline latency."),
+                     f"({details}); too few warps to hide memory and pipeline latency.{l2_note}"),
             action=" ".join(_LIMITERS[k][1] for k in limiting),
             evidence={"theoretical_occupancy_pct": theo, "blocks_per_sm": low, "registers_per_thread": regs,
-                      "shared_bytes_per_block": smem, "block_size": block,
+                      "shared_bytes_per_block": smem, "block_size": block, "l2_throughput_pct": metric(kernel, M.L2_THROUGHPUT_PCT),
                       **{f"limit_{_LIMITERS[k][0].split()[0]}": v for k, v in known.items()}})
 
 
@@ -132,7 +133,7 @@ class AchievedOccupancyGap(KernelMicroProfiler):
     description = "warps exit early or unevenly, so fewer are resident than the launch allows"
     Settings = OccupancyGapSettings
     applies_to = frozenset({"latency", "memory", "compute", "too_little_work"})
-    metrics = (M.ACHIEVED_OCCUPANCY_PCT, M.THEORETICAL_OCCUPANCY_PCT, M.WAVES_PER_SM)
+    metrics = (M.ACHIEVED_OCCUPANCY_PCT, M.THEORETICAL_OCCUPANCY_PCT, M.WAVES_PER_SM, M.L2_THROUGHPUT_PCT)
 
     def check(self, kernel, share, index, profile, bottleneck, context):
         if roofline_fraction(bottleneck) >= self.settings.max_roofline_fraction:
@@ -146,7 +147,8 @@ class AchievedOccupancyGap(KernelMicroProfiler):
             return None
         waves = metric(kernel, M.WAVES_PER_SM)
         # the empty warp slots filled (bound_share of that), never past the headroom
-        gain = share * min(self.settings.bound_share * clip(gap / theo), self.headroom(bottleneck))
+        capped, l2_note = self.request_bound(self.settings.bound_share * clip(gap / theo), bottleneck, kernel)
+        gain = share * capped
         if waves is not None and waves < 1.0:
             cause = (f"the grid fills only {waves:.2f} of one wave, so most warp slots never get a warp")
             action = ("Launch enough blocks to fill every SM's warp slots (at least one full wave), or give "
@@ -161,10 +163,10 @@ class AchievedOccupancyGap(KernelMicroProfiler):
         return self.finding(
             kernel, share, index, profile, gain,
             message=(f"achieved occupancy {achieved:.1f}% against a theoretical {theo:.1f}%: on average "
-                     f"{gap:.0f} points of warp slots sit empty, because {cause}."),
+                     f"{gap:.0f} points of warp slots sit empty, because {cause}.{l2_note}"),
             action=action,
             evidence={"achieved_occupancy_pct": achieved, "theoretical_occupancy_pct": theo,
-                      "gap_points": gap, "waves_per_sm": waves})
+                      "gap_points": gap, "waves_per_sm": waves, "l2_throughput_pct": metric(kernel, M.L2_THROUGHPUT_PCT)})
 
 
 @attrs.frozen
@@ -183,7 +185,7 @@ class TailEffect(KernelMicroProfiler):
     description = "the last wave of blocks is partial, leaving most SMs idle while it runs"
     Settings = TailEffectSettings
     applies_to = frozenset({"any"})
-    metrics = (M.WAVES_PER_SM, M.GRID_SIZE, M.BLOCK_SIZE, M.SM_COUNT)
+    metrics = (M.WAVES_PER_SM, M.GRID_SIZE, M.BLOCK_SIZE, M.SM_COUNT, M.L2_THROUGHPUT_PCT)
 
     def check(self, kernel, share, index, profile, bottleneck, context):
         waves = metric(kernel, M.WAVES_PER_SM)
@@ -199,16 +201,17 @@ class TailEffect(KernelMicroProfiler):
         grid = metric(kernel, M.GRID_SIZE)
         per_wave = grid / waves if grid else None
         per_wave_txt = f" ({per_wave:.0f} blocks fill one wave)" if per_wave else ""
-        gain = share * min(idle, self.headroom(bottleneck))
+        capped, l2_note = self.request_bound(idle, bottleneck, kernel)
+        gain = share * capped
         return self.finding(
             kernel, share, index, profile, gain,
             message=(f"{waves:.2f} waves{per_wave_txt}: the last wave has only {partial:.0%} of a wave's "
-                     f"blocks, so about {idle:.0%} of the kernel's SM time is idle while it runs."),
+                     f"blocks, so about {idle:.0%} of the kernel's SM time is idle while it runs.{l2_note}"),
             action=("Make the grid a multiple of one wave (SMs x blocks per SM): split the work into more, "
                     "smaller blocks so the tail is short, or use a persistent grid-stride kernel with "
                     "exactly one wave."),
             evidence={"waves_per_sm": waves, "partial_wave": partial, "idle_share": idle, "grid_blocks": grid,
-                      "blocks_per_wave": per_wave})
+                      "blocks_per_wave": per_wave, "l2_throughput_pct": metric(kernel, M.L2_THROUGHPUT_PCT)})
 
 
 @attrs.frozen
@@ -300,7 +303,7 @@ class SmallGrid(KernelMicroProfiler):
     description = "fewer blocks than SMs, or far fewer threads than the GPU can hold"
     Settings = SmallGridSettings
     applies_to = frozenset({"too_little_work", "latency"})
-    metrics = (M.GRID_SIZE, M.BLOCK_SIZE, M.WAVES_PER_SM, M.SM_COUNT)
+    metrics = (M.GRID_SIZE, M.BLOCK_SIZE, M.WAVES_PER_SM, M.SM_COUNT, M.L2_THROUGHPUT_PCT)
 
     def check(self, kernel, share, index, profile, bottleneck, context):
         grid = metric(kernel, M.GRID_SIZE)
@@ -319,14 +322,15 @@ class SmallGrid(KernelMicroProfiler):
                    f"resident threads: too few warps per SM to hide latency.")
         else:
             return None
-        gain = share * min(clip(idle, 0, 0.95), self.headroom(bottleneck))
+        capped, l2_note = self.request_bound(clip(idle, 0, 0.95), bottleneck, kernel)
+        gain = share * capped
         return self.finding(
-            kernel, share, index, profile, gain, message=msg,
+            kernel, share, index, profile, gain, message=msg + l2_note,
             action=("Launch more parallel work: at least 2-4 blocks per SM (split rows/tiles across blocks, "
                     "split-K for reductions), or batch several problems into one launch; grid-stride loops "
                     "should use SMs x blocks-per-SM blocks, not a handful."),
             evidence={"grid_blocks": grid, "block_size": block, "sm_count": sms, "waves_per_sm": waves,
-                      "idle_share": idle})
+                      "idle_share": idle, "l2_throughput_pct": metric(kernel, M.L2_THROUGHPUT_PCT)})
 
 
 @attrs.frozen
