@@ -105,7 +105,8 @@ class OccupancyLimiter(KernelMicroProfiler):
                      f"({details}); too few warps to hide memory and pipeline latency.{l2_note}"),
             action=" ".join(_LIMITERS[k][1] for k in limiting),
             evidence={"theoretical_occupancy_pct": theo, "blocks_per_sm": low, "registers_per_thread": regs,
-                      "shared_bytes_per_block": smem, "block_size": block, "l2_throughput_pct": metric(kernel, M.L2_THROUGHPUT_PCT),
+                      "shared_bytes_per_block": smem, "block_size": block,
+                      "l2_throughput_pct": metric(kernel, M.L2_THROUGHPUT_PCT),
                       **{f"limit_{_LIMITERS[k][0].split()[0]}": v for k, v in known.items()}})
 
 
@@ -166,7 +167,8 @@ class AchievedOccupancyGap(KernelMicroProfiler):
                      f"{gap:.0f} points of warp slots sit empty, because {cause}.{l2_note}"),
             action=action,
             evidence={"achieved_occupancy_pct": achieved, "theoretical_occupancy_pct": theo,
-                      "gap_points": gap, "waves_per_sm": waves, "l2_throughput_pct": metric(kernel, M.L2_THROUGHPUT_PCT)})
+                      "gap_points": gap, "waves_per_sm": waves,
+                      "l2_throughput_pct": metric(kernel, M.L2_THROUGHPUT_PCT)})
 
 
 @attrs.frozen
