@@ -7,6 +7,7 @@ pair's "before" kernel beside the time its rewrite saved on the GPU.
     python benchmarks/ncu_calibration/run.py --set corpus [--capture DIR]  # the rewrites of corpus kernels
     python benchmarks/ncu_calibration/run.py --set corpus2 [--capture DIR] # their second round
     python benchmarks/ncu_calibration/run.py --set corpus3 [--capture DIR] # their third round
+    python benchmarks/ncu_calibration/run.py --set corpus4 [--capture DIR] # their fourth round
 
 The capture (``tools/capture/ncu_calibration/capture.py``, on a GPU) holds both sides of
 every pair of ``tools/capture/ncu_calibration/pairs.py`` under Nsight Compute and their times
@@ -36,11 +37,12 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 CAPTURE = REPO / "tests" / "ncu" / "calibration" / "h200"
-#: the rewrites of corpus kernels (``pairs.py --set corpus``, ``--set corpus2``, ``--set corpus3``),
-#: captured apart
+#: the rewrites of corpus kernels (``pairs.py --set corpus``, ``--set corpus2``, ``--set corpus3``,
+#: ``--set corpus4``), captured apart
 CAPTURE_CORPUS = {"corpus": REPO / "tests" / "ncu" / "calibration" / "h100_corpus",
                   "corpus2": REPO / "tests" / "ncu" / "calibration" / "h100_corpus2",
-                  "corpus3": REPO / "tests" / "ncu" / "calibration" / "h100_corpus3"}
+                  "corpus3": REPO / "tests" / "ncu" / "calibration" / "h100_corpus3",
+                  "corpus4": REPO / "tests" / "ncu" / "calibration" / "h100_corpus4"}
 SMS = 132  # the H200's SMs: the capture's GPU sizes tail_wave's inputs by them
 
 
@@ -178,8 +180,8 @@ def main() -> int:
     ap.add_argument("--capture", type=Path, help=f"the capture (default {CAPTURE.relative_to(REPO)}; with --set "
                     + ", ".join(f"{k}: {v.relative_to(REPO)}" for k, v in CAPTURE_CORPUS.items()) + ")")
     ap.add_argument("--set", dest="pair_set", choices=("calibration", *CAPTURE_CORPUS), default="calibration",
-                    help="the calibration pairs, or the rewrites of corpus kernels (corpus2, corpus3: their second "
-                         "and third rounds)")
+                    help="the calibration pairs, or the rewrites of corpus kernels (corpus2, corpus3, corpus4: "
+                         "their second, third and fourth rounds)")
     ap.add_argument("--config", type=Path, help="a KernelPro YAML: its profiling settings set the pipeline up")
     ap.add_argument("--json", type=Path)
     ap.add_argument("--markdown", type=Path)

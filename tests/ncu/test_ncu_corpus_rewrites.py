@@ -88,8 +88,9 @@ def test_a_rewrite_compiles_for_sm90(name):
 
 def test_the_calibration_tools_take_the_rewrites_as_a_set_of_pairs():
     pairs = _load(REPO / "tools" / "capture" / "ncu_calibration" / "pairs.py", "kpc_pairs_rewrites_test")
-    # rounds 1, 2 and 3 (``--set corpus``, ``corpus2``, ``corpus3``) together are every rewrite, each once
-    rounds = [pairs.SETS[s]() for s in ("corpus", "corpus2", "corpus3")]
+    # rounds 1 to 4 (``--set corpus``, ``corpus2``, ``corpus3``, ``corpus4``) together are every
+    # rewrite, each once
+    rounds = [pairs.SETS[s]() for s in ("corpus", "corpus2", "corpus3", "corpus4")]
     corpus = {k: v for r in rounds for k, v in r.items()}
     assert sum(len(r) for r in rounds) == len(corpus)
     assert sorted(corpus) == NAMES and set(pairs.SETS["calibration"]()) == set(pairs.PAIRS)

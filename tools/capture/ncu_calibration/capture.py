@@ -10,8 +10,9 @@ Run from the repository root on the GPU machine, with the distributions installe
 
 ``KPC_SET=corpus`` captures the rewrites of corpus kernels (``corpus_rewrites/``) instead, into
 ``$OUT/ncu_calibration_corpus.tar.gz`` (``ncu_calibration_corpus/``; no library is built);
-``KPC_SET=corpus2`` their second round, into ``$OUT/ncu_calibration_corpus2.tar.gz``, and
-``KPC_SET=corpus3`` their third, into ``$OUT/ncu_calibration_corpus3.tar.gz``.
+``KPC_SET=corpus2`` their second round, into ``$OUT/ncu_calibration_corpus2.tar.gz``,
+``KPC_SET=corpus3`` their third, into ``$OUT/ncu_calibration_corpus3.tar.gz``, and
+``KPC_SET=corpus4`` their fourth, into ``$OUT/ncu_calibration_corpus4.tar.gz``.
 
 Writes ``$OUT/ncu_calibration.tar.gz`` holding ``ncu_calibration/`` (written after the timing
 and again after each ncu run, so that a call ended early returns what was done):

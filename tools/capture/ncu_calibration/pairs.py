@@ -17,7 +17,7 @@ same operation.
 ``--set corpus`` takes the rewrites of corpus kernels instead (``corpus_rewrites/``: PyTorch's
 kernel of a corpus workload against a Triton kernel carrying out one of our findings' action);
 ``--set corpus2`` the second round of them (modules with ``ROUND = 2``), ``--set corpus3`` the third
-(``ROUND = 3``).
+(``ROUND = 3``), ``--set corpus4`` the fourth (``ROUND = 4``).
 
 ``time`` checks that before and after agree, then times them alternately (CUDA events
 around single calls, the L2 flushed and the GPU kept busy for about 1 ms before each, so
@@ -310,11 +310,14 @@ def corpus_pairs(round_: int = 1) -> dict[str, Pair]:
 
 #: the sets ``--set`` picks: the calibration pairs above, or the rewrites of corpus kernels of
 #: the first round (measured in session 30), the second (written after the first was scored
-#: and the estimators adjusted to it: their out-of-sample check) or the third (other operator
-#: families: normalization, log-softmax, gathers, fold, search, grid sampling)
+#: and the estimators adjusted to it: their out-of-sample check), the third (other operator
+#: families: normalization, log-softmax, gathers, fold, search, grid sampling) or the fourth
+#: (pairwise distances, replication padding, nearest and trilinear upsampling of corpus v7, and the
+#: k-th value selection of v4)
 SETS: dict[str, Callable[[], dict[str, Pair]]] = {"calibration": lambda: PAIRS, "corpus": corpus_pairs,
                                                    "corpus2": lambda: corpus_pairs(2),
-                                                   "corpus3": lambda: corpus_pairs(3)}
+                                                   "corpus3": lambda: corpus_pairs(3),
+                                                   "corpus4": lambda: corpus_pairs(4)}
 
 
 def io_bytes(pair: Pair, sms: int) -> dict[str, float]:
