@@ -42,7 +42,7 @@ CAPTURE = REPO / "tests" / "ncu" / "calibration" / "h200"
 CAPTURE_CORPUS = {"corpus": REPO / "tests" / "ncu" / "calibration" / "h100_corpus",
                   "corpus2": REPO / "tests" / "ncu" / "calibration" / "h100_corpus2",
                   "corpus3": REPO / "tests" / "ncu" / "calibration" / "h100_corpus3",
-                  "corpus4": REPO / "tests" / "ncu" / "calibration" / "h100_corpus4"}
+                  "corpus4": REPO / "tests" / "ncu" / "calibration" / "h200_corpus4"}
 SMS = 132  # the H200's SMs: the capture's GPU sizes tail_wave's inputs by them
 
 
