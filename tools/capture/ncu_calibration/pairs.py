@@ -400,23 +400,15 @@ def time_pairs(lib, names: list[str], reps: int, pairs: dict[str, Pair] | None =
 
 
 def _compare(torch, ref, new, rtol: float, atol: float) -> tuple[float, bool]:
-    """Largest absolute difference and agreement of two outputs; an operation with several
-    outputs (``torch.cummax``'s values and indices) is compared output by output, and the
-    outputs' structure, shapes and dtypes must match."""
-    if isinstance(ref, (tuple, list)) != isinstance(new, (tuple, list)):
-        return math.inf, False
-    refs = list(ref) if isinstance(ref, (tuple, list)) else [ref]
-    news = list(new) if isinstance(new, (tuple, list)) else [new]
-    if len(refs) != len(news):
-        return math.inf, False
-    err, agree = 0.0, True
-    for r, n in zip(refs, news):
-        if r.shape != n.shape or r.dtype != n.dtype:
-            return math.inf, False
-        if r.numel():
-            err = max(err, (r.double() - n.double()).abs().max().item())
-        agree = agree and bool(torch.allclose(n, r, rtol=rtol, atol=atol, equal_nan=True))
-    return err, agree
+    """Largest absolute difference and agreement of two outputs, by the evaluator's own
+    comparison (``kernelpro.evaluate.compare``): several outputs (``torch.cummax``'s values and
+    indices) output by output, shapes and dtypes matching, integers exactly, NaN where the
+    reference has NaN. The difference is ``inf`` where a disagreement has none to give (a
+    missing output, another dtype, integers that differ)."""
+    from kernelpro.evaluate.compare import compare
+
+    c = compare(new, ref, {"float32": (atol, rtol)})  # every floating dtype falls back to it
+    return (c.max_abs_err if c.ok or c.max_abs_err > 0 else math.inf), c.ok
 
 
 def _iqr(xs: list[float]) -> float:
