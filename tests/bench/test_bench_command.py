@@ -309,3 +309,27 @@ def test_a_bench_where_every_problem_fails_exits_non_zero_and_keeps_its_report(t
     res = run_cli(["bench", str(write_suite(tmp_path / "s2")), "-c", str(FAST), "--device", "cpu", "--budget",
                    "1", "--generator", "torch_compile", "-o", str(tmp_path / "o2"), "--deadline-s", "0"])
     assert res.exit_code == 0 and "warning" not in res.stderr, res.output
+
+
+@pytest.mark.slow
+def test_a_bench_runs_two_problems_at_once_on_one_device_sharing_its_lock(tmp_path):
+    """``executor.params.jobs_per_gpu: 2``: both problems run at once on the one device,
+    each on its own worker, correct, and every evaluation went through the device's lock
+    (its wait is in the evaluator's notes)."""
+    suite = write_suite(tmp_path / "suite")
+    config = tmp_path / "shared.yaml"
+    config.write_text(FAST.read_text() + "executor:\n  name: local\n  params: {jobs_per_gpu: 2}\n")
+    out = tmp_path / "out"
+    res = run_cli(["bench", str(suite), "-c", str(config), "--device", "cpu", "--budget", "1",
+                   "--generator", "torch_compile", "-o", str(out), "--json"])
+    assert res.exit_code == 0, res.output
+    assert "2 problem(s) to run on 2 worker(s) (local)" in res.output
+    data = json.loads(res.stdout.strip().splitlines()[-1])
+    assert data["levels"]["1"]["correct_rate"] == 1.0
+    workers = {json.loads((out / "runs" / key / bench.BENCH_META).read_text())["worker"]
+               for key in ("L1_1_relu", "L1_2_softmax")}
+    assert workers == {"local.0", "local.1"}
+    waits = [line for key in ("L1_1_relu", "L1_2_softmax")
+             for line in (out / "runs" / key / "candidates.jsonl").read_text().splitlines()
+             if '"gpu_lock_wait_s"' in line]
+    assert len(waits) == 2  # each problem's candidate

@@ -66,7 +66,7 @@ def test_records_and_the_api_sit_at_the_bottom():
     """The records import nothing of kernelpro; the API only what it re-exports."""
     assert [m for _, m in imported_modules(CORE / "records.py") if m.startswith("kernelpro")] == []
     allowed = {"kernelpro.records", "kernelpro.hookspecs", "kernelpro.gpus", "kernelpro.search.tree", "kernelpro.search.build",
-               "kernelpro.evaluate.forward", "kernelpro.problem", "kernelpro.progress"}
+               "kernelpro.evaluate.forward", "kernelpro.problem", "kernelpro.progress", "kernelpro.gpulock"}
     api = {m for _, m in imported_modules(CORE / "api.py") if m.startswith("kernelpro")}
     assert api <= allowed, api - allowed
 

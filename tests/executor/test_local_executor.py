@@ -274,3 +274,43 @@ def test_a_bench_that_stops_records_nothing_of_the_evaluations_it_ended(tmp_path
         assert (run / "baseline.json").exists() and not (run / "summary.json").exists()
         assert not (run / "candidates.jsonl").exists() or (run / "candidates.jsonl").read_text() == ""
         assert [p["id"] for p in json.loads((run / "pending.json").read_text())] == ["c0001"]
+
+
+def test_jobs_per_gpu_gives_each_gpu_that_many_workers_sharing_its_lock():
+    from kernelpro import gpulock
+
+    exe = LocalExecutor(LocalSettings(devices=["0", "1"], jobs_per_gpu=2))
+    exe.start("cuda")
+    slots = exe.slots()
+    assert [s.name for s in slots] == ["gpu0.0", "gpu1.0", "gpu0.1", "gpu1.1"]  # every GPU's first job first
+    lock = {s.name: s.env[gpulock.ENV] for s in slots}
+    assert lock["gpu0.0"] == lock["gpu0.1"] != lock["gpu1.0"] == lock["gpu1.1"]
+    assert [s.env["CUDA_VISIBLE_DEVICES"] for s in slots] == ["0", "1", "0", "1"]
+    one = LocalExecutor(LocalSettings(jobs_per_gpu=3))
+    one.start("cpu")
+    assert [s.name for s in one.slots()] == ["local.0", "local.1", "local.2"]
+    assert len({s.env[gpulock.ENV] for s in one.slots()}) == 1
+    plain = LocalExecutor()
+    plain.start("cpu")
+    assert gpulock.ENV not in plain.slots()[0].env  # one job per GPU: no lock file
+
+
+def test_jobs_sharing_a_gpu_leave_the_turns_to_its_lock_file():
+    """Workers that share a GPU do not take the whole-job lock: their processes take the
+    GPU's lock file stage by stage (tests/evaluate/test_gpu_lock_cpu.py), so two of their
+    evaluations run at once."""
+    log: list = []
+    exe = LocalExecutor(LocalSettings(devices=["0"], jobs_per_gpu=2))
+    exe.start("cuda")
+    outcomes = list(exe.run([Job("c1", timed(log)), Job("c2", timed(log))]))
+    assert {o.worker for o in outcomes} == {"gpu0.0", "gpu0.1"}
+    assert overlaps(log[0], log[1])
+
+
+def test_jobs_per_gpu_is_checked_in_the_config():
+    plugins = Plugins()
+    for bad in (0, -1, 1.5, True, "2"):
+        config = cfg.load_config(None, {"executor": {"name": "local", "params": {"jobs_per_gpu": bad}}})
+        with pytest.raises(cfg.ConfigError) as err:
+            cfg.validate(config, plugins)
+        assert len(err.value.problems) == 1 and err.value.problems[0].startswith("executor.params.jobs_per_gpu")

@@ -41,7 +41,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from kernelpro.problem import Problem
 
 #: the API's version, "MAJOR.MINOR" (see the module's docstring)
-API_VERSION = "1.6"
+API_VERSION = "1.7"
 
 
 @attrs.frozen
@@ -543,6 +543,8 @@ def gpu_spec_matches(spec: GpuSpec, device_name: str, arch: str = "") -> bool:
 
 from kernelpro.evaluate.forward import command as forward_command  # noqa: E402
 from kernelpro.evaluate.forward import prepare as prepare_forward  # noqa: E402
+from kernelpro.gpulock import GpuLock  # noqa: E402
+from kernelpro.gpulock import from_env as gpu_lock  # noqa: E402
 from kernelpro.gpus import SPECS as BUILTIN_GPU_SPECS  # noqa: E402
 from kernelpro.gpus import match_strength as _match_strength  # noqa: E402
 from kernelpro.hookspecs import hookimpl  # noqa: E402
@@ -571,7 +573,7 @@ __all__ = [
     "SearchPolicy", "build_search_policy", "Tree", "Node", "ROOT",
     "Reward", "RewardContext",
     "Collector", "CollectorError", "Analyzer", "ProfileTarget", "ProfileContext",
-    "forward_command", "prepare_forward", "progress_stage", "ProgressDisplay",
+    "forward_command", "prepare_forward", "progress_stage", "ProgressDisplay", "GpuLock", "gpu_lock",
     "BottleneckClassifier", "MicroProfiler", "ANY", "ArchHeuristic",
     "Measurement", "MeasurementError", "EarlierMeasurement",
     "LLMTool", "ToolContext", "ToolError",

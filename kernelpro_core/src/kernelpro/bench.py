@@ -554,7 +554,10 @@ class ProblemCall:
         if self.deadline is not None and time.time() > self.deadline:
             return NOT_RUN
         pinned = slot.env.get("CUDA_VISIBLE_DEVICES")
-        executor = LocalExecutor(LocalSettings(devices=[pinned] if pinned is not None else None))
+        from kernelpro import gpulock
+
+        shared = {gpulock.ENV: slot.env[gpulock.ENV]} if gpulock.ENV in slot.env else {}  # a GPU shared with other problems
+        executor = LocalExecutor(LocalSettings(devices=[pinned] if pinned is not None else None), env=shared)
         executor.start(slot.device)
         plugins = self.plugins if self.plugins is not None else Plugins(block=self.config.plugins.block)
         t0 = time.monotonic()

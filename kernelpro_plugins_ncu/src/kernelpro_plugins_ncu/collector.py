@@ -172,6 +172,11 @@ class _Ahead:
 #: passes started ahead, one per key (ncu command, interpreter, visible devices)
 _AHEAD: dict[tuple[object, ...], _Ahead] = {}
 _AHEAD_GUARD = threading.Lock()
+#: one pass of this process at a time, from taking a pass started ahead (or starting one)
+#: to its end: ncu lets one profiled process run at a time, and a pass waiting ahead holds
+#: that turn, so two profiles of this process at once (jobs sharing a GPU, several GPUs)
+#: must not start a pass beside one that waits for a job only they could give it
+_PASSES = threading.RLock()
 
 
 def discard_ahead() -> None:
@@ -353,6 +358,15 @@ class NcuCollector(Collector):
         wanted, combined = self._wanted(stage, metrics)
         kept, _ = self.select_metrics(ncu, wanted)
         key = self._ahead_key(ncu, stage, kept, combined, target)
+        if not _PASSES.acquire(blocking=False):
+            return  # another profile's pass runs: one started now would wait for it anyway
+        try:
+            self._start_ahead(key, ncu, stage, kept, combined, target)
+        finally:
+            _PASSES.release()
+
+    def _start_ahead(self, key: tuple[object, ...], ncu: str, stage: int, kept: list[str], combined: bool,
+                     target: ProfileTarget) -> None:
         with _AHEAD_GUARD:
             waiting = _AHEAD.get(key)
             if waiting is not None and waiting.alive():
@@ -378,8 +392,9 @@ class NcuCollector(Collector):
     def _take_ahead(self, key: tuple[object, ...]) -> _Ahead | None:
         with _AHEAD_GUARD:
             ahead = _AHEAD.pop(key, None)
-            others = [k for k in _AHEAD if k[1:] == key[1:]]  # same interpreter and devices, other command
-            stale = [_AHEAD.pop(k) for k in others] if ahead is None else []
+            # the others (another command) hold or wait for ncu's turn: ended, whether this one
+            # waits too or a pass starts for the job
+            stale = [_AHEAD.pop(k) for k in list(_AHEAD)]
         for a in stale:
             a.discard()
         if ahead is not None and not ahead.alive():
@@ -387,27 +402,11 @@ class NcuCollector(Collector):
             return None
         return ahead
 
-    def collect(self, target: ProfileTarget, stage: int, metrics: Sequence[str] = ()) -> ProfileData:
-        reason = self.unavailable_reason(target)
-        if reason:
-            raise CollectorError(reason)
-        ncu = find_ncu(self.settings.ncu_path)
-        assert ncu is not None
-        workdir = Path(target.workdir)
-        workdir.mkdir(parents=True, exist_ok=True)
-        report = workdir / f"ncu_stage{stage}.ncu-rep"
-        io_json = workdir / "forward_io.json" if self.settings.record_io_bytes else None
-        wanted, combined = self._wanted(stage, metrics)
-        kept, dropped = self.select_metrics(ncu, wanted)
-        env = self._env(target)
-        notes = [f"ncu does not know these metrics here, skipped: {', '.join(dropped)}"] if dropped else []
-
-        for stale in (report, io_json):  # never read an earlier candidate's files
-            if stale is not None and stale.exists():
-                stale.unlink()
-        started = time.perf_counter()
-        ahead = self._take_ahead(self._ahead_key(ncu, stage, kept, combined, target)) \
-            if self.settings.start_ahead else None
+    def _passes(self, ncu: str, stage: int, kept: list[str], combined: bool, target: ProfileTarget,
+                workdir: Path, report: Path, io_json: Path | None, env: dict[str, str], notes: list[str],
+                ahead: _Ahead | None) -> tuple[subprocess.CompletedProcess, str, list[str], float, float, list[str]]:
+        """Run the pass (in ``ahead`` when one was taken), again without the metrics ncu
+        rejects; (process, its output, metrics kept, launched, ended, argv)."""
         for _attempt in range(6):
             argv = self.ncu_argv(ncu, stage, kept, report, combined) + self.forward_argv(target, io_json)
             launched = time.time()
@@ -445,6 +444,32 @@ class NcuCollector(Collector):
                 notes.append(f"ncu rejected these metrics, skipped: {', '.join(unknown)}")
                 continue
             break
+        return proc, output, kept, launched, ended, argv
+
+    def collect(self, target: ProfileTarget, stage: int, metrics: Sequence[str] = ()) -> ProfileData:
+        reason = self.unavailable_reason(target)
+        if reason:
+            raise CollectorError(reason)
+        ncu = find_ncu(self.settings.ncu_path)
+        assert ncu is not None
+        workdir = Path(target.workdir)
+        workdir.mkdir(parents=True, exist_ok=True)
+        report = workdir / f"ncu_stage{stage}.ncu-rep"
+        io_json = workdir / "forward_io.json" if self.settings.record_io_bytes else None
+        wanted, combined = self._wanted(stage, metrics)
+        kept, dropped = self.select_metrics(ncu, wanted)
+        env = self._env(target)
+        notes = [f"ncu does not know these metrics here, skipped: {', '.join(dropped)}"] if dropped else []
+
+        for stale in (report, io_json):  # never read an earlier candidate's files
+            if stale is not None and stale.exists():
+                stale.unlink()
+        started = time.perf_counter()
+        with _PASSES:
+            ahead = self._take_ahead(self._ahead_key(ncu, stage, kept, combined, target)) \
+                if self.settings.start_ahead else None
+            proc, output, kept, launched, ended, argv = self._passes(ncu, stage, kept, combined, target, workdir,
+                                                                     report, io_json, env, notes, ahead)
         wall_s = time.perf_counter() - started
         (workdir / f"ncu_stage{stage}.log").write_text(output)
 
@@ -497,7 +522,8 @@ def phase_seconds(phases: object, launched: float, ended: float) -> dict[str, fl
     """Where an ncu run's wall time went, from the forward's phase times (epoch seconds):
     ``start`` (ncu and the interpreter starting), ``import`` (torch), ``prepare`` (problem,
     candidate, model and inputs, CUDA context), ``warmup``, ``replay`` (the profiled calls,
-    every replay pass), ``finish`` (writing the report, ncu's exit). {} when the forward
+    every replay pass; ``gpu_lock`` before it when the GPU is shared and the forward waited
+    for it alone), ``finish`` (writing the report, ncu's exit). {} when the forward
     did not say (an older one, or one that failed)."""
     if not isinstance(phases, dict):
         return {}
@@ -507,6 +533,10 @@ def phase_seconds(phases: object, launched: float, ended: float) -> dict[str, fl
         at = phases.get(key)
         if not isinstance(at, (int, float)):
             return {}
+        if name == "replay" and isinstance(phases.get("locked"), (int, float)):
+            # on a GPU shared with other jobs: waiting for it alone (kernelpro.gpulock)
+            out["gpu_lock"] = max(0.0, float(phases["locked"]) - last)
+            last = float(phases["locked"])
         out[name] = max(0.0, float(at) - last)
         last = float(at)
     out["finish"] = max(0.0, ended - last)

@@ -212,6 +212,11 @@ def main(argv: list[str] | None = None) -> int:
         print("trace failed: --iters must be >= 1 and --warmup >= 0", file=sys.stderr)
         return 1
 
+    from kernelpro.api import gpu_lock
+
+    # on a GPU shared with other jobs: shared while preparing, exclusive while recording
+    # (the timeline's kernel times must not include another job's kernels)
+    lock = gpu_lock()
     try:
         import torch
 
@@ -220,7 +225,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.device.startswith("cuda") and not torch.cuda.is_available():
             raise RuntimeError(f"device {args.device} requested but torch sees no CUDA device")
         t_imported = time.perf_counter()
+        lock.hold("shared")
         model, inputs = prepare(args.problem, args.candidate, args.device, args.seed)
+        lock.hold("exclusive")
         t_prepared = time.perf_counter()
         if args.mode == "kineto":
             recorded = record_kineto(model, inputs, args.device, args.warmup, args.iters, args.out)
@@ -240,6 +247,8 @@ def main(argv: list[str] | None = None) -> int:
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         print(f"trace failed: {type(exc).__name__}: {msg}", file=sys.stderr)
         return 1
+    finally:
+        lock.close()
     return 0
 
 

@@ -142,7 +142,13 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     phases["torch"] = time.time()
+    from kernelpro import gpulock
+
+    # on a GPU shared with other jobs: shared while it prepares and warms up, exclusive
+    # while the profiled calls run (a profiler's counters must see this process alone)
+    lock = gpulock.from_env()
     try:
+        lock.hold(gpulock.SHARED)
         model, inputs = prepare(args.problem, args.candidate, args.device, args.seed)
         if args.device.startswith("cuda"):
             torch.cuda.synchronize()
@@ -163,6 +169,9 @@ def main(argv: list[str] | None = None) -> int:
             if cuda:
                 torch.cuda.synchronize()
             phases["warmup"] = time.time()
+            lock.hold(gpulock.EXCLUSIVE)
+            if lock.active:
+                phases["locked"] = time.time()
             if cuda:
                 torch.cuda.cudart().cudaProfilerStart()
                 torch.cuda.nvtx.range_push(PROFILED_RANGE)
@@ -173,6 +182,7 @@ def main(argv: list[str] | None = None) -> int:
                 torch.cuda.nvtx.range_pop()
                 torch.cuda.cudart().cudaProfilerStop()
             phases["profiled"] = time.time()
+            lock.release()
             if args.io_json is not None and "output_bytes" not in io:
                 io["output_bytes"] = tensor_bytes(out)
         if args.io_json is not None:
@@ -182,6 +192,8 @@ def main(argv: list[str] | None = None) -> int:
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         print(f"forward failed: {type(exc).__name__}: {msg}", file=sys.stderr)
         return 1
+    finally:
+        lock.close()
     return 0
 
 

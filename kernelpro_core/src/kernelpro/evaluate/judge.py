@@ -47,6 +47,7 @@ from typing import Any, Callable
 import attrs
 import torch
 
+from kernelpro import gpulock
 from kernelpro.evaluate import bounds, inputs as inp, procwatch, timing, transport
 from kernelpro.evaluate import compare as cmp
 from kernelpro.evaluate.guard import STRICT, scan_source, strict_differs
@@ -248,6 +249,12 @@ def _load_problem_within(path: str, limit_s: float) -> types.ModuleType:
         signal.signal(signal.SIGALRM, previous)
 
 
+#: stages that measure (gpulock: exclusive); after ``timing`` every stage is
+_EXCLUSIVE_STAGES = frozenset({"compile_reference", "compile_reference_autotune", "timing"})
+#: stages that use the CPU only (gpulock: nothing held)
+_CPU_STAGES = frozenset({"start", "compile", "build"})
+
+
 class Judge:
     """One evaluation; ``ref`` and ``cand``: the harnesses, started by
     :mod:`kernelpro.evaluate.judge_main` (``cand`` None for the baseline job)."""
@@ -267,6 +274,9 @@ class Judge:
         self.notes: dict[str, float] = {}
         self.stages: list[tuple[str, float]] = []
         self.t_start = time.monotonic()
+        # a GPU shared with other jobs (gpulock): the lock's mode follows the stage
+        self.gpu_lock = gpulock.from_env()
+        self.measuring = False  # from the first timed call on, the GPU stays exclusive
         self.gpu_name: str | None = None
         self.ref: Remote | None = ref
         self.cand: Remote | None = cand
@@ -288,6 +298,25 @@ class Judge:
     def status(self, stage: str) -> None:
         Path(self.job["status"]).write_text(stage)
         self.stages.append((stage, time.monotonic()))
+        if self.gpu_lock.active:
+            self.lock_for(stage)
+
+    def lock_for(self, stage: str) -> None:
+        """On a GPU shared with other jobs (:mod:`kernelpro.gpulock`): nothing held while the
+        stage uses the CPU only, shared while it computes, exclusive from torch.compile's
+        build of the baseline (its autotuning measures kernels) and from the first timed call
+        to the verdict (every later check compares times). Waits are recorded in the notes."""
+        if stage in _EXCLUSIVE_STAGES or stage.startswith("measure:"):
+            self.measuring = self.measuring or stage == "timing"
+            mode: str | None = gpulock.EXCLUSIVE
+        elif self.measuring:
+            mode = gpulock.EXCLUSIVE
+        elif stage in _CPU_STAGES:
+            mode = None
+        else:
+            mode = gpulock.SHARED
+        self.gpu_lock.hold(mode)
+        self.notes["gpu_lock_wait_s"] = self.gpu_lock.waited_s
 
     def fail(self, verdict: Verdict, reason: str, **extra: Any) -> Fail:
         if self.compile_res is not None:
@@ -414,6 +443,7 @@ class Judge:
             return self.result()
         finally:
             self.stop_candidate()
+            self.gpu_lock.close()
 
     def stop_candidate(self) -> None:
         """End the candidate's harness and everything it started (before the verdict is

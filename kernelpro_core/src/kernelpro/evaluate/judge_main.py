@@ -26,6 +26,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from kernelpro import gpulock
 from kernelpro.evaluate.channel import WorkerEnd
 from kernelpro.evaluate.remote import HarnessEnded, Remote
 from kernelpro.evaluate.sandbox import set_undumpable
@@ -106,11 +107,16 @@ def main(argv: list[str] | None = None) -> int:
     job_path = channel.line()
     while job_path in ("warm", "preload"):
         if job_path == "warm":  # nothing is being timed on the device now: open the CUDA contexts
+            # (on a GPU shared with other jobs, not while one of them measures: kernelpro.gpulock)
+            lock = gpulock.from_env()
             try:
-                _open_context(device)
-                ref.warm(device)
+                with lock.held(gpulock.SHARED):
+                    _open_context(device)
+                    ref.warm(device)
             except Exception:  # a GPU fault shows again, as a verdict, when the job runs
                 pass
+            finally:
+                lock.close()
         else:  # its job will be a baseline job: the reference's harness imports torch.compile's stack
             try:
                 ref.preload(device)

@@ -11,6 +11,13 @@ Which GPUs: ``params.devices`` (GPU indices or UUIDs as ``CUDA_VISIBLE_DEVICES``
 them), else those in ``CUDA_VISIBLE_DEVICES``, else ``0 .. torch.cuda.device_count()-1``.
 With one GPU (or on a CPU run without ``devices``) there is one worker and nothing is
 pinned: the behaviour of a run before executors existed.
+
+``params.jobs_per_gpu`` (default 1) runs that many jobs at once on each GPU: in a bench,
+several problems share a GPU, so that one's CPU work (starting processes, compiling,
+generating) overlaps another's use of the device. The whole-job lock then gives way to
+:mod:`kernelpro.gpulock`: each worker's processes take the GPU's lock file, shared while
+they compute and exclusive while they time or profile, so no measurement sees another
+job's kernels.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from typing import Any, Iterator, Sequence
 
 import attrs
 
+from kernelpro import gpulock
 from kernelpro.api import Executor, Job, JobOutcome, Slot
 from kernelpro.hookspecs import hookimpl
 
@@ -54,8 +62,13 @@ class LocalSettings:
     #: GPUs to run on (indices or UUIDs); null: every visible GPU on a cuda run, one unpinned
     #: worker on a cpu run
     devices: list[str] | None = None
+    #: jobs run at once on each GPU (a bench's problems); above 1 they coordinate through
+    #: the GPU's lock file (kernelpro.gpulock): exclusive while one times or profiles
+    jobs_per_gpu: int = 1
 
     def __attrs_post_init__(self) -> None:
+        if isinstance(self.jobs_per_gpu, bool) or not isinstance(self.jobs_per_gpu, int) or self.jobs_per_gpu < 1:
+            raise ValueError(f"jobs_per_gpu: expected a whole number of at least 1, got {self.jobs_per_gpu!r}")
         if self.devices is not None:
             if not self.devices:
                 raise ValueError("devices: expected at least one GPU, or null for every visible one")
@@ -68,9 +81,11 @@ class LocalExecutor(Executor):
     description = "this host: one worker per visible GPU, each job pinned to its GPU"
     Settings = LocalSettings
 
-    def __init__(self, settings: Any = None) -> None:
+    def __init__(self, settings: Any = None, env: dict[str, str] | None = None) -> None:
         super().__init__(settings)
         self._slots: list[Slot] = []
+        #: added to every slot's variables (a bench's problem passes its worker's GPU lock on)
+        self._env = dict(env or {})
 
     def start(self, device: str) -> None:
         devices = self.settings.devices
@@ -78,11 +93,19 @@ class LocalExecutor(Executor):
             devices = visible_gpus()
             if len(devices) <= 1:
                 devices = None  # one GPU: nothing to pin
+        base: list[tuple[str, dict[str, str]]]
         if devices is None:
-            self._slots = [Slot(name="local", device=device, env={})]
+            base = [("local", {})]
         else:
-            self._slots = [Slot(name=f"gpu{d}", device=device, env={"CUDA_VISIBLE_DEVICES": str(d)})
-                           for d in devices]
+            base = [(f"gpu{d}", {"CUDA_VISIBLE_DEVICES": str(d)}) for d in devices]
+        n = self.settings.jobs_per_gpu
+        if n == 1:
+            self._slots = [Slot(name=name, device=device, env={**env, **self._env}) for name, env in base]
+        else:  # the first job of every GPU before the second of any
+            self._slots = [Slot(name=f"{name}.{k}", device=device,
+                                env={**env, **self._env,
+                                     gpulock.ENV: gpulock.lock_path(env.get("CUDA_VISIBLE_DEVICES", ""))})
+                           for k in range(n) for name, env in base]
 
     def slots(self) -> list[Slot]:
         if not self._slots:
@@ -129,8 +152,10 @@ class LocalExecutor(Executor):
 
     @staticmethod
     def _one(slot: Slot, job: Job) -> JobOutcome:
-        # a whole problem (bench) holds no device lock: its own jobs take it
-        lock = device_lock(slot.env.get("CUDA_VISIBLE_DEVICES", "")) if job.kind != "problem" else None
+        # a whole problem (bench) holds no device lock: its own jobs take it; on a GPU shared
+        # by several jobs their processes take the GPU's lock file instead, stage by stage
+        lock = device_lock(slot.env.get("CUDA_VISIBLE_DEVICES", "")) \
+            if job.kind != "problem" and gpulock.ENV not in slot.env else None
         try:
             if lock is not None:
                 lock.acquire()

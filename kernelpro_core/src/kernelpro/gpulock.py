@@ -1,0 +1,107 @@
+"""One GPU shared by several jobs at once, without letting them disturb each other's numbers.
+
+When a local executor runs more than one job per GPU (``executor.params.jobs_per_gpu``),
+every process that runs kernels on that GPU for KernelPro takes the GPU's lock, a file
+locked with ``flock(2)``, named in the variable ``KERNELPRO_GPU_LOCK`` that the worker's
+:class:`~kernelpro.api.Slot` passes on:
+
+- **shared** while it computes without measuring (the reference's outputs, a candidate's
+  correctness trials, a profiler's warm-up calls): any number of such processes at once;
+- **exclusive** while it measures (timing and everything the judge checks against the
+  timings, torch.compile's build of the baseline, extra measurements such as energy, a
+  profiler's profiled calls): nothing else of KernelPro runs kernels on that GPU meanwhile;
+- nothing while it only uses the CPU (starting, compiling).
+
+Without the variable (one job per GPU, the default) :func:`from_env` gives a lock that does
+nothing, and a process behaves as it always did. The lock coordinates KernelPro's own
+processes (of one or several runs on the host); it cannot keep other programs off the GPU.
+
+Moving between modes releases the lock and takes it again in the new mode (``flock``'s own
+conversion is not atomic either), so two processes that both hold it shared and both want
+it exclusive cannot deadlock: each gives up its share first.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import tempfile
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+#: the variable naming the lock file of the GPU a process runs on
+ENV = "KERNELPRO_GPU_LOCK"
+
+SHARED = "shared"
+EXCLUSIVE = "exclusive"
+_FLAGS = {SHARED: fcntl.LOCK_SH, EXCLUSIVE: fcntl.LOCK_EX}
+
+
+def lock_path(gpu: str) -> str:
+    """The lock file of the GPU that ``CUDA_VISIBLE_DEVICES=<gpu>`` names (``""``: a worker
+    not pinned to one), shared by every KernelPro process of this user on the host."""
+    name = "".join(c if c.isalnum() or c in "-_." else "_" for c in (gpu or "all"))
+    folder = Path(tempfile.gettempdir()) / f"kernelpro-gpu-locks-{os.getuid()}"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    return str(folder / f"gpu-{name}.lock")
+
+
+class GpuLock:
+    """The lock of one GPU as one process holds it: :meth:`hold` moves between ``None``
+    (not held), :data:`SHARED` and :data:`EXCLUSIVE`; ``waited_s`` sums the seconds spent
+    waiting for it. With ``path`` None every call does nothing."""
+
+    def __init__(self, path: str | None) -> None:
+        self.path = path
+        self.mode: str | None = None
+        self.waited_s = 0.0
+        self._fd: int | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.path is not None
+
+    def hold(self, mode: str | None) -> None:
+        if self.path is None or mode == self.mode:
+            return
+        if mode is not None and mode not in _FLAGS:
+            raise ValueError(f"lock mode {mode!r}: expected {SHARED!r}, {EXCLUSIVE!r} or None")
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        if self.mode is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            self.mode = None
+        if mode is None:
+            return
+        t0 = time.monotonic()
+        fcntl.flock(self._fd, _FLAGS[mode])
+        self.waited_s += time.monotonic() - t0
+        self.mode = mode
+
+    def release(self) -> None:
+        self.hold(None)
+
+    def close(self) -> None:
+        self.release()
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    @contextmanager
+    def held(self, mode: str) -> Iterator["GpuLock"]:
+        """Hold it in ``mode`` for a block, then as before."""
+        before = self.mode
+        self.hold(mode)
+        try:
+            yield self
+        finally:
+            self.hold(before)
+
+
+def from_env(env: "os._Environ[str] | dict[str, str] | None" = None) -> GpuLock:
+    """The lock named by ``KERNELPRO_GPU_LOCK`` (in ``env``, by default this process's), or
+    one that does nothing when it is unset or empty."""
+    path = (os.environ if env is None else env).get(ENV) or None
+    return GpuLock(path)
