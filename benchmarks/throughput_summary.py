@@ -4,7 +4,10 @@
 
 Per problem: its wall seconds (this call's part when it was resumed), the baseline job's,
 the candidates' evaluations' and the profiles' sums, and what is left (the generator,
-process starts between jobs). Then candidates per minute over the problems' wall time,
+process starts between jobs). Then candidates per minute over the problems' wall time
+summed and, where the problems ran at once (``executor.params.jobs_per_gpu``) or to say
+what a user waits, over the bench's span (first problem's start to last one's end, from
+each run's ``bench.json``),
 the judge's stages summed and as medians over the candidates (``stage_<name>_s`` of each
 record), and every profile's seconds per collector pass (``profiles.jsonl``). ``--skip``
 leaves out problems whose records span several calls (a resumed problem's wall time is
@@ -46,14 +49,27 @@ def summarize(out_dir: Path, skip: set[str]) -> dict:
             for k, v in (x.get("collect_s") or {}).items():
                 passes.setdefault(k, []).append(float(v))
         base = float(baseline.get("wall_s") or 0.0)
+        try:
+            meta = json.loads((run / "bench.json").read_text())
+        except (OSError, ValueError):
+            meta = {}
+        lock_wait = sum(float(((c.get("measurements") or {}).get("evaluator") or {}).get("gpu_lock_wait_s") or 0.0)
+                        for c in cands)
         problems.append({"name": p["name"], "wall_s": p["wall_s"], "candidates": len(cands), "baseline_s": base,
                          "evaluate_s": ev, "profiles": len(profiles), "profile_s": pr,
-                         "rest_s": p["wall_s"] - base - ev - pr})
+                         "rest_s": p["wall_s"] - base - ev - pr, "gpu_lock_wait_s": lock_wait,
+                         "started_unix_s": meta.get("started_unix_s"), "ended_unix_s": meta.get("ended_unix_s"),
+                         "worker": meta.get("worker")})
     wall = sum(p["wall_s"] for p in problems)
     n = sum(p["candidates"] for p in problems)
+    span = None
+    if problems and all(p.get("started_unix_s") and p.get("ended_unix_s") for p in problems):
+        span = max(p["ended_unix_s"] for p in problems) - min(p["started_unix_s"] for p in problems)
     return {
         "problems": problems, "wall_s": wall, "candidates": n,
         "candidates_per_min": n / (wall / 60) if wall else None,
+        "span_s": span, "candidates_per_min_span": n / (span / 60) if span else None,
+        "workers": sorted({p["worker"] for p in problems if p.get("worker")}),
         "evaluate_s_median": statistics.median(evals) if evals else None,
         "stages": {k: {"sum": sum(v), "median": statistics.median(v), "n": len(v)} for k, v in stages.items()},
         "profile_passes": {k: {"n": len(v), "median": statistics.median(v), "min": min(v), "max": max(v)}
@@ -79,6 +95,10 @@ def main(argv: list[str]) -> int:
     rate = s["candidates_per_min"]
     print(f"\n{len(s['problems'])} problems, {s['candidates']} candidates in {s['wall_s']:.1f} s: "
           f"{rate:.2f} candidates per minute" if rate else "\nno problem")
+    if s["span_s"]:
+        print(f"over the bench's span ({s['span_s']:.1f} s, first start to last end, workers "
+              f"{', '.join(s['workers'])}): {s['candidates_per_min_span']:.2f} candidates per minute; "
+              f"the evaluations waited {sum(p['gpu_lock_wait_s'] for p in s['problems']):.1f} s in all for the GPU's lock")
     print(f"evaluation seconds per candidate, median: {s['evaluate_s_median']}")
     print("judge stages over the candidates (sum s, median s): " + ", ".join(
         f"{k} {v['sum']:.1f} / {v['median']:.2f}" for k, v in sorted(s["stages"].items(), key=lambda kv: -kv[1]["sum"])))

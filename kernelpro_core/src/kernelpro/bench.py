@@ -560,7 +560,7 @@ class ProblemCall:
         executor = LocalExecutor(LocalSettings(devices=[pinned] if pinned is not None else None), env=shared)
         executor.start(slot.device)
         plugins = self.plugins if self.plugins is not None else Plugins(block=self.config.plugins.block)
-        t0 = time.monotonic()
+        t0, started = time.monotonic(), time.time()  # when: problems of a bench may run at once
         resume = (self.run_dir / "problem.py").exists()
         error = None
         try:
@@ -581,7 +581,8 @@ class ProblemCall:
                 pass
         if self.run_dir.is_dir():  # a resumed problem's wall time is this call's part only
             (self.run_dir / BENCH_META).write_text(json.dumps(
-                {"code": code_digest(), "wall_s": time.monotonic() - t0, "resumed": resume, "worker": slot.name}))
+                {"code": code_digest(), "wall_s": time.monotonic() - t0, "resumed": resume, "worker": slot.name,
+                 "started_unix_s": started, "ended_unix_s": time.time()}))
         return error
 
 
