@@ -205,3 +205,6 @@ def test_phase_seconds_split_the_run():
     # an older forward, or one that failed before saying: nothing rather than a wrong split
     assert phase_seconds(None, 100.0, 112.0) == {}
     assert phase_seconds({"main": 100.5, "torch": 104.0}, 100.0, 112.0) == {}
+    # on a GPU shared with other jobs the forward waited for it alone before preparing
+    shared = phase_seconds({**phases, "locked": 104.75}, launched=100.0, ended=112.0)
+    assert shared["gpu_lock"] == 0.75 and shared["prepare"] == 0.25 and sum(shared.values()) == 12.0

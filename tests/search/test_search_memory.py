@@ -164,3 +164,27 @@ def test_unwritable_location_gives_one_line(tmp_path):
     blocker.write_text("x")
     with pytest.raises(SearchMemoryError):
         SearchMemory(blocker / "sub" / "m.sqlite")
+
+
+def test_runs_opening_a_new_memory_at_once_all_get_it(tmp_path):
+    """A bench's problems sharing a GPU start their runs together, each opening the same new
+    database: its switch to WAL takes the file exclusively and SQLite does not wait for that
+    lock; every opener must still get the memory (it failed in 5 of 40 rounds of four before)."""
+    for round_ in range(20):
+        path = tmp_path / f"m{round_}.sqlite"
+        start = threading.Barrier(4)
+        errors: list[str] = []
+
+        def open_it():
+            start.wait()
+            try:
+                SearchMemory(path).close()
+            except Exception as exc:  # noqa: BLE001 - the assertion says which
+                errors.append(str(exc))
+
+        threads = [threading.Thread(target=open_it) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        assert errors == [], errors

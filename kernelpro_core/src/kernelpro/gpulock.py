@@ -3,14 +3,19 @@
 When a local executor runs more than one job per GPU (``executor.params.jobs_per_gpu``),
 every process that runs kernels on that GPU for KernelPro takes the GPU's lock, a file
 locked with ``flock(2)``, named in the variable ``KERNELPRO_GPU_LOCK`` that the worker's
-:class:`~kernelpro.api.Slot` passes on:
+:class:`~kernelpro.api.Slot` passes on. The built-in processes hold it
 
-- **shared** while it computes without measuring (the reference's outputs, a candidate's
-  correctness trials, a profiler's warm-up calls): any number of such processes at once;
-- **exclusive** while it measures (timing and everything the judge checks against the
-  timings, torch.compile's build of the baseline, extra measurements such as energy, a
-  profiler's profiled calls): nothing else of KernelPro runs kernels on that GPU meanwhile;
-- nothing while it only uses the CPU (starting, compiling).
+- **exclusive** from their first work on the device to their end: the judge from the
+  reference's first call to its verdict (correctness, timing and every check), a profiled
+  forward from building the model to its exit. Exclusive even where nothing is timed:
+  what a job keeps on the device lowers the free memory another job's measured calls see,
+  and libraries choose kernels by free memory (docs/validation/throughput.md, session 32);
+- **shared** only to open CUDA contexts (a judge started ahead): not while one measures;
+- **nothing** while they start, import and wait for their job: the work that overlaps.
+
+So what runs beside a measurement is what also runs beside one in a run of its own
+(processes started ahead, holding CUDA contexts only): the generator, compiles in the
+loop's pool, processes starting, profilers starting, reports being read.
 
 Without the variable (one job per GPU, the default) :func:`from_env` gives a lock that does
 nothing, and a process behaves as it always did. The lock coordinates KernelPro's own

@@ -522,8 +522,8 @@ def phase_seconds(phases: object, launched: float, ended: float) -> dict[str, fl
     """Where an ncu run's wall time went, from the forward's phase times (epoch seconds):
     ``start`` (ncu and the interpreter starting), ``import`` (torch), ``prepare`` (problem,
     candidate, model and inputs, CUDA context), ``warmup``, ``replay`` (the profiled calls,
-    every replay pass; ``gpu_lock`` before it when the GPU is shared and the forward waited
-    for it alone), ``finish`` (writing the report, ncu's exit). {} when the forward
+    every replay pass; ``gpu_lock`` before ``prepare`` when the GPU is shared and the
+    forward waited for it alone), ``finish`` (writing the report, ncu's exit). {} when the forward
     did not say (an older one, or one that failed)."""
     if not isinstance(phases, dict):
         return {}
@@ -533,7 +533,7 @@ def phase_seconds(phases: object, launched: float, ended: float) -> dict[str, fl
         at = phases.get(key)
         if not isinstance(at, (int, float)):
             return {}
-        if name == "replay" and isinstance(phases.get("locked"), (int, float)):
+        if name == "prepare" and isinstance(phases.get("locked"), (int, float)):
             # on a GPU shared with other jobs: waiting for it alone (kernelpro.gpulock)
             out["gpu_lock"] = max(0.0, float(phases["locked"]) - last)
             last = float(phases["locked"])

@@ -214,8 +214,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from kernelpro.api import gpu_lock
 
-    # on a GPU shared with other jobs: shared while preparing, exclusive while recording
-    # (the timeline's kernel times must not include another job's kernels)
+    # on a GPU shared with other jobs: the GPU alone from the model's preparation on (the
+    # timeline's kernel times must not include another job's kernels or memory)
     lock = gpu_lock()
     try:
         import torch
@@ -225,9 +225,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.device.startswith("cuda") and not torch.cuda.is_available():
             raise RuntimeError(f"device {args.device} requested but torch sees no CUDA device")
         t_imported = time.perf_counter()
-        lock.hold("shared")
-        model, inputs = prepare(args.problem, args.candidate, args.device, args.seed)
         lock.hold("exclusive")
+        model, inputs = prepare(args.problem, args.candidate, args.device, args.seed)
         t_prepared = time.perf_counter()
         if args.mode == "kineto":
             recorded = record_kineto(model, inputs, args.device, args.warmup, args.iters, args.out)

@@ -144,11 +144,14 @@ def main(argv: list[str] | None = None) -> int:
     phases["torch"] = time.time()
     from kernelpro import gpulock
 
-    # on a GPU shared with other jobs: shared while it prepares and warms up, exclusive
-    # while the profiled calls run (a profiler's counters must see this process alone)
+    # on a GPU shared with other jobs: the GPU alone from the model's preparation on (a
+    # profiler's counters must see this process only, and its kernels the free memory a
+    # run of its own would leave them; kernelpro.gpulock)
     lock = gpulock.from_env()
     try:
-        lock.hold(gpulock.SHARED)
+        lock.hold(gpulock.EXCLUSIVE)
+        if lock.active:
+            phases["locked"] = time.time()
         model, inputs = prepare(args.problem, args.candidate, args.device, args.seed)
         if args.device.startswith("cuda"):
             torch.cuda.synchronize()
@@ -169,9 +172,6 @@ def main(argv: list[str] | None = None) -> int:
             if cuda:
                 torch.cuda.synchronize()
             phases["warmup"] = time.time()
-            lock.hold(gpulock.EXCLUSIVE)
-            if lock.active:
-                phases["locked"] = time.time()
             if cuda:
                 torch.cuda.cudart().cudaProfilerStart()
                 torch.cuda.nvtx.range_push(PROFILED_RANGE)

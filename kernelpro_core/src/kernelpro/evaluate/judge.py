@@ -249,12 +249,6 @@ def _load_problem_within(path: str, limit_s: float) -> types.ModuleType:
         signal.signal(signal.SIGALRM, previous)
 
 
-#: stages that measure (gpulock: exclusive); after ``timing`` every stage is
-_EXCLUSIVE_STAGES = frozenset({"compile_reference", "compile_reference_autotune", "timing"})
-#: stages that use the CPU only (gpulock: nothing held)
-_CPU_STAGES = frozenset({"start", "compile", "build"})
-
-
 class Judge:
     """One evaluation; ``ref`` and ``cand``: the harnesses, started by
     :mod:`kernelpro.evaluate.judge_main` (``cand`` None for the baseline job)."""
@@ -274,9 +268,8 @@ class Judge:
         self.notes: dict[str, float] = {}
         self.stages: list[tuple[str, float]] = []
         self.t_start = time.monotonic()
-        # a GPU shared with other jobs (gpulock): the lock's mode follows the stage
+        # a GPU shared with other jobs (gpulock): held alone from the first stage on it
         self.gpu_lock = gpulock.from_env()
-        self.measuring = False  # from the first timed call on, the GPU stays exclusive
         self.gpu_name: str | None = None
         self.ref: Remote | None = ref
         self.cand: Remote | None = cand
@@ -303,19 +296,13 @@ class Judge:
 
     def lock_for(self, stage: str) -> None:
         """On a GPU shared with other jobs (:mod:`kernelpro.gpulock`): nothing held while the
-        stage uses the CPU only, shared while it computes, exclusive from torch.compile's
-        build of the baseline (its autotuning measures kernels) and from the first timed call
-        to the verdict (every later check compares times). Waits are recorded in the notes."""
-        if stage in _EXCLUSIVE_STAGES or stage.startswith("measure:"):
-            self.measuring = self.measuring or stage == "timing"
-            mode: str | None = gpulock.EXCLUSIVE
-        elif self.measuring:
-            mode = gpulock.EXCLUSIVE
-        elif stage in _CPU_STAGES:
-            mode = None
-        else:
-            mode = gpulock.SHARED
-        self.gpu_lock.hold(mode)
+        judge starts, then the GPU alone from its first stage on the device to the verdict.
+        Not shared while it only computes: what a job keeps on the device (inputs, kept
+        outputs) lowers the free memory another job's measured calls see, and libraries
+        choose kernels by free memory (cuDNN falls back to algorithms without workspace: a
+        transposed convolution's reference ran at 17.0 ms instead of 5.3 ms beside another
+        problem's 37 GB; docs/validation/throughput.md, session 32). Waits are in the notes."""
+        self.gpu_lock.hold(None if stage == "start" else gpulock.EXCLUSIVE)
         self.notes["gpu_lock_wait_s"] = self.gpu_lock.waited_s
 
     def fail(self, verdict: Verdict, reason: str, **extra: Any) -> Fail:

@@ -14,10 +14,10 @@ pinned: the behaviour of a run before executors existed.
 
 ``params.jobs_per_gpu`` (default 1) runs that many jobs at once on each GPU: in a bench,
 several problems share a GPU, so that one's CPU work (starting processes, compiling,
-generating) overlaps another's use of the device. The whole-job lock then gives way to
-:mod:`kernelpro.gpulock`: each worker's processes take the GPU's lock file, shared while
-they compute and exclusive while they time or profile, so no measurement sees another
-job's kernels.
+generating, profilers starting) overlaps another's use of the device. The whole-job lock
+then gives way to :mod:`kernelpro.gpulock`: each process takes the GPU's lock file for
+itself from its first work on the device to its end, so no measurement sees another
+job's kernels or the memory another job keeps.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ class LocalSettings:
     #: worker on a cpu run
     devices: list[str] | None = None
     #: jobs run at once on each GPU (a bench's problems); above 1 they coordinate through
-    #: the GPU's lock file (kernelpro.gpulock): exclusive while one times or profiles
+    #: the GPU's lock file (kernelpro.gpulock): one process works on the device at a time
     jobs_per_gpu: int = 1
 
     def __attrs_post_init__(self) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import sqlite3
 import threading
 import time
@@ -128,21 +129,39 @@ class SearchMemory:
             raise SearchMemoryError(
                 f"search memory: cannot create {self.path.parent}: {exc.strerror}"
             ) from None
-        try:
-            conn = sqlite3.connect(
-                self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
-                check_same_thread=False,
-            )
-            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")
-            self._migrate(conn)
-        except sqlite3.DatabaseError as exc:
-            raise SearchMemoryError(
-                f"search memory: {self.path} is not a usable database ({exc}); "
-                f"move it away or set another memory path"
-            ) from None
-        return conn
+        # Runs opening a new database at once (a bench's problems sharing a GPU) race for
+        # its creation: switching to WAL takes the file exclusively and SQLite does not wait
+        # for that lock, so "locked" there means: try again, within the busy timeout.
+        deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+        while True:
+            conn = None
+            try:
+                conn = sqlite3.connect(
+                    self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
+                    check_same_thread=False,
+                )
+                conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+                conn.execute("PRAGMA journal_mode = WAL")
+                conn.execute("PRAGMA synchronous = NORMAL")
+                self._migrate(conn)
+                return conn
+            except sqlite3.OperationalError as exc:
+                if conn is not None:
+                    conn.close()
+                if "locked" in str(exc) and time.monotonic() < deadline:
+                    time.sleep(0.05 + random.random() * 0.1)
+                    continue
+                raise SearchMemoryError(
+                    f"search memory: {self.path} is not a usable database ({exc}); "
+                    f"move it away or set another memory path"
+                ) from None
+            except sqlite3.DatabaseError as exc:
+                if conn is not None:
+                    conn.close()
+                raise SearchMemoryError(
+                    f"search memory: {self.path} is not a usable database ({exc}); "
+                    f"move it away or set another memory path"
+                ) from None
 
     def _migrate(self, conn: sqlite3.Connection) -> None:
         conn.execute("BEGIN IMMEDIATE")
