@@ -268,7 +268,8 @@ class Judge:
         self.notes: dict[str, float] = {}
         self.stages: list[tuple[str, float]] = []
         self.t_start = time.monotonic()
-        # a GPU shared with other jobs (gpulock): held alone from the first stage on it
+        # a GPU shared with other jobs (gpulock): held alone from the first stage on it until
+        # the process exits, after both harnesses (and the memory they hold) are gone
         self.gpu_lock = gpulock.from_env()
         self.gpu_name: str | None = None
         self.ref: Remote | None = ref
@@ -299,9 +300,10 @@ class Judge:
         judge starts, then the GPU alone from its first stage on the device to the verdict.
         Not shared while it only computes: what a job keeps on the device (inputs, kept
         outputs) lowers the free memory another job's measured calls see, and libraries
-        choose kernels by free memory (cuDNN falls back to algorithms without workspace: a
-        transposed convolution's reference ran at 17.0 ms instead of 5.3 ms beside another
-        problem's 37 GB; docs/validation/throughput.md, session 32). Waits are in the notes."""
+        choose kernels by free memory (a transposed convolution's reference ran at 17.0 ms
+        instead of 5.3 ms with 70 GB of the GPU held by another problem's processes, most
+        likely cuDNN without workspace; docs/validation/throughput.md, session 32). Waits
+        are in the notes."""
         self.gpu_lock.hold(None if stage == "start" else gpulock.EXCLUSIVE)
         self.notes["gpu_lock_wait_s"] = self.gpu_lock.waited_s
 
@@ -430,7 +432,6 @@ class Judge:
             return self.result()
         finally:
             self.stop_candidate()
-            self.gpu_lock.close()
 
     def stop_candidate(self) -> None:
         """End the candidate's harness and everything it started (before the verdict is
