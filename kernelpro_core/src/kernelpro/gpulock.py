@@ -5,9 +5,10 @@ every process that runs kernels on that GPU for KernelPro takes the GPU's lock, 
 locked with ``flock(2)``, named in the variable ``KERNELPRO_GPU_LOCK`` that the worker's
 :class:`~kernelpro.api.Slot` passes on. The built-in processes hold it
 
-- **exclusive** from their first work on the device to their end: the judge from the
-  reference's first call to its verdict (correctness, timing and every check), a profiled
-  forward from building the model to its exit. Exclusive even where nothing is timed:
+- **exclusive** from their first work on the device until they exit (the kernel lets go of
+  a ``flock`` when the process is gone, its memory freed): the judge from the reference's
+  first call (correctness, timing and every check, its harnesses ended), a profiled
+  forward from building the model. Exclusive even where nothing is timed:
   what a job keeps on the device lowers the free memory another job's measured calls see,
   and libraries choose kernels by free memory (docs/validation/throughput.md, session 32);
 - **shared** only to open CUDA contexts (a judge started ahead): not while one measures;

@@ -215,7 +215,8 @@ def main(argv: list[str] | None = None) -> int:
     from kernelpro.api import gpu_lock
 
     # on a GPU shared with other jobs: the GPU alone from the model's preparation on (the
-    # timeline's kernel times must not include another job's kernels or memory)
+    # timeline's kernel times must not include another job's kernels or memory); let go
+    # when the process exits, after its memory is freed
     lock = gpu_lock()
     try:
         import torch
@@ -246,8 +247,6 @@ def main(argv: list[str] | None = None) -> int:
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         print(f"trace failed: {type(exc).__name__}: {msg}", file=sys.stderr)
         return 1
-    finally:
-        lock.close()
     return 0
 
 

@@ -146,7 +146,8 @@ def main(argv: list[str] | None = None) -> int:
 
     # on a GPU shared with other jobs: the GPU alone from the model's preparation on (a
     # profiler's counters must see this process only, and its kernels the free memory a
-    # run of its own would leave them; kernelpro.gpulock)
+    # run of its own would leave them; kernelpro.gpulock). It is let go when the process
+    # exits, after its memory is freed.
     lock = gpulock.from_env()
     try:
         lock.hold(gpulock.EXCLUSIVE)
@@ -182,7 +183,6 @@ def main(argv: list[str] | None = None) -> int:
                 torch.cuda.nvtx.range_pop()
                 torch.cuda.cudart().cudaProfilerStop()
             phases["profiled"] = time.time()
-            lock.release()
             if args.io_json is not None and "output_bytes" not in io:
                 io["output_bytes"] = tensor_bytes(out)
         if args.io_json is not None:
@@ -192,8 +192,6 @@ def main(argv: list[str] | None = None) -> int:
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         print(f"forward failed: {type(exc).__name__}: {msg}", file=sys.stderr)
         return 1
-    finally:
-        lock.close()
     return 0
 
 

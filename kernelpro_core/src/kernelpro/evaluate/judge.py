@@ -297,7 +297,8 @@ class Judge:
 
     def lock_for(self, stage: str) -> None:
         """On a GPU shared with other jobs (:mod:`kernelpro.gpulock`): nothing held while the
-        judge starts, then the GPU alone from its first stage on the device to the verdict.
+        judge starts, then the GPU alone from its first stage on the device until its process
+        exits, its harnesses ended (the kernel lets go of the lock with the process).
         Not shared while it only computes: what a job keeps on the device (inputs, kept
         outputs) lowers the free memory another job's measured calls see, and libraries
         choose kernels by free memory (a transposed convolution's reference ran at 17.0 ms

@@ -153,7 +153,7 @@ class LocalExecutor(Executor):
     @staticmethod
     def _one(slot: Slot, job: Job) -> JobOutcome:
         # a whole problem (bench) holds no device lock: its own jobs take it; on a GPU shared
-        # by several jobs their processes take the GPU's lock file instead, stage by stage
+        # by several jobs their processes take the GPU's lock file instead (kernelpro.gpulock)
         lock = device_lock(slot.env.get("CUDA_VISIBLE_DEVICES", "")) \
             if job.kind != "problem" and gpulock.ENV not in slot.env else None
         try:
