@@ -11,7 +11,6 @@ import sys
 import threading
 import time
 import types
-from pathlib import Path
 
 from evaluate_paths import honest
 from kernelpro import gpulock
@@ -70,7 +69,12 @@ def test_an_evaluation_waits_while_another_process_measures(tmp_path, gelu_probl
     timer = threading.Thread(target=release_later)
     timer.start()
     t0 = time.monotonic()
-    res = evaluate(gelu_problem, honest("same_ops"), device="cpu", config=fast_config, workdir=tmp_path / "ev",
+    # the candidate's process is not told where the lock is: it is the judge's to hold
+    cand = tmp_path / "cand.py"
+    cand.write_text(honest("same_ops").read_text().replace(
+        "import torch.nn as nn\n",
+        "import torch.nn as nn\nimport os\nassert 'KERNELPRO_GPU_LOCK' not in os.environ, 'lock path leaked'\n", 1))
+    res = evaluate(gelu_problem, cand, device="cpu", config=fast_config, workdir=tmp_path / "ev",
                    seed=0, env={gpulock.ENV: path})
     timer.join()
     assert res.verdict is Verdict.CORRECT, res.reason

@@ -53,6 +53,7 @@ def start_harnesses(device: str, procdir: Path) -> tuple[Remote, Remote]:
     (their logs and exit records in ``procdir``)."""
     env = dict(os.environ)
     env.pop("KERNELPRO_RESULT_FD", None)
+    env.pop(gpulock.ENV, None)  # the GPU's lock is the judge's to hold, never a candidate's
     env.update(HARNESS_ENV)
     if not device.startswith("cuda"):
         env.update(CPU_TIMING_ENV)
