@@ -9,7 +9,9 @@ summed and, where the problems ran at once (``executor.params.jobs_per_gpu``) or
 what a user waits, over the bench's span (first problem's start to last one's end, from
 each run's ``bench.json``),
 the judge's stages summed and as medians over the candidates (``stage_<name>_s`` of each
-record), and every profile's seconds per collector pass (``profiles.jsonl``). ``--skip``
+record), the seconds the evaluations held a shared GPU alone (``gpu_lock_held_s``), the
+candidates' first correctness trials (``first_trial_s``: their first call, JIT compiles
+included), and every profile's seconds per collector pass (``profiles.jsonl``). ``--skip``
 leaves out problems whose records span several calls (a resumed problem's wall time is
 the last call's part only, its candidates are all of them)."""
 
@@ -30,7 +32,7 @@ def _jsonl(path: Path) -> list[dict]:
 
 def summarize(out_dir: Path, skip: set[str]) -> dict:
     results = json.loads((out_dir / "results.json").read_text())
-    problems, stages, passes, evals = [], {}, {}, []
+    problems, stages, passes, evals, first_trials = [], {}, {}, [], []
     for p in results["problems"]:
         if not p.get("evaluated") or p["name"] in skip:
             continue
@@ -53,11 +55,16 @@ def summarize(out_dir: Path, skip: set[str]) -> dict:
             meta = json.loads((run / "bench.json").read_text())
         except (OSError, ValueError):
             meta = {}
-        lock_wait = sum(float(((c.get("measurements") or {}).get("evaluator") or {}).get("gpu_lock_wait_s") or 0.0)
-                        for c in cands)
+        def note(rec: dict, key: str) -> float:
+            return float(((rec.get("measurements") or {}).get("evaluator") or {}).get(key) or 0.0)
+
+        lock_wait = sum(note(c, "gpu_lock_wait_s") for c in cands)
+        held = sum(note(c, "gpu_lock_held_s") for c in cands) + note(baseline, "gpu_lock_held_s")
+        first_trials.extend(note(c, "first_trial_s") for c in cands if note(c, "first_trial_s"))
         problems.append({"name": p["name"], "wall_s": p["wall_s"], "candidates": len(cands), "baseline_s": base,
                          "evaluate_s": ev, "profiles": len(profiles), "profile_s": pr,
                          "rest_s": p["wall_s"] - base - ev - pr, "gpu_lock_wait_s": lock_wait,
+                         "gpu_lock_held_s": held,
                          "started_unix_s": meta.get("started_unix_s"), "ended_unix_s": meta.get("ended_unix_s"),
                          "worker": meta.get("worker")})
     wall = sum(p["wall_s"] for p in problems)
@@ -71,6 +78,8 @@ def summarize(out_dir: Path, skip: set[str]) -> dict:
         "span_s": span, "candidates_per_min_span": n / (span / 60) if span else None,
         "workers": sorted({p["worker"] for p in problems if p.get("worker")}),
         "evaluate_s_median": statistics.median(evals) if evals else None,
+        "first_trial_s": {"sum": sum(first_trials), "median": statistics.median(first_trials),
+                          "n": len(first_trials)} if first_trials else None,
         "stages": {k: {"sum": sum(v), "median": statistics.median(v), "n": len(v)} for k, v in stages.items()},
         "profile_passes": {k: {"n": len(v), "median": statistics.median(v), "min": min(v), "max": max(v)}
                            for k, v in passes.items()},
@@ -99,7 +108,15 @@ def main(argv: list[str]) -> int:
         print(f"over the bench's span ({s['span_s']:.1f} s, first start to last end, workers "
               f"{', '.join(s['workers'])}): {s['candidates_per_min_span']:.2f} candidates per minute; "
               f"the evaluations waited {sum(p['gpu_lock_wait_s'] for p in s['problems']):.1f} s in all for the GPU's lock")
+        held = sum(p["gpu_lock_held_s"] for p in s["problems"])
+        if held:
+            print(f"the evaluations and baseline jobs held the GPU alone {held:.1f} s in all "
+                  f"({held / s['span_s']:.0%} of the span; profiles not counted)")
     print(f"evaluation seconds per candidate, median: {s['evaluate_s_median']}")
+    if s["first_trial_s"]:
+        f = s["first_trial_s"]
+        print(f"first correctness trial (the candidate's first call, its compiles included): "
+              f"{f['sum']:.1f} s in all, median {f['median']:.2f} s over {f['n']}")
     print("judge stages over the candidates (sum s, median s): " + ", ".join(
         f"{k} {v['sum']:.1f} / {v['median']:.2f}" for k, v in sorted(s["stages"].items(), key=lambda kv: -kv[1]["sum"])))
     print("profile passes (n, median s, min-max): " + ", ".join(

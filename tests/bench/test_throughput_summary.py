@@ -27,11 +27,13 @@ def _bench(tmp_path: Path, spans: dict[str, tuple[float, float]], worker: dict[s
         run.mkdir(parents=True)
         (run / "bench.json").write_text(json.dumps({"wall_s": end - start, "started_unix_s": start,
                                                      "ended_unix_s": end, "worker": worker[name]}))
-        (run / "baseline.json").write_text(json.dumps({"wall_s": 10.0}))
+        (run / "baseline.json").write_text(json.dumps({"wall_s": 10.0,
+                                                       "measurements": {"evaluator": {"gpu_lock_held_s": 7.0}}}))
         (run / "candidates.jsonl").write_text("".join(
             json.dumps({"seconds": {"evaluate": 5.0},
-                        "measurements": {"evaluator": {"gpu_lock_wait_s": 1.5, "stage_timing_s": 2.0}}}) + "\n"
-            for _ in range(4)))
+                        "measurements": {"evaluator": {"gpu_lock_wait_s": 1.5, "stage_timing_s": 2.0,
+                                                       "gpu_lock_held_s": 3.0, "first_trial_s": 0.5 + i}}}) + "\n"
+            for i in range(4)))
         rows.append({"name": name, "run_dir": str(run), "evaluated": 4, "wall_s": end - start})
     (out / "results.json").write_text(json.dumps({"problems": rows}))
     return out
@@ -46,6 +48,8 @@ def test_problems_at_once_are_rated_over_the_span(tmp_path):
     assert s["span_s"] == 90.0 and abs(s["candidates_per_min_span"] - 8 / 1.5) < 1e-9
     assert s["workers"] == ["local.0", "local.1"]
     assert [p["gpu_lock_wait_s"] for p in s["problems"]] == [6.0, 6.0]
+    assert [p["gpu_lock_held_s"] for p in s["problems"]] == [19.0, 19.0]  # four candidates and the baseline job
+    assert s["first_trial_s"] == {"sum": 2 * (0.5 + 1.5 + 2.5 + 3.5), "median": 2.0, "n": 8}
 
 
 def test_a_bench_from_before_the_span_was_recorded_has_none(tmp_path):

@@ -118,6 +118,26 @@ def test_waits_are_summed_and_held_restores_the_mode(tmp_path):
         lock.hold("both")
 
 
+def test_held_counts_exclusive_spells_only(tmp_path):
+    lock = GpuLock(str(tmp_path / "gpu.lock"))
+    lock.hold(SHARED)
+    time.sleep(0.2)
+    assert lock.held_s() == 0.0  # shared: others may hold it too
+    lock.hold(EXCLUSIVE)
+    time.sleep(0.2)
+    running = lock.held_s()  # the spell under way counts
+    assert 0.15 <= running < 1.0
+    lock.release()
+    time.sleep(0.2)
+    closed = lock.held_s()
+    assert closed >= running and closed < running + 0.1  # not counted once let go
+    lock.hold(EXCLUSIVE)
+    time.sleep(0.2)
+    lock.close()
+    assert 0.3 <= lock.held_s() < 1.5
+    assert GpuLock(None).held_s() == 0.0
+
+
 def test_one_lock_file_per_gpu_name(tmp_path, monkeypatch):
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     import tempfile

@@ -80,6 +80,10 @@ def test_an_evaluation_waits_while_another_process_measures(tmp_path, gelu_probl
     assert res.verdict is Verdict.CORRECT, res.reason
     waited = res.measurements["evaluator"]["gpu_lock_wait_s"]
     assert 1.8 <= waited <= time.monotonic() - t0
+    notes = res.measurements["evaluator"]
+    # held alone from its first stage on the device to its last; its first trial noted
+    assert 0.0 < notes["gpu_lock_held_s"] <= res.wall_s - waited
+    assert 0.0 < notes["first_trial_s"] <= notes["stage_correctness_s"]
     # and it let go when its processes ended (behind the verdict)
     from kernelpro.evaluate import runner
 
@@ -97,6 +101,7 @@ def test_without_a_shared_device_the_judge_notes_no_lock(tmp_path, gelu_problem,
                    seed=0)
     assert res.verdict is Verdict.CORRECT, res.reason
     assert "gpu_lock_wait_s" not in res.measurements["evaluator"]
+    assert "gpu_lock_held_s" not in res.measurements["evaluator"]
 
 
 def test_a_profiled_forward_waits_for_the_device_before_it_builds_the_model(tmp_path, gelu_problem):

@@ -57,12 +57,15 @@ def lock_path(gpu: str) -> str:
 class GpuLock:
     """The lock of one GPU as one process holds it: :meth:`hold` moves between ``None``
     (not held), :data:`SHARED` and :data:`EXCLUSIVE`; ``waited_s`` sums the seconds spent
-    waiting for it. With ``path`` None every call does nothing."""
+    waiting for it, :meth:`held_s` those it was held alone. With ``path`` None every call
+    does nothing."""
 
     def __init__(self, path: str | None) -> None:
         self.path = path
         self.mode: str | None = None
         self.waited_s = 0.0
+        self._exclusive_s = 0.0  # closed spells of exclusive holding
+        self._since: float | None = None  # when the current exclusive spell began
         self._fd: int | None = None
 
     @property
@@ -78,13 +81,24 @@ class GpuLock:
             self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         if self.mode is not None:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
+            if self._since is not None:
+                self._exclusive_s += time.monotonic() - self._since
+                self._since = None
             self.mode = None
         if mode is None:
             return
         t0 = time.monotonic()
         fcntl.flock(self._fd, _FLAGS[mode])
-        self.waited_s += time.monotonic() - t0
+        now = time.monotonic()
+        self.waited_s += now - t0
         self.mode = mode
+        if mode == EXCLUSIVE:
+            self._since = now
+
+    def held_s(self) -> float:
+        """Seconds this process has held the GPU alone so far (the spell under way included):
+        on a shared GPU, the device time a job takes from the others."""
+        return self._exclusive_s + (time.monotonic() - self._since if self._since is not None else 0.0)
 
     def release(self) -> None:
         self.hold(None)

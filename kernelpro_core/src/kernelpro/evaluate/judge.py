@@ -958,6 +958,7 @@ class Judge:
             # the first call may compile for long (first_call_timeout_s) but not sit idle past the call limit
             limits = (first, self.call_limit()) if t == 0 else (self.call_limit(), None)
             again = False
+            t0 = time.monotonic()
             try:
                 out, c = self.correctness_trial(t, label, policy, *limits)
             except (Fail, torch.OutOfMemoryError) as exc:
@@ -973,6 +974,8 @@ class Judge:
                 retried = True
                 self.shed_for_retry("trial_retried_after_oom", float(t))
                 out, c = self.correctness_trial(t, label, policy, *limits)
+            if t == 0:  # the candidate's first call, its JIT compiles and first-use setup included
+                self.notes["first_trial_s"] = time.monotonic() - t0
             if c.n_over and t < trials:  # get_inputs()'s distribution, as the new sets'
                 self.admitted.append((c.max_abs_err, c.n_over))
             max_abs, max_rel = max(max_abs, c.max_abs_err), max(max_rel, c.max_rel_err)
@@ -2087,6 +2090,8 @@ class Judge:
 
     def finish_notes(self) -> None:
         self.notes.update({f"stage_{name}_s": v for name, v in stage_seconds(self.stages, time.monotonic()).items()})
+        if self.gpu_lock.active:  # the device time this evaluation took from the jobs sharing the GPU
+            self.notes["gpu_lock_held_s"] = self.gpu_lock.held_s()
 
     def result(self) -> EvalResult:
         if self.exact_passed:
