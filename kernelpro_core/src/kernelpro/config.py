@@ -117,9 +117,6 @@ class EvaluatorConfig:
     reference_error_factor: float = 2.0
     impossible_margin: float = 0.9  # flag when time < margin x the bytes/FLOPs lower bound (datasheet)
     compile_stage: bool = True  # build load_inline / nvcc / CuTe candidates in a separate process first
-    # compile a candidate's Triton kernels in the compile stage, off the GPU, from a call on meta
-    # tensors (kernelpro.evaluate.triton_warm): its first call on the device then loads them
-    precompile_triton: bool = True
     build_cache_dir: str | None = None  # content-addressed builds; null: $KERNELPRO_BUILD_CACHE or ~/.cache
     compile_workers: int = 0  # compile_many() processes; 0: one per CPU core, at most 8
     cuda_arch: str = "auto"  # auto (the GPU's own, sm_90a when the source needs it) or e.g. "9.0", "9.0a"

@@ -493,7 +493,7 @@ class Optimizer:
     def _evaluate_call(self, pending: dict[str, Any], use_pool: bool) -> EvaluateCall:
         cid = pending["id"]
         path = self.run.source_path(cid)
-        compiled = self._compile_pool().submit(path, self._eval_problem_path()) if use_pool else None
+        compiled = self._compile_pool().submit(path) if use_pool else None
         profile = self._profile_call(cid, parent=pending.get("parent")) \
             if self.config.profiling.when == "each" and self.profiler else None
         return EvaluateCall(self._eval_problem_path(), path, self.config.evaluator, self.run.eval_dir(cid),

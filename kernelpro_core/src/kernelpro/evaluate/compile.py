@@ -21,11 +21,8 @@ environment, so torch finds the built extension and only loads it (its ninja ste
 no-op). An identical candidate is never compiled twice, and a compile error is cached
 too (the same source fails the same way).
 
-Triton kernels compile at their first call, not at import. Given the problem, the stage
-then compiles them ahead into the entry's ``triton`` directory, off the GPU, from a call on
-meta tensors (:mod:`kernelpro.evaluate.triton_warm`); what that call cannot reach compiles
-at the first call inside the candidate's harness, into the same directory (profilers reuse
-them).
+Triton kernels compile at their first call, not at import: they are compiled inside the
+candidate's harness, into the same entry's ``triton`` directory (so profilers reuse them).
 
 ``compile_many`` runs several compile processes at once (a thread per process), for the
 loop to build the next candidates while the GPU evaluates another.
@@ -285,46 +282,9 @@ def entry_for(source: str, *, include_paths: list[str], cuda_flags: list[str], c
 
 
 def compile_candidate(candidate_path: Path, *, config: Any, timeout_s: float | None = None,
-                      max_jobs: int | None = None, problem_path: Path | None = None) -> CompileOutcome:
+                      max_jobs: int | None = None) -> CompileOutcome:
     """Build ``candidate_path`` into its cache entry (or find it there). ``config`` is the
-    EvaluatorConfig. Never raises for the candidate's faults: they are outcomes. With
-    ``problem_path``, a candidate's Triton kernels are then compiled ahead, off the GPU
-    (:mod:`kernelpro.evaluate.triton_warm`; ``evaluator.precompile_triton``)."""
-    outcome = _build(candidate_path, config=config, timeout_s=timeout_s, max_jobs=max_jobs)
-    if problem_path is not None and outcome.arch and outcome.status in ("ok", "skipped") \
-            and getattr(config, "precompile_triton", False):
-        t0 = time.monotonic()
-        _warm_triton(outcome, Path(candidate_path), Path(problem_path), config)
-        outcome = attrs.evolve(outcome, seconds=outcome.seconds + time.monotonic() - t0)
-    return outcome
-
-
-def _warm_triton(outcome: CompileOutcome, candidate_path: Path, problem_path: Path, config: Any) -> None:
-    from kernelpro.evaluate import triton_warm
-
-    source = candidate_path.read_text()
-    if not triton_warm.uses_triton(source) or outcome.arch is None:
-        return
-    entry = outcome.build_dir
-    problem_sha = hashlib.sha256(problem_path.read_bytes()).hexdigest()
-    with open(entry / "lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # one warm-up of an entry at a time; the next finds it done
-        if triton_warm.done_for(entry, problem_sha) is not None:
-            return
-        env = build_env(entry, arch=outcome.arch, include_paths=toolchain.include_paths(config.include_paths),
-                        cuda_flags=list(config.cuda_flags))
-        env["CUDA_VISIBLE_DEVICES"] = ""  # nothing of it runs on a GPU
-        env["KERNELPRO_CONFINE"] = "0" if getattr(config, "write_guard", "auto") == "detect" else "1"
-        env["TMPDIR"] = str(entry / "tmp")
-        env["PYTHONDONTWRITEBYTECODE"] = "1"
-        (entry / "tmp").mkdir(exist_ok=True)
-        # a call on meta tensors takes seconds; a forward that loops for longer gets no more
-        triton_warm.warm(entry, candidate_path, problem_path, outcome.arch, env,
-                         min(float(config.compile_timeout_s), triton_warm.TIMEOUT_S), problem_sha)
-
-
-def _build(candidate_path: Path, *, config: Any, timeout_s: float | None = None,
-           max_jobs: int | None = None) -> CompileOutcome:
+    EvaluatorConfig. Never raises for the candidate's faults: they are outcomes."""
     t0 = time.monotonic()
     source = Path(candidate_path).read_text()
     inc = toolchain.include_paths(config.include_paths)
@@ -428,11 +388,9 @@ class CompilePool:
         self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=self.workers,
                                                            thread_name_prefix="kernelpro-compile")
 
-    def submit(self, candidate_path: Path, problem_path: Path | None = None
-               ) -> "concurrent.futures.Future[CompileOutcome]":
+    def submit(self, candidate_path: Path) -> "concurrent.futures.Future[CompileOutcome]":
         jobs = max(1, (os.cpu_count() or 1) // self.workers)
-        return self._pool.submit(compile_candidate, Path(candidate_path), config=self.config, max_jobs=jobs,
-                                 problem_path=problem_path)
+        return self._pool.submit(compile_candidate, Path(candidate_path), config=self.config, max_jobs=jobs)
 
     def shutdown(self, wait: bool = True) -> None:
         self._pool.shutdown(wait=wait, cancel_futures=not wait)

@@ -181,8 +181,7 @@ def _evaluate(problem_path: Path, candidate_path: Path | None, *, device: str, c
     if candidate_path is not None and config.compile_stage:
         if compiled is None:
             progress.stage(f"{what}: compile")
-        outcome = compiled or build.compile_candidate(Path(candidate_path), config=config,
-                                                      problem_path=Path(problem_path))
+        outcome = compiled or build.compile_candidate(Path(candidate_path), config=config)
         stage_info = {"status": outcome.status, "compile_seconds": outcome.compile_seconds,
                       "cached": outcome.cached, "key": outcome.key}
         if outcome.status == "compile_error":
