@@ -42,6 +42,7 @@ import attrs
 from kernelpro import progress
 from kernelpro.config import EvaluatorConfig, unstructure
 from kernelpro.evaluate import compile as build
+from kernelpro.evaluate import triton_stubs
 from kernelpro.evaluate.channel import FD_ENV, ChannelError, ParentEnd
 from kernelpro.evaluate.interpret import interpreter_env
 from kernelpro.evaluate.reaper import end_reaped, kill_group, log_tail, signal_pid
@@ -168,6 +169,16 @@ def evaluate(
     return attrs.evolve(result, wall_s=time.monotonic() - t0)
 
 
+def seed_triton_stubs(candidate_path: Path, entry: Path, device: str, config: EvaluatorConfig) -> int:
+    """Triton's C helper module (``cuda_utils``) into a Triton candidate's cache before its
+    harness starts: built once per host by this process's own code
+    (:mod:`kernelpro.evaluate.triton_stubs`), not again by each candidate at its first call on
+    the device. How many module directories were copied."""
+    if device != "cuda" or not triton_stubs.uses_triton(Path(candidate_path).read_text(errors="replace")):
+        return 0
+    return triton_stubs.seed(triton_stubs.ensure(build.cache_root(config.build_cache_dir)), Path(entry) / "triton")
+
+
 def _evaluate(problem_path: Path, candidate_path: Path | None, *, device: str, config: EvaluatorConfig,
               workdir: Path, seed: int, measurements: Sequence[tuple[type[Measurement], Any]], build_dir: Path | None,
               language: str, compiled: build.CompileOutcome | None, reference_flops: float | None,
@@ -197,6 +208,7 @@ def _evaluate(problem_path: Path, candidate_path: Path | None, *, device: str, c
         entry = outcome.build_dir
         env = build.build_env(entry, arch=outcome.arch, include_paths=_includes(config),
                               cuda_flags=list(config.cuda_flags))
+        seed_triton_stubs(Path(candidate_path), entry, device, config)
     else:
         entry = Path(build_dir) if build_dir is not None else workdir / "build"
         entry.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,101 @@
+"""Triton's cuda_utils module built once per host and copied into each candidate's cache
+(kernelpro.evaluate.triton_stubs): the store is built by a process of KernelPro's own, once;
+copies (never links) land in a candidate's cache by their key, without replacing what is
+there; a build that fails leaves nothing to copy and is not tried again by the process."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from kernelpro.evaluate import triton_stubs
+
+SO = "cuda_utils.cpython-311-x86_64-linux-gnu.so"
+
+
+@pytest.fixture
+def fresh(monkeypatch):
+    monkeypatch.setattr(triton_stubs, "_FAILED", {})
+    monkeypatch.setattr(triton_stubs, "triton_version", lambda: "9.9.9")
+
+
+def _fake_build(monkeypatch, body: str, calls: list[int]):
+    real_run = triton_stubs.subprocess.run
+
+    def run(argv, **kw):
+        calls.append(1)
+        return real_run([argv[0], "-c", body], **kw)
+
+    monkeypatch.setattr(triton_stubs.subprocess, "run", run)
+
+
+def test_built_once_then_copied_by_key(tmp_path, monkeypatch, fresh):
+    calls: list[int] = []
+    _fake_build(monkeypatch, "import os, pathlib\n"
+                f"d = pathlib.Path(os.environ['TRITON_CACHE_DIR']) / 'KEY1'\nd.mkdir(parents=True)\n"
+                f"(d / '{SO}').write_bytes(b'module')\n"
+                "assert os.environ['CUDA_VISIBLE_DEVICES'] == ''\n", calls)
+    store = triton_stubs.ensure(tmp_path / "cache")
+    assert store == tmp_path / "cache" / "triton_stubs" / "9.9.9"
+    assert [d.name for d in triton_stubs.built(store)] == ["KEY1"] and not (store / "tmp_cache").exists()
+    assert triton_stubs.ensure(tmp_path / "cache") == store and calls == [1]  # not built again
+
+    cand = tmp_path / "entry" / "triton"
+    assert triton_stubs.seed(store, cand) == 1
+    copied = cand / "KEY1" / SO
+    assert copied.read_bytes() == b"module"
+    assert os.stat(copied).st_ino != os.stat(store / "KEY1" / SO).st_ino  # a copy: the candidate writes only its own
+    copied.write_bytes(b"changed by the candidate")
+    assert (store / "KEY1" / SO).read_bytes() == b"module"
+    assert triton_stubs.seed(store, cand) == 0  # what is there stays
+    assert copied.read_bytes() == b"changed by the candidate"
+    assert sorted(p.name for p in cand.iterdir()) == ["KEY1"]  # no temporary left
+
+
+def test_a_failed_build_leaves_nothing_and_is_not_retried(tmp_path, monkeypatch, fresh):
+    calls: list[int] = []
+    _fake_build(monkeypatch, "import sys\nsys.exit('no libcuda found')\n", calls)
+    assert triton_stubs.ensure(tmp_path / "cache") is None
+    assert "no libcuda found" in triton_stubs.failed(tmp_path / "cache")
+    assert triton_stubs.ensure(tmp_path / "cache") is None and calls == [1]
+    assert triton_stubs.seed(None, tmp_path / "entry" / "triton") == 0
+    assert not (tmp_path / "entry").exists()
+
+
+def test_a_build_that_makes_no_module_counts_as_failed(tmp_path, monkeypatch, fresh):
+    calls: list[int] = []
+    _fake_build(monkeypatch, "pass\n", calls)
+    assert triton_stubs.ensure(tmp_path / "cache") is None
+    assert triton_stubs.failed(tmp_path / "cache") == "no module was built"
+
+
+def test_without_triton_there_is_no_store(tmp_path, monkeypatch):
+    monkeypatch.setattr(triton_stubs, "triton_version", lambda: None)
+    assert triton_stubs.ensure(tmp_path) is None and triton_stubs.store_dir(tmp_path) is None
+
+
+def test_which_sources_use_triton():
+    assert triton_stubs.uses_triton("import triton\n@triton.jit\ndef k(x):\n    pass\n")
+    assert triton_stubs.uses_triton("@triton.autotune(configs=[], key=[])\n")
+    assert not triton_stubs.uses_triton("import torch\n# triton is not used here\n")
+
+
+def test_the_evaluator_seeds_a_triton_candidate_on_a_gpu_only(tmp_path, monkeypatch, fresh):
+    from kernelpro.config import EvaluatorConfig
+    from kernelpro.evaluate import runner
+
+    calls: list[int] = []
+    _fake_build(monkeypatch, "import os, pathlib\n"
+                "d = pathlib.Path(os.environ['TRITON_CACHE_DIR']) / 'KEY1'\nd.mkdir(parents=True)\n"
+                f"(d / '{SO}').write_bytes(b'module')\n", calls)
+    cfg = EvaluatorConfig(build_cache_dir=str(tmp_path / "cache"))
+    triton_cand = tmp_path / "t.py"
+    triton_cand.write_text("import triton\n\n@triton.jit\ndef k(x):\n    pass\n")
+    plain = tmp_path / "p.py"
+    plain.write_text("import torch\n")
+    entry = tmp_path / "entry"
+    assert runner.seed_triton_stubs(triton_cand, entry, "cpu", cfg) == 0  # the interpreter builds nothing
+    assert runner.seed_triton_stubs(plain, entry, "cuda", cfg) == 0 and calls == []
+    assert runner.seed_triton_stubs(triton_cand, entry, "cuda", cfg) == 1
+    assert (entry / "triton" / "KEY1" / SO).read_bytes() == b"module" and calls == [1]
