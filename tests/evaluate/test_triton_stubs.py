@@ -70,6 +70,15 @@ def test_a_build_that_makes_no_module_counts_as_failed(tmp_path, monkeypatch, fr
     assert triton_stubs.failed(tmp_path / "cache") == "no module was built"
 
 
+def test_a_cache_that_cannot_be_written_is_a_failed_build(tmp_path, monkeypatch, fresh):
+    calls: list[int] = []
+    _fake_build(monkeypatch, "pass\n", calls)
+    blocked = tmp_path / "file"
+    blocked.write_text("not a directory")
+    assert triton_stubs.ensure(blocked) is None and calls == []
+    assert "Error" in triton_stubs.failed(blocked)
+
+
 def test_without_triton_there_is_no_store(tmp_path, monkeypatch):
     monkeypatch.setattr(triton_stubs, "triton_version", lambda: None)
     assert triton_stubs.ensure(tmp_path) is None and triton_stubs.store_dir(tmp_path) is None

@@ -78,6 +78,14 @@ def ensure(cache_root: Path, env: dict[str, str] | None = None) -> Path | None:
         return store
     if str(store) in _FAILED:
         return None
+    try:
+        return _build_store(store, env)
+    except OSError as exc:  # a cache that cannot be written: Triton builds the module at the first call
+        _FAILED[str(store)] = f"{type(exc).__name__}: {exc}"[:300]
+        return None
+
+
+def _build_store(store: Path, env: dict[str, str] | None) -> Path | None:
     store.mkdir(parents=True, exist_ok=True)
     with open(store / "lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one build per host; a second caller finds it done
