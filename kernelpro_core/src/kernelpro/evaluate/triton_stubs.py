@@ -13,9 +13,9 @@ own (never candidate code, with the GPU hidden) builds it once per host and Trit
 into a store beside the build cache; before a Triton candidate's harness starts, the store's
 directory is *copied* (not linked: the candidate may write its own cache, never the store)
 into the candidate's cache, where Triton finds it by its key and only loads it. Where the
-build cannot be made (no Triton, no C compiler, no ``libcuda``), the store records why and
-nothing is copied: Triton builds the module at the first call, as before (the process tries
-the build once).
+build cannot be made (no Triton, no C compiler, no ``libcuda``, a cache that cannot be
+written), nothing is copied and :func:`failed` says why: Triton builds the module at the
+first call, as before (a process tries the build once).
 
 The kernel's launcher stub is not shared: its source is generated from the kernel's
 signature inside the candidate's process, which no trusted process may take as given.
@@ -36,8 +36,7 @@ USES_TRITON = re.compile(r"\btriton\.(jit|autotune|heuristics)\b")
 NAME = "cuda_utils"
 BUILD_TIMEOUT_S = 300.0
 _FAILED: dict[str, str] = {}  # store -> why its build failed in this process (not tried again)
-_BUILD = ("import os\n"
-          "from triton.backends.nvidia.driver import CudaUtils\n"
+_BUILD = ("from triton.backends.nvidia.driver import CudaUtils\n"
           "CudaUtils()\n")
 
 
