@@ -86,7 +86,9 @@ def test_without_triton_there_is_no_store(tmp_path, monkeypatch):
 
 def test_which_sources_use_triton():
     assert triton_stubs.uses_triton("import triton\n@triton.jit\ndef k(x):\n    pass\n")
-    assert triton_stubs.uses_triton("@triton.autotune(configs=[], key=[])\n")
+    assert triton_stubs.uses_triton("import torch\nimport triton\n\n@triton.autotune(configs=[], key=[])\n"
+                                    "@triton.jit\ndef k(x):\n    pass\n")
+    assert triton_stubs.uses_triton("import triton\n# load_inline beside it\n")  # CUDA first, Triton too
     assert not triton_stubs.uses_triton("import torch\n# triton is not used here\n")
 
 

@@ -31,8 +31,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-#: a source that defines Triton kernels
-USES_TRITON = re.compile(r"\btriton\.(jit|autotune|heuristics)\b")
+from kernelpro.problem import LANGUAGE_MARKERS
+
 NAME = "cuda_utils"
 BUILD_TIMEOUT_S = 300.0
 _FAILED: dict[str, str] = {}  # store -> why its build failed in this process (not tried again)
@@ -41,7 +41,9 @@ _BUILD = ("from triton.backends.nvidia.driver import CudaUtils\n"
 
 
 def uses_triton(source: str) -> bool:
-    return bool(USES_TRITON.search(source))
+    """Whether the source uses Triton, by the marker ``detect_language`` reads (here also
+    where another marker comes first: a CUDA extension beside Triton kernels)."""
+    return bool(dict(LANGUAGE_MARKERS)["triton"].search(source))
 
 
 def triton_version() -> str | None:
