@@ -30,6 +30,11 @@ def _jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+def note(rec: dict, key: str) -> float:
+    """An evaluator note of a record (a candidate's line, the baseline job's result); 0 if absent."""
+    return float(((rec.get("measurements") or {}).get("evaluator") or {}).get(key) or 0.0)
+
+
 def summarize(out_dir: Path, skip: set[str]) -> dict:
     results = json.loads((out_dir / "results.json").read_text())
     problems, stages, passes, evals, first_trials = [], {}, {}, [], []
@@ -55,9 +60,6 @@ def summarize(out_dir: Path, skip: set[str]) -> dict:
             meta = json.loads((run / "bench.json").read_text())
         except (OSError, ValueError):
             meta = {}
-        def note(rec: dict, key: str) -> float:
-            return float(((rec.get("measurements") or {}).get("evaluator") or {}).get(key) or 0.0)
-
         lock_wait = sum(note(c, "gpu_lock_wait_s") for c in cands)
         held = sum(note(c, "gpu_lock_held_s") for c in cands) + note(baseline, "gpu_lock_held_s")
         first_trials.extend(note(c, "first_trial_s") for c in cands if note(c, "first_trial_s"))
