@@ -100,6 +100,7 @@ def test_the_evaluator_seeds_a_triton_candidate_on_a_gpu_only(tmp_path, monkeypa
     _fake_build(monkeypatch, "import os, pathlib\n"
                 "d = pathlib.Path(os.environ['TRITON_CACHE_DIR']) / 'KEY1'\nd.mkdir(parents=True)\n"
                 f"(d / '{SO}').write_bytes(b'module')\n", calls)
+    monkeypatch.setattr(runner.sandbox, "landlock_abi", lambda: 7)
     cfg = EvaluatorConfig(build_cache_dir=str(tmp_path / "cache"))
     triton_cand = tmp_path / "t.py"
     triton_cand.write_text("import triton\n\n@triton.jit\ndef k(x):\n    pass\n")
@@ -110,3 +111,21 @@ def test_the_evaluator_seeds_a_triton_candidate_on_a_gpu_only(tmp_path, monkeypa
     assert runner.seed_triton_stubs(plain, entry, "cuda", cfg) == 0 and calls == []
     assert runner.seed_triton_stubs(triton_cand, entry, "cuda", cfg) == 1
     assert (entry / "triton" / "KEY1" / SO).read_bytes() == b"module" and calls == [1]
+
+
+@pytest.mark.parametrize("unconfined", ["detect", "no_landlock"])
+def test_no_shared_store_where_candidates_are_not_confined(tmp_path, monkeypatch, fresh, unconfined):
+    """Without Landlock (or with write_guard: detect) a candidate could write the store, and
+    later candidates would load what it left: each builds its own module, as Triton does."""
+    from kernelpro.config import EvaluatorConfig
+    from kernelpro.evaluate import runner
+
+    calls: list[int] = []
+    _fake_build(monkeypatch, "raise SystemExit(0)\n", calls)
+    monkeypatch.setattr(runner.sandbox, "landlock_abi", lambda: 0 if unconfined == "no_landlock" else 7)
+    cfg = EvaluatorConfig(build_cache_dir=str(tmp_path / "cache"),
+                          write_guard="detect" if unconfined == "detect" else "auto")
+    cand = tmp_path / "t.py"
+    cand.write_text("import triton\n\n@triton.jit\ndef k(x):\n    pass\n")
+    assert runner.seed_triton_stubs(cand, tmp_path / "entry", "cuda", cfg) == 0
+    assert calls == [] and not (tmp_path / "cache" / "triton_stubs").exists()

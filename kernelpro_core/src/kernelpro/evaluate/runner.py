@@ -46,6 +46,7 @@ from kernelpro.evaluate import triton_stubs
 from kernelpro.evaluate.channel import FD_ENV, ChannelError, ParentEnd
 from kernelpro.evaluate.interpret import interpreter_env
 from kernelpro.evaluate.reaper import end_reaped, kill_group, log_tail, signal_pid
+from kernelpro.evaluate import sandbox
 from kernelpro.evaluate.sandbox import FileWatch
 from kernelpro.records import CompileResult, EvalResult, Verdict, from_json
 
@@ -173,8 +174,12 @@ def seed_triton_stubs(candidate_path: Path, entry: Path, device: str, config: Ev
     """Triton's C helper module (``cuda_utils``) into a Triton candidate's cache before its
     harness starts: built once per host by this process's own code
     (:mod:`kernelpro.evaluate.triton_stubs`), not again by each candidate at its first call on
-    the device. How many module directories were copied."""
+    the device. How many module directories were copied. Only where candidates are confined
+    (Landlock, ``evaluator.write_guard`` not ``detect``): an unconfined candidate could write
+    the shared store, and every later candidate would load what it left there."""
     if device != "cuda" or not triton_stubs.uses_triton(Path(candidate_path).read_text(errors="replace")):
+        return 0
+    if config.write_guard == "detect" or sandbox.landlock_abi() <= 0:
         return 0
     return triton_stubs.seed(triton_stubs.ensure(build.cache_root(config.build_cache_dir)), Path(entry) / "triton")
 
