@@ -334,6 +334,38 @@ def test_reaper_kills_the_worker_when_its_parent_is_killed(tmp_path):
         parent.kill()
 
 
+def test_a_reaper_outlives_the_thread_that_started_it(tmp_path):
+    """The kernel's parent-death signal also comes when the *thread* that started the reaper
+    ends: a judge started ahead by an executor's worker thread was killed (SIGKILL, read as
+    out of memory) when that thread finished, in the middle of its evaluation. The worker
+    must run on while the process that started it lives."""
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    rc, up = tmp_path / "rc", tmp_path / "up"
+    started: dict[str, subprocess.Popen[bytes]] = {}
+
+    def start() -> None:
+        started["reaper"] = subprocess.Popen([sys.executable, "-m", "kernelpro.evaluate.reaper", str(rc), "--",
+                                              sys.executable, "-c",
+                                              f"import time; open({str(up)!r}, 'w').close(); time.sleep(4)"])
+        for _ in range(600):  # the thread lives until the worker runs (the reaper's request is made)
+            if up.exists():
+                return
+            time.sleep(0.05)
+
+    thread = threading.Thread(target=start)
+    thread.start()
+    thread.join()  # the thread that started the reaper has ended
+    assert up.exists()
+    time.sleep(1.0)
+    assert started["reaper"].poll() is None, "the reaper ended with the thread that started it"
+    assert started["reaper"].wait(timeout=60) == 0
+    assert rc.read_text() == "0", f"the worker ended with status {rc.read_text()} (-9: killed)"
+
+
 def test_stage_seconds_sums_repeated_stages_and_ends_at_the_given_time():
     from kernelpro.evaluate.judge import stage_seconds
 

@@ -7,9 +7,13 @@ the candidate starts, even one that double-forks and calls ``setsid`` to leave t
 process group, is re-parented to it rather than to init. It runs the worker, writes the
 worker's exit status (negative: the signal) to RC_FILE, then kills and reaps every
 remaining descendant. SIGTERM (sent by the parent on a timeout) kills the worker first.
-It also asks the kernel for SIGTERM when its own parent dies (``PR_SET_PDEATHSIG``), so an
+It also asks the kernel for a signal when its own parent dies (``PR_SET_PDEATHSIG``), so an
 evaluating process killed outright (SIGKILL, a CI time limit) leaves no worker holding the
-GPU behind.
+GPU behind. The kernel sends that signal when the parent *thread* that started the reaper
+ends, too (the reaper then belongs to another thread of the same process): the reaper ends
+its worker only when its parent process has changed. A judge started ahead by an executor's
+worker thread that then finished was killed that way in the middle of its evaluation,
+which read as an out-of-memory kill.
 It imports nothing heavy, so it costs a few milliseconds.
 """
 
@@ -25,6 +29,9 @@ from typing import Any
 
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_PDEATHSIG = 1
+#: what the kernel sends when the reaper's parent thread ends (not SIGTERM: that one is the
+#: parent's own request to stop, honoured whatever the parent is)
+PARENT_DEATH_SIGNAL = signal.SIGUSR1
 
 
 def _prctl(option: int, value: int) -> bool:
@@ -96,8 +103,13 @@ def main(argv: list[str]) -> int:
             except ProcessLookupError:
                 pass
 
+    def on_parent_death(signum, frame):  # noqa: ARG001
+        if os.getppid() != parent:  # the parent process is gone (a thread of it ending changes nothing)
+            on_term(signum, frame)
+
     signal.signal(signal.SIGTERM, on_term)
-    _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    signal.signal(PARENT_DEATH_SIGNAL, on_parent_death)
+    _prctl(PR_SET_PDEATHSIG, PARENT_DEATH_SIGNAL)
     if os.getppid() != parent:  # the parent died before the request took effect
         return 1
     proc = subprocess.Popen(cmd, close_fds=False)
