@@ -60,3 +60,42 @@ def test_the_wheel_contains_the_kernel_templates(tmp_path):
         entry_points = zf.read(next(n for n in zf.namelist() if n.endswith("entry_points.txt"))).decode()
     assert shipped == kernel_files()
     assert "expert = kernelpro_plugins_expert.plugin" in entry_points
+
+
+def test_the_candidates_broadcast_follows_pytorchs_rule():
+    """Pointwise and whole-tensor reduction kernels work out their output shape with the
+    candidate's own ``_kp_broadcast`` (``torch.broadcast_shapes`` imports sympy at its first
+    call: 2 s of a reduction's first call on the H100 machine, throughput.md session 34);
+    it must give PyTorch's shape, and refuse what PyTorch refuses."""
+    import random
+
+    import torch
+
+    source = PROBLEMS["elementwise_chain"]
+    rec = recognize(source)
+    text = render_candidate(source, rec, default_params(rec))
+    assert "broadcast_shapes" not in text.replace("``torch.broadcast_shapes``", "")
+    start = text.index("def _kp_broadcast(")
+    ns: dict = {"_kp_torch": torch}
+    exec(text[start:text.index("\n\n\n", start)], ns)
+    broadcast = ns["_kp_broadcast"]
+    rng = random.Random(0)
+    agreed = refused = 0
+    for _ in range(400):
+        rank = rng.randint(0, 4)
+        base = [rng.choice([0, 1, 2, 3, 5]) for _ in range(rank)]
+        shapes = []
+        for _ in range(rng.randint(1, 4)):
+            drop = rng.randint(0, rank)
+            shapes.append(torch.Size([rng.choice([1, s, s, 4]) for s in base[drop:]]))
+        try:
+            want = torch.broadcast_shapes(*shapes)
+        except RuntimeError:
+            with pytest.raises(RuntimeError):
+                broadcast(*shapes)
+            refused += 1
+            continue
+        assert broadcast(*shapes) == want, shapes
+        agreed += 1
+    assert agreed > 100 and refused > 20  # both sides of the rule were exercised
+    assert broadcast() == torch.Size([]) and broadcast(torch.Size([])) == torch.Size([])
