@@ -129,3 +129,37 @@ def test_no_shared_store_where_candidates_are_not_confined(tmp_path, monkeypatch
     cand.write_text("import triton\n\n@triton.jit\ndef k(x):\n    pass\n")
     assert runner.seed_triton_stubs(cand, tmp_path / "entry", "cuda", cfg) == 0
     assert calls == [] and not (tmp_path / "cache" / "triton_stubs").exists()
+
+
+def test_triton_cache_key_is_computed_ahead_on_a_gpu_host_only(monkeypatch):
+    """A harness or profiled forward started ahead computes Triton's cache key (hashing its
+    sources and library: 0.37 s of a first call on the H100 machine) before its job; on a
+    host without a GPU it imports nothing."""
+    import sys
+    import types
+
+    calls: list[int] = []
+    fake_cache = types.ModuleType("triton.runtime.cache")
+    fake_cache.triton_key = lambda: calls.append(1) or "key"  # type: ignore[attr-defined]
+    fake_runtime = types.ModuleType("triton.runtime")
+    fake_runtime.cache = fake_cache  # type: ignore[attr-defined]
+    fake_triton = types.ModuleType("triton")
+    fake_triton.runtime = fake_runtime  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "triton", fake_triton)
+    monkeypatch.setitem(sys.modules, "triton.runtime", fake_runtime)
+    monkeypatch.setitem(sys.modules, "triton.runtime.cache", fake_cache)
+    monkeypatch.setattr(triton_stubs, "gpu_host", lambda: False)
+    assert triton_stubs.warm_cache_key() is None and calls == []
+    monkeypatch.setattr(triton_stubs, "gpu_host", lambda: True)
+    seconds = triton_stubs.warm_cache_key()
+    assert seconds is not None and seconds >= 0 and calls == [1]
+    del fake_cache.triton_key  # a Triton without it: nothing to do, no error
+    assert triton_stubs.warm_cache_key() is None
+
+
+def test_a_cpu_build_of_torch_is_not_a_gpu_host():
+    import torch
+
+    if torch.version.cuda:
+        pytest.skip("a CUDA build of torch")
+    assert triton_stubs.gpu_host() is False

@@ -103,6 +103,9 @@ def wait_for_job() -> list[str] | None:
         import triton  # noqa: F401
     except Exception:  # not installed, or broken: the candidate's own import says so
         pass
+    from kernelpro.evaluate.triton_stubs import warm_cache_key
+
+    warm_cache_key()  # Triton's cache key, computed at the first kernel otherwise (on a GPU host only)
     line = sys.stdin.readline()
     if not line.strip():
         return None

@@ -606,6 +606,12 @@ def enter_dir(cwd: str) -> None:
 def main() -> None:
     fd = int(os.environ.pop(FD_ENV))
     chan = Channel.from_fd(fd)
+    # started ahead of its job, before any candidate code: Triton's cache key, which the
+    # first Triton call (a candidate's kernel, torch.compile's) would otherwise compute on the
+    # device's time
+    from kernelpro.evaluate.triton_stubs import warm_cache_key
+
+    warm_cache_key()
     try:
         hello = chan.recv()
         while hello.get("warm") or hello.get("preload"):  # started ahead: what it may do meanwhile

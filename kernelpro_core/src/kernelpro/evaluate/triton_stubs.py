@@ -136,3 +136,37 @@ def seed(store: Path | None, triton_cache: Path) -> int:
         except OSError:
             shutil.rmtree(tmp, ignore_errors=True)
     return n
+
+
+def gpu_host() -> bool:
+    """Whether this host can run a CUDA build of torch on a GPU, read without initializing
+    CUDA (a process must not, before its job's variables are applied)."""
+    try:
+        import torch
+
+        return bool(torch.version.cuda) and os.path.exists("/dev/nvidiactl")
+    except Exception:
+        return False
+
+
+def warm_cache_key() -> float | None:
+    """Compute Triton's own cache key (a hash of its sources and its 500-MB library, which a
+    process computes once, at its first kernel: 0.37 s of a Triton candidate's first call on
+    the H100 machine, docs/validation/throughput.md, session 34) in a process started ahead
+    of its job, before any candidate code and off the device. Seconds it took; None where
+    there is no GPU or no Triton (nothing done)."""
+    if not gpu_host():
+        return None
+    import time
+
+    t0 = time.monotonic()
+    try:
+        from triton.runtime import cache
+
+        key = getattr(cache, "triton_key", None)
+        if key is None:
+            return None
+        key()
+    except Exception:  # not installed, or broken: the candidate's own import says so
+        return None
+    return time.monotonic() - t0
