@@ -293,8 +293,17 @@ def test_envelope_excess_is_what_the_reports_leave_out():
     assert timing.median_se([1.0]) == float("inf")
 
 
-def test_reaper_kills_the_worker_when_its_parent_is_killed(tmp_path):
-    """An evaluating process killed outright (SIGKILL) must not leave its worker running."""
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(") ")[1][0] != "Z"
+    except OSError:
+        return False
+
+
+def _reaper_under_a_killed_parent(tmp_path, from_thread: bool) -> None:
+    """A parent process starts a reaper (from its main thread, or from a thread that ends once
+    the worker runs), then is killed outright: the worker must not outlive it."""
     import os
     import signal
     import subprocess
@@ -303,35 +312,37 @@ def test_reaper_kills_the_worker_when_its_parent_is_killed(tmp_path):
 
     pidfile = tmp_path / "worker.pid"
     worker = f"import os,time; open({str(pidfile)!r},'w').write(str(os.getpid())); time.sleep(600)"
-    parent_code = (
-        "import subprocess,sys,time\n"
-        f"subprocess.Popen([sys.executable,'-m','kernelpro.evaluate.reaper',{str(tmp_path / 'rc')!r},'--',"
-        f"sys.executable,'-c',{worker!r}], start_new_session=True)\n"
-        "time.sleep(600)\n")
-    parent = subprocess.Popen([sys.executable, "-c", parent_code])
+    start = (f"subprocess.Popen([sys.executable,'-m','kernelpro.evaluate.reaper',{str(tmp_path / 'rc')!r},'--',"
+             f"sys.executable,'-c',{worker!r}], start_new_session=True)\n")
+    if from_thread:
+        start = ("def start():\n    " + start + "    for _ in range(600):\n"
+                 f"        if os.path.exists({str(pidfile)!r}):\n            return\n        time.sleep(0.05)\n"
+                 "t = threading.Thread(target=start); t.start(); t.join()\n")
+    parent = subprocess.Popen([sys.executable, "-c", "import os,subprocess,sys,threading,time\n" + start
+                               + "time.sleep(600)\n"])
     try:
-        for _ in range(300):
+        for _ in range(600):
             if pidfile.exists() and pidfile.read_text():
                 break
             time.sleep(0.05)
         wpid = int(pidfile.read_text())
+        if from_thread:
+            time.sleep(0.5)  # the starting thread has ended: the worker lives on
+            assert _alive(wpid), "the worker ended with the thread that started its reaper"
         os.kill(parent.pid, signal.SIGKILL)
         parent.wait()
-
-        def alive(pid: int) -> bool:
-            try:
-                with open(f"/proc/{pid}/stat") as fh:
-                    return fh.read().split(") ")[1][0] != "Z"
-            except OSError:
-                return False
-
         for _ in range(200):
-            if not alive(wpid):
+            if not _alive(wpid):
                 break
             time.sleep(0.05)
-        assert not alive(wpid), "the worker outlived its killed parent"
+        assert not _alive(wpid), "the worker outlived its killed parent"
     finally:
         parent.kill()
+
+
+def test_reaper_kills_the_worker_when_its_parent_is_killed(tmp_path):
+    """An evaluating process killed outright (SIGKILL) must not leave its worker running."""
+    _reaper_under_a_killed_parent(tmp_path, from_thread=False)
 
 
 def test_a_reaper_outlives_the_thread_that_started_it(tmp_path):
@@ -369,51 +380,7 @@ def test_a_reaper_outlives_the_thread_that_started_it(tmp_path):
 def test_a_reaper_started_by_an_ended_thread_still_ends_with_its_parent(tmp_path):
     """After the thread that started it has ended, the reaper belongs to another thread of
     the same process; when that process is killed outright, its worker must end too."""
-    import os
-    import signal
-    import subprocess
-    import sys
-    import time
-
-    pidfile = tmp_path / "worker.pid"
-    worker = f"import os,time; open({str(pidfile)!r},'w').write(str(os.getpid())); time.sleep(600)"
-    parent_code = (
-        "import os,subprocess,sys,threading,time\n"
-        "def start():\n"
-        f"    subprocess.Popen([sys.executable,'-m','kernelpro.evaluate.reaper',{str(tmp_path / 'rc')!r},'--',"
-        f"sys.executable,'-c',{worker!r}], start_new_session=True)\n"
-        "    for _ in range(600):\n"
-        f"        if os.path.exists({str(pidfile)!r}):\n"
-        "            return\n"
-        "        time.sleep(0.05)\n"
-        "t = threading.Thread(target=start); t.start(); t.join()\n"
-        "time.sleep(600)\n")
-    parent = subprocess.Popen([sys.executable, "-c", parent_code])
-    try:
-        for _ in range(600):
-            if pidfile.exists() and pidfile.read_text():
-                break
-            time.sleep(0.05)
-        wpid = int(pidfile.read_text())
-        time.sleep(0.5)  # the starting thread has ended: the worker lives on
-
-        def alive(pid: int) -> bool:
-            try:
-                with open(f"/proc/{pid}/stat") as fh:
-                    return fh.read().split(") ")[1][0] != "Z"
-            except OSError:
-                return False
-
-        assert alive(wpid), "the worker ended with the thread that started its reaper"
-        os.kill(parent.pid, signal.SIGKILL)
-        parent.wait()
-        for _ in range(200):
-            if not alive(wpid):
-                break
-            time.sleep(0.05)
-        assert not alive(wpid), "the worker outlived its killed parent"
-    finally:
-        parent.kill()
+    _reaper_under_a_killed_parent(tmp_path, from_thread=True)
 
 
 def test_stage_seconds_sums_repeated_stages_and_ends_at_the_given_time():
