@@ -42,11 +42,10 @@ import attrs
 from kernelpro import progress
 from kernelpro.config import EvaluatorConfig, unstructure
 from kernelpro.evaluate import compile as build
-from kernelpro.evaluate import triton_stubs
+from kernelpro.evaluate import sandbox, triton_stubs
 from kernelpro.evaluate.channel import FD_ENV, ChannelError, ParentEnd
 from kernelpro.evaluate.interpret import interpreter_env
 from kernelpro.evaluate.reaper import end_reaped, kill_group, log_tail, signal_pid
-from kernelpro.evaluate import sandbox
 from kernelpro.evaluate.sandbox import FileWatch
 from kernelpro.records import CompileResult, EvalResult, Verdict, from_json
 
