@@ -352,6 +352,36 @@ def test_a_baseline_job_through_a_judge_started_ahead_for_it(session_dir, fast_c
     runner.settle()
 
 
+def test_a_baseline_job_no_one_announced_imports_before_it_takes_the_gpu(session_dir, fast_config, gpu_problem):
+    """A baseline job whose judge was not started ahead for it (a bench's first problem on a
+    worker, ``kernelpro eval`` without a candidate): its reference's harness imports
+    torch.compile's stack before its hello, which the judge awaits before it takes a shared
+    GPU, so those seconds are not held from the jobs sharing the device."""
+    import re
+
+    import attrs
+
+    from kernelpro import gpulock
+    from kernelpro.evaluate import runner
+
+    runner.discard_spares()
+    workdir = session_dir / "unannounced_baseline"
+    base = runner.evaluate(gpu_problem, None, device="cuda", workdir=workdir, seed=0,
+                           config=attrs.evolve(fast_config, time_compiled_reference=True),
+                           env={gpulock.ENV: str(session_dir / "unannounced.lock")})
+    notes = base.measurements["evaluator"]
+    log = (workdir / "reference.log").read_text()
+    took = re.search(r"preloaded torch.compile's stack in ([0-9.]+) s", log)
+    print("unannounced baseline:", base.verdict.value, f"wall {base.wall_s:.2f} s",
+          {k: notes.get(k) for k in ("gpu_lock_held_s", "stage_bounds_s", "stage_compile_reference_s")},
+          "preload", took.group(1) if took else None)
+    assert base.verdict is Verdict.CORRECT, base.reason
+    assert took is not None, log[-500:]
+    # the imports (seconds, cold) were not under the lock; the log's one decimal as slack
+    assert notes["gpu_lock_held_s"] <= base.wall_s - float(took.group(1)) + 0.1
+    runner.settle()
+
+
 def test_judges_started_ahead_on_the_gpu(session_dir, fast_config, gpu_problem):
     """``prestart``: the judge and the reference's harness open their CUDA contexts before
     the job comes; the candidate's gets its build variables with its hello (a load_inline

@@ -448,13 +448,15 @@ class Judge:
     # 1. reference ---------------------------------------------------------------------------------
 
     def reference(self) -> None:
-        self.status("reference")
         assert self.ref is not None
         load = float(self.ev["load_timeout_s"])
+        # the reference harness's answer to its hello before the stage that takes a shared GPU:
+        # until it answers it only imports (a baseline job's compiler stack: judge_main's preload)
         try:
             self.ref.hello(load)
         except HarnessEnded as end:
             raise self.ended(self.ref, end) from None
+        self.status("reference")
         self.ref_idle = IdleMeter(self.ref)
         # how the reference's harness is scheduled, before any candidate code exists: the
         # candidate's process could lower it (its autogroup is writable by the same user)

@@ -7,7 +7,9 @@ runner may start this process ahead of its job: the harnesses are started and to
 imported before the job's line arrives, and a ``warm`` line before it (sent when nothing is
 being timed on the device) opens the CUDA contexts of this process and of the reference's
 harness; a ``preload`` line (the job will be a problem's baseline job) has the reference's
-harness import what counting FLOPs and ``torch.compile`` need; what depends on the job (the
+harness import what counting FLOPs and ``torch.compile`` need (a baseline job's judge not told
+so ahead tells it with the job, so that those imports come before the hello the judge awaits
+before it takes a shared GPU); what depends on the job (the
 directories, the candidate's build variables, the sandbox) is told to each harness with
 its hello, before it confines itself or loads anything of the candidate. Stdin ending
 first (the runner discarded this judge) ends the process and its harnesses.
@@ -106,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     from kernelpro.records import CompileResult, EvalResult, Verdict, to_json
 
     job_path = channel.line()
+    preloaded = False
     while job_path in ("warm", "preload"):
         if job_path == "warm":  # nothing is being timed on the device now: open the CUDA contexts
             # (on a GPU shared with other jobs, not while one of them measures: kernelpro.gpulock)
@@ -119,10 +122,7 @@ def main(argv: list[str] | None = None) -> int:
             finally:
                 lock.close()
         else:  # its job will be a baseline job: the reference's harness imports torch.compile's stack
-            try:
-                ref.preload(device)
-            except Exception:
-                pass
+            preloaded = _preload(ref, device) or preloaded
         job_path = channel.line()
     channel.close_stdin()
     if not job_path:  # discarded before its job came: the harnesses end with this process
@@ -132,6 +132,9 @@ def main(argv: list[str] | None = None) -> int:
     cand_remote: Remote | None = cand if cand_hello is not None else None
     if cand_hello is None:
         cand.kill()
+        if not preloaded:  # a baseline job no one told this judge of: the imports before its
+            # hello, which the judge awaits before it takes a shared GPU (Judge.reference)
+            _preload(ref, device)
     for remote, hello in ((ref, ref_hello), (cand_remote, cand_hello)):
         if remote is not None and hello is not None:
             try:
@@ -174,6 +177,16 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout.flush()
     judge.stop_harnesses()
     os._exit(0)
+
+
+def _preload(ref: Remote, device: str) -> bool:
+    """Tell the reference's harness to import what a baseline job's FLOP count and
+    ``torch.compile`` need (on a GPU device; elsewhere it does nothing), before its hello."""
+    try:
+        ref.preload(device)
+    except Exception:  # it died while waiting: the judge's first request says how
+        return False
+    return True
 
 
 def _out_of_memory(exc: BaseException) -> bool:
