@@ -575,6 +575,31 @@ def test_timed_calls_get_distinct_fp32_scale_factors():
     assert torch.unique(factors).numel() == len(factors)
 
 
+def test_fill_scales_in_one_pass_to_the_same_bits_as_copy_then_scale():
+    """A timed call's inputs are written by one multiplication into the buffer; the values
+    are bit for bit those of a copy scaled in place (the two-pass form it replaced), on every
+    floating dtype, into a strided buffer, and a set of another dtype or on the host still
+    takes the copy; integers are copied unscaled."""
+    from kernelpro.evaluate import inputs
+
+    gen = torch.Generator().manual_seed(5)
+    for dtype in (torch.float32, torch.float16, torch.bfloat16, torch.float64):
+        src = [(torch.rand(33, 17, generator=gen) * 8 - 4).to(dtype), torch.arange(6)]
+        for u in (-1.75, 1.0 + 123 / 4096, 0.0):
+            view = torch.empty(17, 33, dtype=dtype).t()  # a buffer of the example's strides
+            ints = torch.empty(6, dtype=torch.int64)
+            inputs.fill([view, ints], src, u)
+            want = src[0].clone()
+            if u:
+                want.mul_(1.0 + u * max(1e-3, 4 * torch.finfo(dtype).eps))
+            assert torch.equal(view, want) and view.stride() == (1, 33), (dtype, u)
+            assert torch.equal(ints, src[1])
+    other = torch.empty(4, dtype=torch.float16)  # the set in float32: copied, then scaled
+    inputs.fill([other], [torch.full((4,), 3.0)], 1.5)
+    assert torch.equal(other, torch.full((4,), 3.0, dtype=torch.float16).mul_(1.0 + 1.5 * 4 * torch.finfo(
+        torch.float16).eps))
+
+
 def test_sample_keeps_values_at_drawn_positions_of_any_layout():
     from kernelpro.evaluate import compare as cmp
 

@@ -41,11 +41,19 @@ def tensors(value: Any) -> list[torch.Tensor]:
 def fill(views: list[torch.Tensor], src: list[Any], u: float = 0.0) -> None:
     """Copy the tensors of ``src`` into ``views`` (a harness's input buffers, in
     :func:`tensors` order) and scale the floating ones by ``1 + u * max(1e-3, 4 *
-    eps(dtype))`` (sign and zeros kept, values new)."""
+    eps(dtype))`` (sign and zeros kept, values new). A floating set of the buffer's dtype,
+    shape and device is scaled into it in one pass (the product written where the copy
+    would go: a timed call of an 8-GB input waited for one pass over it, not two)."""
     for dst, s in zip(views, tensors(src)):
-        dst.copy_(s)
-        if dst.is_floating_point() and u:
-            dst.mul_(1.0 + u * max(1e-3, 4 * torch.finfo(dst.dtype).eps))
+        if not (dst.is_floating_point() and u):
+            dst.copy_(s)
+            continue
+        factor = 1.0 + u * max(1e-3, 4 * torch.finfo(dst.dtype).eps)
+        if s.dtype == dst.dtype and s.shape == dst.shape and s.device == dst.device:
+            torch.mul(s, factor, out=dst)
+        else:
+            dst.copy_(s)
+            dst.mul_(factor)
 
 
 def scale_draws(rng: random.Random, n: int = 4096) -> tuple[list[float], list[float]]:
