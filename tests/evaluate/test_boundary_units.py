@@ -170,6 +170,46 @@ def test_a_process_whose_first_thread_left_is_seen_while_its_threads_run():
         done.wait()
 
 
+_TREE = """
+import ctypes, subprocess, sys, threading, time
+ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER, as the harness's reaper
+sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]
+# a child with a child of its own
+subprocess.Popen([sys.executable, "-c", "import subprocess, sys, time; "
+                  "subprocess.Popen(%r); time.sleep(60)" % (sleeper,)])
+# an orphan: its parent leaves at once, and it is handed to this process
+subprocess.Popen([sys.executable, "-c", "import subprocess; subprocess.Popen(%r)" % (sleeper,)]).wait()
+# a child started by a thread that has ended since
+t = threading.Thread(target=lambda: subprocess.Popen(sleeper)); t.start(); t.join()
+print("up", flush=True)
+time.sleep(60)
+"""
+
+
+def test_the_walk_down_the_tree_finds_what_the_scan_of_every_process_finds():
+    """:func:`procwatch.descendants` walks each thread's ``children`` file; it finds the same
+    processes as the scan of every process's parent (the kernels without those files): a
+    grandchild, an orphan handed to a subreaper, a child of a thread that ended."""
+    if not procwatch._HAS_CHILDREN:
+        pytest.skip("this kernel lists no children per thread: the scan is the only way")
+    root = subprocess.Popen([sys.executable, "-c", _TREE], stdout=subprocess.PIPE, text=True)
+    try:
+        assert root.stdout.readline().strip() == "up"
+        end = time.monotonic() + 20
+        while len(procwatch._descendants_by_scan(root.pid)) < 4 and time.monotonic() < end:
+            time.sleep(0.05)  # the sleepers' interpreters starting
+        scanned = procwatch._descendants_by_scan(root.pid)
+        walked = procwatch.descendants(root.pid)
+        assert len(scanned) == 4 and sorted(walked) == sorted(scanned)
+        grandchild = [p for p in walked if procwatch._parents().get(p) not in (root.pid, None)]
+        assert len(grandchild) == 1 and walked.index(grandchild[0]) == 3  # nearest first
+    finally:
+        for pid in procwatch._descendants_by_scan(root.pid):
+            os.kill(pid, 9)
+        root.kill()
+        root.wait()
+
+
 def test_a_busy_process_is_stopped_with_all_its_threads_and_runs_again():
     code = ("import threading\n"
             "def spin():\n    while True: pass\n"
