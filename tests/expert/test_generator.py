@@ -567,3 +567,47 @@ def test_logs_get_a_fast_form_second_at_the_root_and_when_compute_bound():
     # a pointwise chain with a log has the parameter; one without has not
     assert gen.generate(request("log_softplus_chain", n=1))[0].params["tiles"]["r0"]["FASTLOG"] == 0
     assert "FASTLOG" not in gen.generate(request("elementwise_chain", n=1))[0].params["tiles"]["r0"]
+
+
+def _analyses():
+    """Analyses a parent's profile could give: each bottleneck kind, each finding the moves
+    know (an occupancy gap under one wave too), a GPU idle most of the call, the roofline."""
+    from kernelpro.records import EvalResult, TimingStats, Verdict
+
+    out = [None] + [Analysis(bottleneck=Bottleneck(kind=k, summary="s"), findings=()) for k in
+                    ("memory", "compute", "latency", "too_little_work", "unknown")]
+    out += [Analysis(bottleneck=None, findings=(finding(tool, "_kp_r0_kernel"),)) for tool in moves.FINDING_MOVES]
+    gap = Finding(tool="occupancy_gap", severity="high", title="t", message="m", action="a", estimated_gain=0.3,
+                  evidence={"waves_per_sm": 0.5})
+    idle = Analysis(bottleneck=Bottleneck(kind="latency", summary="s", evidence={"duration_us": 100.0, "kernels": 4}),
+                    findings=(gap,))
+    timed = TimingStats(median_ms=4.0, iqr_ms=0.0, mean_ms=4.0, min_ms=4.0, max_ms=4.0, cv=0.0, n=20,
+                        method="cuda_event+l2_flush")
+    return out + [idle], EvalResult(verdict=Verdict.CORRECT, timing=timed)
+
+
+@pytest.mark.parametrize("name", ["elementwise_chain", "softmax", "layernorm", "reduction_sum", "pooling",
+                                  "linear_relu_odd", "gemm_fp16_tanh", "split_softmax", "bmm_add", "scale_softmax_tanh"])
+def test_expandable_is_false_only_where_no_analysis_gives_a_child(name):
+    """``expandable`` (asked before a parent is profiled) is a promise: where it says False,
+    no analysis of the parent makes ``generate`` propose anything, so skipping the profile
+    loses no child. Checked over every analysis the moves react to, on the root's children as
+    parents, with only the parent tried, then with every neighbour ``expandable`` can see tried."""
+    analyses, result = _analyses()
+    gen = ExpertGenerator()
+    for device in ("cpu", "cuda"):
+        roots = gen.generate(request(name, device=device, n=4))
+        assert roots
+        for root in roots:
+            bare = ParentInfo(id="c0001", source=root.source, result=result, analysis=None, params=root.params)
+            rec = gen.recognition_for(request(name), root.params)
+            every = [p for p, _k, _o in gen._untried(request(name, device=device, parent=bare, tried=[root.params]),
+                                                     gen.proposals(request(name, device=device, parent=bare), rec,
+                                                                   every=True))]
+            for tried in ([root.params], [root.params] + every):
+                open_ = gen.expandable(request(name, device=device, parent=bare, tried=tried))
+                assert open_ is bool(every and tried == [root.params]), (device, root.description)
+                for analysis in analyses:
+                    parent = attrs.evolve(bare, analysis=analysis)
+                    drafts = gen.generate(request(name, device=device, parent=parent, tried=tried, n=1))
+                    assert open_ or not drafts, (device, root.description, analysis, drafts[0].description)

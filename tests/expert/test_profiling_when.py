@@ -13,7 +13,7 @@ pytest.importorskip("triton", reason="triton is not installed")
 
 from expert_problems import PROBLEMS  # noqa: E402
 from kernelpro import config as cfg  # noqa: E402
-from kernelpro.api import BottleneckClassifier, Collector  # noqa: E402
+from kernelpro.api import BottleneckClassifier, CandidateDraft, Collector, Generator  # noqa: E402
 from kernelpro.hookspecs import hookimpl  # noqa: E402
 from kernelpro.loop import optimize  # noqa: E402
 from kernelpro.plugins import Plugins  # noqa: E402
@@ -186,3 +186,50 @@ def test_a_child_of_a_profiled_parent_is_profiled_in_one_pass(tmp_path, monkeypa
             assert passes == [(1, False), (2, True)], (cid, passes)  # first generation: two passes
     notes = json.loads((run / "analyses" / f"{children[0]}.json").read_text())["notes"]
     assert any("counting: one pass" in n for n in notes), notes
+
+
+ASKED: list[tuple[str, bool]] = []
+GENERATED_FROM: list[str] = []
+
+
+class Variants(Generator):
+    """The reference as a candidate, a comment apart; no child of c0001 can exist, it says."""
+    name = "variants"
+
+    def generate(self, request):
+        parent = request.parent.id if request.parent else "root"
+        GENERATED_FROM.append(parent)
+        src = PROBLEMS["layernorm"] + f"\n# variant {len(GENERATED_FROM)} from {parent}\nclass ModelNew(Model):\n    pass\n"
+        return [CandidateDraft(source=src, generator=self.name, description=f"from {parent}")]
+
+    def expandable(self, request):
+        ASKED.append((request.parent.id, request.parent.analysis is None))
+        return request.parent.id != "c0001"
+
+
+def test_expand_skips_the_profile_of_a_parent_the_generator_cannot_refine(tmp_path):
+    """profiling.when = expand: before it profiles a parent to expand, the loop asks the
+    generator whether any profile could give it a child (``Generator.expandable``); where
+    not, the parent is closed unprofiled and never sent to ``generate``."""
+    PROFILED.clear(), ASKED.clear(), GENERATED_FROM.clear()
+    plugin = types.SimpleNamespace(
+        kernelpro_register_collectors=hookimpl(lambda register: register(CountingCollector)),
+        kernelpro_register_classifiers=hookimpl(lambda register: register(LabelClassifier)),
+        kernelpro_register_generators=hookimpl(lambda register: register(Variants)),
+    )
+    config = cfg.load_config(str(FAST), {
+        "device": "cpu", "budget": 4, "generator": {"name": "variants", "params": {}},
+        "profiling": {"enabled": True, "classifier": "label", "collectors": ["counting"], "when": "expand"}})
+    run = tmp_path / "run"
+    summary = optimize(parse_problem(PROBLEMS["layernorm"], name="layernorm"), config,
+                       Plugins(extra=[("variants", plugin)]), run, "cpu")
+    assert summary["evaluated"] == 4 and ("c0001", True) in ASKED
+    assert all(unprofiled for _id, unprofiled in ASKED)  # asked before any profile of it
+    assert "c0001" not in GENERATED_FROM
+    late = [json.loads(line) for line in (run / "profiles.jsonl").read_text().splitlines()]
+    assert ("c0001", "expanded") not in [(p["id"], p["why"]) for p in late]
+    expanded = {p["id"] for p in late if p["why"] == "expanded"}
+    assert expanded == set(GENERATED_FROM) - {"root"}  # the others were profiled, then refined
+    tree = {n["id"]: n for n in json.loads((run / "tree.json").read_text())["nodes"]}
+    assert tree["c0001"]["closed"] == "generator had nothing more to propose"
+    assert PROFILED.count("c0001") == (summary["best_id"] == "c0001")  # only as the winner, if it won

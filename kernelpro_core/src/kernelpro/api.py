@@ -41,7 +41,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from kernelpro.problem import Problem
 
 #: the API's version, "MAJOR.MINOR" (see the module's docstring)
-API_VERSION = "1.7"
+API_VERSION = "1.8"
 
 
 @attrs.frozen
@@ -132,6 +132,15 @@ class Generator(Plugin):
         problem is of no form the generator knows), or "" to say nothing (API 1.6). Asked
         when a run ends without a candidate, for its stop reason."""
         return ""
+
+    def expandable(self, request: GenerationRequest) -> bool:
+        """Whether :meth:`generate` could propose anything for ``request``'s parent, whatever
+        the parent's profile would say (API 1.8). With ``profiling.when: expand`` the loop
+        asks before it profiles a parent it is about to expand (``request.parent.analysis``
+        is None then) and, on False, closes the parent without the profile, which costs an
+        Nsight Compute pass. Answer False only when no analysis could change the answer;
+        the default, True, always profiles (an LLM can always propose)."""
+        return True
 
 
 class GenerationBudgetExhausted(Exception):

@@ -419,7 +419,8 @@ class Optimizer:
                     self._policy("release", self.tree, parent_id)
                     continue
                 try:
-                    drafts = self.generator.generate(self._request(parent_id))
+                    drafts = [] if self._nothing_whatever_the_profile(parent_id) else \
+                        self.generator.generate(self._request(parent_id))
                 except GenerationBudgetExhausted as exc:
                     self.stopped_because = f"generator budget exhausted: {exc}"
                     self._evaluate_batch(batch)
@@ -574,10 +575,23 @@ class Optimizer:
             self._pool = CompilePool(self.config.evaluator)
         return self._pool
 
-    def _request(self, parent_id: str) -> GenerationRequest:
+    def _nothing_whatever_the_profile(self, parent_id: str) -> bool:
+        """profiling.when = expand, a parent not yet profiled: whether the generator says no
+        profile of it could make it propose anything (``Generator.expandable``); the parent is
+        then closed without that profile (an Nsight Compute pass on the GPU)."""
+        if parent_id == ROOT or parent_id in self.analyses or self.results.get(parent_id) is None:
+            return False
+        if self.generator.expandable(self._request(parent_id, profile=False)):
+            return False
+        self.progress.message(f"{parent_id}: not profiled: generator {self.generator.name} has nothing to "
+                              "propose from it, whatever its profile says")
+        return True
+
+    def _request(self, parent_id: str, profile: bool = True) -> GenerationRequest:
         parent = None
         if parent_id != ROOT:
-            self._profile_late(parent_id, "expanded")
+            if profile:
+                self._profile_late(parent_id, "expanded")
             node = self.tree[parent_id]
             parent = ParentInfo(
                 id=parent_id,

@@ -236,7 +236,10 @@ class ExpertGenerator(Generator):
             return self.folded(problem.source, problem.digest)
         return self.recognition(problem.source, problem.digest)
 
-    def proposals(self, request: GenerationRequest, rec: Recognition) -> list[dict[str, Any]]:
+    def proposals(self, request: GenerationRequest, rec: Recognition, every: bool = False) -> list[dict[str, Any]]:
+        """The children of ``request``'s parent (the root's first candidates), in order.
+        ``every``: whatever the parent's analysis could say (a superset: every move on every
+        lowered region, a captured graph wherever graphs run, no stop at the roofline)."""
         cuda = request.device.startswith("cuda") and self.settings.cuda_graphs
         parent = request.parent
         if parent is None or not parent.params or "tiles" not in parent.params:
@@ -247,7 +250,7 @@ class ExpertGenerator(Generator):
             if folded is None:
                 return []
             rec = folded  # the subtree of a fold candidate indexes the folded regions
-        if moves.at_roofline(parent.analysis, self.settings.stop_at_roofline_fraction):
+        if not every and moves.at_roofline(parent.analysis, self.settings.stop_at_roofline_fraction):
             return []
         pool = []
         ids = region_ids(rec)
@@ -257,7 +260,9 @@ class ExpertGenerator(Generator):
         big = rec.io_bytes > self.settings.graph_root_max_bytes and not fp32_gemm
         plan = moves.plan(parent.analysis, list(parent.params["lower"]))
         idle = gpu_idle_ms(parent, rec.io_bytes, getattr(request.gpu, "dram_bandwidth_gbs", None)) if cuda else None
-        if idle is not None:
+        if every:
+            plan, big = [(m, None) for m in moves.ALL_MOVES], False
+        elif idle is not None:
             # the GPU idle most of the call: a captured graph first, whatever the forward's size
             # (its copies cost less than half the idle time)
             plan = [("graph", None)] + [item for item in plan if item[0] != "graph"]
@@ -340,13 +345,18 @@ class ExpertGenerator(Generator):
             return f"no kernel template fits the problem: {rec.reason}"
         return "every variant its templates offer for this problem was tried"
 
-    def generate(self, request: GenerationRequest) -> list[CandidateDraft]:
+    def expandable(self, request: GenerationRequest) -> bool:
+        """Whether some analysis of the parent could make :meth:`generate` propose a child
+        not tried yet: the moves are the templates' parameters, so a parent all of whose
+        neighbours were tried (a reduction's block sizes, all proposed at the root) is closed
+        without a profile."""
         rec = self.recognition(request.problem.source, request.problem.digest)
-        if not rec.ok:
-            return []
+        return rec.ok and next(self._untried(request, self.proposals(request, rec, every=True)), None) is not None
+
+    def _untried(self, request: GenerationRequest, pool: list[dict[str, Any]]):
+        """(params, key, recognition) of each proposal in ``pool`` not tried before, in order."""
         tried = {_key(p) for p in request.tried}
-        drafts = []
-        for params in self.proposals(request, rec):
+        for params in pool:
             key = _key(params)
             if key in tried:
                 continue
@@ -356,6 +366,14 @@ class ExpertGenerator(Generator):
             own = self.recognition_for(request, params)
             if own is None:
                 continue
+            yield params, key, own
+
+    def generate(self, request: GenerationRequest) -> list[CandidateDraft]:
+        rec = self.recognition(request.problem.source, request.problem.digest)
+        if not rec.ok:
+            return []
+        drafts = []
+        for params, key, own in self._untried(request, self.proposals(request, rec)):
             drafts.append(CandidateDraft(
                 source=render_candidate(request.problem.source, own, params),
                 generator=self.name,

@@ -101,6 +101,10 @@ BOTTLENECK_MOVES: dict[str, tuple[str, ...]] = {
 }
 DEFAULT_MOVES = ("wider", "smaller", "more_warps", "fewer_warps", "graph",
                  "precision", "deeper_k", "more_stages", "larger_tile", "fewer_stages", "persistent")
+#: every move a plan can hold, whatever the analysis (the expert's ``expandable``)
+ALL_MOVES = tuple(dict.fromkeys(
+    [m for ms in FINDING_MOVES.values() for m in ms] + [m for ms in BOTTLENECK_MOVES.values() for m in ms]
+    + ["more_programs", "more_warps", "larger_tile", "precision"] + list(DEFAULT_MOVES)))
 GEMM_ONLY = ("deeper_k", "more_stages", "fewer_stages", "larger_tile", "precision")
 STOP_TOOLS = ("at_roofline",)
 
