@@ -148,13 +148,20 @@ def test_a_judge_nobody_takes_ends_with_its_harnesses(warm, gelu_problem):
 def test_a_judge_started_ahead_of_a_baseline_job(warm, gelu_problem, session_dir, fast_config):
     """A bench's next problem starts with its baseline job: the judge started ahead for it
     is told ``preload`` and then ``warm`` before its job (on a CPU device the reference's
-    harness imports nothing then: it would compete with what is timed); the job and the
-    evaluations after it go as with any judge."""
+    harness imports nothing then: it would compete with what is timed). It waits for that
+    job alone: a candidate's evaluation meanwhile (another problem sharing the GPU) takes an
+    ordinary judge; the job and the evaluations after it go as with any judge."""
     runner.prestart_judge("cpu", runner.judge_env(), warm=False, baseline=True)
     (judge,) = _waiting()
     assert judge.preloaded and not judge.warmed  # told at once: CPU work only
-    runner.prestart_judge("cpu", runner.judge_env())  # the evaluation before it ended
-    assert judge.warmed and judge.preloaded
+    runner.prestart_judge("cpu", runner.judge_env(), baseline=True)  # the evaluation before it ended
+    assert judge.warmed and judge.preloaded and _waiting() == [judge]
+    runner.prestart_judge("cpu", runner.judge_env())  # the other problem's next candidate's
+    (other,) = [j for j in _waiting() if j is not judge]
+    assert not other.preloaded
+    between = warm(honest("same_ops"), gelu_problem, ahead=False)
+    assert between.verdict is Verdict.CORRECT, between.reason
+    assert other.workdir is not None and judge.workdir is None  # the ordinary one was taken
     base = runner.evaluate(gelu_problem, None, device="cpu", config=fast_config,
                            workdir=session_dir / "prestart_baseline", seed=0, prestart=True)
     assert base.verdict is Verdict.CORRECT, base.reason

@@ -487,7 +487,8 @@ PROCESS_LOGS = ("judge.log", "reference.log", "candidate.log")
 PROCESS_RECORDS = ("judge_rc", "reference_rc", "candidate_rc")
 
 
-#: judges started ahead, by key (device and environment): at most one each, MAX_SPARES in all
+#: judges started ahead, by key (device and environment): at most one each, MAX_SPARES in all;
+#: one told its job will be a baseline job waits under :func:`_baseline_slot` of its key
 _SPARES: dict[tuple[Any, ...], _JudgeProcess] = {}
 #: judges whose verdict is back and whose reference harness is still ending, by key
 _ENDING: dict[tuple[Any, ...], list[threading.Thread]] = {}
@@ -497,6 +498,14 @@ MAX_SPARES = 8
 
 def _spare_key(device: str, env: dict[str, str]) -> tuple[Any, ...]:
     return (device, sys.executable, tuple(sorted(env.items())))
+
+
+def _baseline_slot(key: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Where a judge started ahead for a baseline job waits: only a baseline job takes it.
+    Kept with the others, two problems sharing a GPU (``jobs_per_gpu``) lost it to the other
+    problem's next candidate, and every baseline job of a bench imported torch.compile's
+    stack on its own path (6-8 s in stage ``start``: docs/validation/throughput.md, session 36)."""
+    return (*key, "baseline")
 
 
 def _end_behind(judge: _JudgeProcess) -> None:
@@ -516,13 +525,17 @@ def _wait_ended(key: tuple[Any, ...], timeout_s: float = 60.0) -> None:
         t.join(max(0.0, end - time.monotonic()))
 
 
-def _take_spare(key: tuple[Any, ...]) -> _JudgeProcess | None:
-    with _SPARES_GUARD:
-        judge = _SPARES.pop(key, None)
-    if judge is not None and not judge.alive():
-        judge.discard()
-        return None
-    return judge
+def _take_spare(key: tuple[Any, ...], baseline: bool = False) -> _JudgeProcess | None:
+    """A judge started ahead under ``key``; for a baseline job (``baseline``) the one started
+    for it first."""
+    for slot in ([_baseline_slot(key)] if baseline else []) + [key]:
+        with _SPARES_GUARD:
+            judge = _SPARES.pop(slot, None)
+        if judge is not None and judge.alive():
+            return judge
+        if judge is not None:
+            judge.discard()
+    return None
 
 
 def prestart_judge(device: str, env: dict[str, str], warm: bool = True, baseline: bool = False) -> None:
@@ -535,11 +548,10 @@ def prestart_judge(device: str, env: dict[str, str], warm: bool = True, baseline
     when they end); a bench calls it when a problem ends, for the next one's baseline, and
     has the run's last evaluation do so with ``baseline``."""
     key = _spare_key(device, env)
+    slot = _baseline_slot(key) if baseline else key
     with _SPARES_GUARD:
-        waiting = _SPARES.get(key)
+        waiting = _SPARES.get(slot)
     if waiting is not None:
-        if baseline:
-            waiting.preload()
         if warm:
             waiting.warm()
         return
@@ -550,10 +562,10 @@ def prestart_judge(device: str, env: dict[str, str], warm: bool = True, baseline
         judge.warm()
     old: list[_JudgeProcess] = []
     with _SPARES_GUARD:
-        if key in _SPARES:  # another thread was quicker
+        if slot in _SPARES:  # another thread was quicker
             old.append(judge)
         else:
-            _SPARES[key] = judge
+            _SPARES[slot] = judge
         while len(_SPARES) > MAX_SPARES:
             oldest = min(_SPARES, key=lambda k: _SPARES[k].started)
             old.append(_SPARES.pop(oldest))
@@ -594,7 +606,7 @@ def _run_judge(job_path: Path, workdir: Path, env: dict[str, str], config: Evalu
             raise EvaluationStopped()
     key = _spare_key(device, env)
     _wait_ended(key)
-    judge = _take_spare(key) or _JudgeProcess.start(key, device, env)
+    judge = _take_spare(key, baseline=what == "reference") or _JudgeProcess.start(key, device, env)
     proc, channel = judge.proc, judge.channel
     progress.stage(f"{what}: start")
     with _RUNNING_GUARD:
