@@ -233,3 +233,40 @@ def test_expand_skips_the_profile_of_a_parent_the_generator_cannot_refine(tmp_pa
     tree = {n["id"]: n for n in json.loads((run / "tree.json").read_text())["nodes"]}
     assert tree["c0001"]["closed"] == "generator had nothing more to propose"
     assert PROFILED.count("c0001") == (summary["best_id"] == "c0001")  # only as the winner, if it won
+
+
+class Pairs(Generator):
+    """Two drafts an expansion, the reference a comment apart."""
+    name = "pairs"
+
+    def generate(self, request):
+        n = len(request.tried)
+        return [CandidateDraft(source=PROBLEMS["layernorm"] + f"\n# draft {n + k}\nclass ModelNew(Model):\n    pass\n",
+                               generator=self.name, description=f"draft {n + k}") for k in range(2)]
+
+
+def test_in_a_bench_the_last_evaluation_starts_the_next_baseline_judge_also_in_a_batch_of_two(tmp_path, monkeypatch):
+    """A bench's problem run (``next_problem``) tells its last evaluation that the next job is
+    another problem's baseline job (its judge started ahead imports torch.compile's stack).
+    The calls of a batch are made before any of them is recorded: counted from the records
+    alone, the last batch of two said so of neither, and every baseline job imported that
+    stack on its own path (session 35's bench: 6-8 s each)."""
+    from kernelpro.records import EvalResult, Verdict
+
+    flags = []
+
+    def fake_evaluate(problem_path, candidate_path, **kw):
+        if candidate_path is None:
+            return EvalResult(verdict=Verdict.CORRECT, reason="reference", timing=_stats(2.0), baseline=_stats(2.0),
+                              device="cpu")
+        flags.append((kw["prestart"], kw["next_is_baseline"]))
+        return EvalResult(verdict=Verdict.CORRECT, timing=_stats(1.0 + len(flags) / 10), baseline=_stats(2.0),
+                          device="cpu")
+
+    monkeypatch.setattr("kernelpro.evaluate.runner.evaluate", fake_evaluate)
+    plugin = types.SimpleNamespace(kernelpro_register_generators=hookimpl(lambda register: register(Pairs)))
+    config = cfg.load_config(str(FAST), {"device": "cpu", "budget": 4, "generator": {"name": "pairs", "params": {}},
+                                         "profiling": {"enabled": False}})
+    optimize(parse_problem(PROBLEMS["layernorm"], name="layernorm"), config, Plugins(extra=[("pairs", plugin)]),
+             tmp_path / "run", "cpu", next_problem=True)
+    assert flags == [(True, False), (True, False), (True, False), (True, True)]

@@ -470,7 +470,7 @@ class Optimizer:
                                                           "seconds": {"evaluate": 0.0, "profile": 0.0}})
                 continue
             by_id[pending["id"]] = pending
-            jobs.append(Job(id=pending["id"], fn=self._evaluate_call(pending, use_pool)))
+            jobs.append(Job(id=pending["id"], fn=self._evaluate_call(pending, use_pool, ahead=len(jobs))))
         for outcome in self.executor.run(jobs):
             pending = by_id[outcome.id]
             failed = failed or self._record(pending, self._outcome_value(outcome, pending["id"]))
@@ -491,8 +491,12 @@ class Optimizer:
     def _language(self, cid: str, stored: str | None = None) -> str:
         return stored or detect_language(self.run.source_path(cid).read_text())
 
-    def _evaluate_call(self, pending: dict[str, Any], use_pool: bool) -> EvaluateCall:
+    def _evaluate_call(self, pending: dict[str, Any], use_pool: bool, ahead: int = 0) -> EvaluateCall:
+        """``ahead``: candidates of the same batch before this one (not yet recorded): with
+        them counted, the run's last evaluation is the one that starts the judge of the next
+        problem's baseline job (a bench), also where the last batch holds two."""
         cid = pending["id"]
+        done = len(self.records) + ahead
         path = self.run.source_path(cid)
         compiled = self._compile_pool().submit(path) if use_pool else None
         profile = self._profile_call(cid, parent=pending.get("parent")) \
@@ -501,8 +505,8 @@ class Optimizer:
                             self.config.seed, list(self.measurements), build_dir=self.run.build_dir(cid),
                             language=self._language(cid, pending.get("language")),
                             reference_flops=self._reference_flops(), compiled=compiled, profile=profile,
-                            ceilings=self.gpu, prestart=self.next_problem or len(self.records) + 1 < self.config.budget,
-                            next_is_baseline=self.next_problem and len(self.records) + 1 >= self.config.budget,
+                            ceilings=self.gpu, prestart=self.next_problem or done + 1 < self.config.budget,
+                            next_is_baseline=self.next_problem and done + 1 >= self.config.budget,
                             measure_max_ms=self._measure_max_ms(), reference_history=self._reference_history(),
                             reference_history_file=str(self.run.reference_history_path) if self.measurements else None)
 

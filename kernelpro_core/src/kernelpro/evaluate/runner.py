@@ -502,9 +502,10 @@ def _spare_key(device: str, env: dict[str, str]) -> tuple[Any, ...]:
 
 def _baseline_slot(key: tuple[Any, ...]) -> tuple[Any, ...]:
     """Where a judge started ahead for a baseline job waits: only a baseline job takes it.
-    Kept with the others, two problems sharing a GPU (``jobs_per_gpu``) lost it to the other
-    problem's next candidate, and every baseline job of a bench imported torch.compile's
-    stack on its own path (6-8 s in stage ``start``: docs/validation/throughput.md, session 36)."""
+    Kept with the others, two problems sharing a GPU (``jobs_per_gpu``) could lose it to the
+    other problem's next candidate (seen in session 35's call G1: that candidate's evaluation
+    imported torch.compile's stack for nothing, and the baseline job did so again on its own
+    path; docs/validation/throughput.md, session 36)."""
     return (*key, "baseline")
 
 
