@@ -347,9 +347,9 @@ class ExpertGenerator(Generator):
 
     def expandable(self, request: GenerationRequest) -> bool:
         """Whether some analysis of the parent could make :meth:`generate` propose a child
-        not tried yet: the moves are the templates' parameters, so a parent all of whose
-        neighbours were tried (a reduction's block sizes, all proposed at the root) is closed
-        without a profile."""
+        not tried yet: the moves are the templates' parameters, so a parent with no neighbour
+        left (the reference's own ops in a captured graph: no region to move, the graph on) is
+        closed without a profile."""
         rec = self.recognition(request.problem.source, request.problem.digest)
         return rec.ok and next(self._untried(request, self.proposals(request, rec, every=True)), None) is not None
 
