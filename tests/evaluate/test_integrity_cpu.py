@@ -62,8 +62,13 @@ def test_reaching_for_the_reference_changes_nothing(run_eval, gelu_problem_large
     # 2.6x for the same work once, with four test runs sharing two cores)
     result = run_eval(cheater(name), gelu_problem_large, rep_ms=100, min_reps=20, max_reps=40, timeout_s=240)
     assert result.verdict is Verdict.CORRECT, result.reason
-    # the same work as the reference: no real speedup (a 20 ms sleep per reference call would be 10x or more)
-    assert result.speedup < 2.0, (result.speedup, result.timing, result.baseline)
+    # the same work as the reference: no real speedup. Each cheat adds a 20 ms sleep to every
+    # reference call, 10x or more on this 2-ms problem, so it shows in the fastest calls too,
+    # which a loaded machine's stalls do not reach (the CI's 2 cores once doubled the
+    # reference's median, 1.8 -> 3.7 ms, with its fastest call still 1.8 ms: 2.17x by medians)
+    fastest = result.baseline.min_ms / result.timing.min_ms
+    assert fastest < 2.0, (fastest, result.timing, result.baseline)
+    assert result.speedup < 5.0, (result.speedup, result.timing, result.baseline)
 
 
 def test_a_thread_left_working_is_seen_from_outside(run_eval, gelu_problem_large):
