@@ -1243,3 +1243,44 @@ def test_a_set_shed_after_timing_began_gives_its_calls_the_first_set():
 
     fake = SimpleNamespace(input_sets=[[torch.zeros(2)], judge.Redraw(2, False), [torch.ones(2)]])
     assert [judge.Judge.timed_set(fake, j) for j in range(3)] == [0, 0, 2]
+
+
+def test_compare_s_all_finite_path_gives_the_general_path_s_numbers_bit_for_bit(monkeypatch):
+    """The pieces where every value is finite take a shorter path (fewer kernels, one read-back):
+    every verdict, count, largest error, message and example must be those of the general path,
+    across dtypes, pieces, non-finite values, values at the tolerance's edge and stop_early."""
+    monkeypatch.setattr(compare, "CHUNK", 257)
+    tols = {"float32": (1e-4, 1e-4), "float16": (1e-2, 1e-2), "bfloat16": (1e-2, 1e-2),
+            "float64": (1e-6, 1e-5)}
+    g = torch.Generator().manual_seed(7)
+    cases = 0
+    for dtype in (torch.float32, torch.float16, torch.bfloat16, torch.float64):
+        atol, rtol = tols[str(dtype).replace("torch.", "")]
+        for trial in range(40):
+            n = [1, 100, 257, 1000, 1500][trial % 5]
+            ref = (torch.randn(n, generator=g, dtype=torch.float64) * 10 ** (trial % 4 - 1)).to(dtype)
+            cand = ref.clone()
+            k = trial % 8
+            if k >= 1:  # a few values off by about the tolerance, either side of it
+                idx = torch.randint(0, n, (max(1, n // 50),), generator=g)
+                r64 = ref[idx].to(torch.float64)
+                edge = atol + rtol * r64.abs()
+                scale = torch.rand(idx.numel(), generator=g, dtype=torch.float64) * 2
+                cand[idx] = (r64 + edge * (scale if k != 2 else 1.0)).to(dtype)
+            if k in (3, 4):  # non-finite values on one side or both
+                cand[n // 2] = float("nan") if k == 3 else float("inf")
+            if k == 4:
+                ref[n // 3] = float("-inf")
+                cand[n // 3] = float("-inf")
+            if k == 5:
+                ref[0] = float("nan")
+            if dtype == torch.float64 and k == 6:  # a float64 difference that overflows
+                ref[-1], cand[-1] = 1.7e308, -1.7e308
+            for early in (False, True):
+                fast = compare.compare(cand, ref, tols, stop_early=early)
+                with monkeypatch.context() as m:
+                    m.setattr(compare, "_piece", lambda c, r, a, t, f: compare._piece_general(c, r, a, t, f))
+                    general = compare.compare(cand, ref, tols, stop_early=early)
+                assert fast == general, (dtype, trial, early, fast, general)
+                cases += not fast.ok
+    assert cases > 100  # most cases fail somewhere: the example and counts are compared too
