@@ -611,3 +611,36 @@ def test_expandable_is_false_only_where_no_analysis_gives_a_child(name):
                     parent = attrs.evolve(bare, analysis=analysis)
                     drafts = gen.generate(request(name, device=device, parent=parent, tried=tried, n=1))
                     assert open_ or not drafts, (device, root.description, analysis, drafts[0].description)
+
+
+@pytest.mark.parametrize("name", ["elementwise_chain", "softmax", "reduction_sum", "pooling", "gemm_fp16_tanh"])
+def test_a_parent_whose_time_alone_reaches_its_roofline_is_closed_before_its_profile(name):
+    """The evaluator's least time for the problem (its minimum bytes and FLOPs at the GPU's
+    ceilings) over the parent's call: at the generator's stop fraction or above, no analysis
+    gives a child and ``expandable`` says so before any profile; below it, the parent is
+    refined as before. A call faster than the FLOPs' part counts against the bytes' part."""
+    from kernelpro.records import EvalResult, TimingStats, Verdict
+
+    def result(call_ms, memory_ms, compute_ms):
+        timed = TimingStats(median_ms=call_ms, iqr_ms=0.0, mean_ms=call_ms, min_ms=call_ms, max_ms=call_ms, cv=0.0,
+                            n=20, method="cuda_event+l2_flush")
+        notes = {"min_traffic_bound_ms": max(memory_ms, compute_ms), "min_traffic_memory_ms": memory_ms,
+                 "min_traffic_compute_ms": compute_ms, "min_traffic_bound_calibrated": 0.0}
+        return EvalResult(verdict=Verdict.CORRECT, timing=timed, measurements={"evaluator": notes})
+
+    analyses, _ = _analyses()
+    gen = ExpertGenerator()  # stop_at_roofline_fraction 0.85
+    cases = [(result(4.0, 3.6, 0.0), True), (result(4.0, 1.0, 3.5), True),  # 0.90, 0.875 of the least time
+             (result(4.0, 3.2, 0.0), False),  # 0.80
+             (result(4.0, 1.0, 5.0), False)]  # faster than its FLOPs' part: 1.0 / 4.0 of the bytes' part
+    for device in ("cpu", "cuda"):
+        root = gen.generate(request(name, device=device, n=1))[0]
+        for res, closed in cases:
+            parent = ParentInfo(id="c0001", source=root.source, result=res, analysis=None, params=root.params)
+            ask = request(name, device=device, parent=parent, tried=[root.params], n=1)
+            assert gen.expandable(ask) is not closed, (device, res.measurements)
+            assert bool(gen.generate(ask)) is not closed
+            if closed:
+                for analysis in analyses:
+                    assert not gen.generate(request(name, device=device, parent=attrs.evolve(parent, analysis=analysis),
+                                                    tried=[root.params], n=1))

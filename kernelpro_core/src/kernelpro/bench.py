@@ -252,19 +252,15 @@ def problem_row(problem: SuiteProblem, run_dir: Path, error: str | None = None) 
 
 
 def _min_traffic_fraction(row: dict[str, Any], notes: dict[str, Any], ms: float) -> None:
-    """The problem's least time (its minimum bytes and the reference's FLOPs at the GPU's
-    ceilings) over ``ms``. A time below the FLOPs' part proves those FLOPs are not the
-    problem's least (an algebraic rewrite does less arithmetic): the fraction is then over
-    the bytes' part alone (``min_traffic_bytes_only``), so that no honest time reads above
-    100 %."""
-    bound = notes.get("min_traffic_bound_ms")
-    if not bound:
+    """The problem's least time over ``ms`` (:func:`kernelpro.evaluate.bounds.least_time_fraction`)."""
+    from kernelpro.evaluate.bounds import least_time_fraction
+
+    got = least_time_fraction(notes, ms)
+    if got is None:
         return
-    memory, compute = notes.get("min_traffic_memory_ms"), notes.get("min_traffic_compute_ms")
-    if memory is not None and compute and ms < compute and compute > memory:
-        row["min_traffic_fraction"], row["min_traffic_bytes_only"] = memory / ms, True
-    else:
-        row["min_traffic_fraction"] = bound / ms
+    row["min_traffic_fraction"] = got[0]
+    if got[1]:
+        row["min_traffic_bytes_only"] = True
     row["min_traffic_calibrated"] = bool(notes.get("min_traffic_bound_calibrated"))
 
 

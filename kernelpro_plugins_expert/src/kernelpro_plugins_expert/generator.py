@@ -239,7 +239,8 @@ class ExpertGenerator(Generator):
     def proposals(self, request: GenerationRequest, rec: Recognition, every: bool = False) -> list[dict[str, Any]]:
         """The children of ``request``'s parent (the root's first candidates), in order.
         ``every``: whatever the parent's analysis could say (a superset: every move on every
-        lowered region, a captured graph wherever graphs run, no stop at the roofline)."""
+        lowered region, a captured graph wherever graphs run, no stop at the roofline a profile
+        could show; the stop its time shows stays)."""
         cuda = request.device.startswith("cuda") and self.settings.cuda_graphs
         parent = request.parent
         if parent is None or not parent.params or "tiles" not in parent.params:
@@ -250,7 +251,11 @@ class ExpertGenerator(Generator):
             if folded is None:
                 return []
             rec = folded  # the subtree of a fold candidate indexes the folded regions
-        if not every and moves.at_roofline(parent.analysis, self.settings.stop_at_roofline_fraction):
+        # the stop at the roofline: by the parent's time alone (whatever a profile says: its
+        # bytes are at least the minimum, its kernels' time at most its call's), or by its profile
+        threshold = self.settings.stop_at_roofline_fraction
+        if moves.near_least_time(parent.result, threshold) or (not every and moves.at_roofline(parent.analysis,
+                                                                                               threshold)):
             return []
         pool = []
         ids = region_ids(rec)
@@ -349,7 +354,7 @@ class ExpertGenerator(Generator):
         """Whether some analysis of the parent could make :meth:`generate` propose a child
         not tried yet: the moves are the templates' parameters, so a parent with no neighbour
         left (the reference's own ops in a captured graph: no region to move, the graph on) is
-        closed without a profile."""
+        closed without a profile, and so is one whose time alone puts it at its roofline."""
         rec = self.recognition(request.problem.source, request.problem.digest)
         return rec.ok and next(self._untried(request, self.proposals(request, rec, every=True)), None) is not None
 

@@ -41,7 +41,9 @@ no analysis (profiling off, CPU)                        wider, smaller, more_war
                                                         precision, deeper_k, more_stages, larger_tile,
                                                         fewer_stages, persistent
 at_roofline finding, or roofline_fraction >= the        stop: no children for this node
-generator's ``stop_at_roofline_fraction``
+generator's ``stop_at_roofline_fraction``, or the
+evaluator's least time over the call's (minimum
+traffic at the GPU's ceilings) >= that fraction
 =====================================================  ==================================
 
 GEMM tiles read the moves as: smaller / more_programs = halve the longer of BLOCK_M and
@@ -68,6 +70,7 @@ import copy
 from typing import Any
 
 from kernelpro.api import Analysis
+from kernelpro.evaluate.bounds import least_time_fraction
 from kernelpro_plugins_expert.render import GEMM_SMEM_BYTES, SPACE, gemm_smem_bytes
 
 FINDING_MOVES: dict[str, tuple[str, ...]] = {
@@ -116,6 +119,18 @@ def at_roofline(analysis: Analysis | None, threshold: float) -> bool:
         return True
     b = analysis.bottleneck
     return b is not None and b.roofline_fraction is not None and b.roofline_fraction >= threshold
+
+
+def near_least_time(result: Any, threshold: float) -> bool:
+    """Whether a candidate's call (its evaluation ``result``) takes at most ``1 / threshold``
+    of the problem's least time by the evaluator's minimum-traffic bound: no profile needed,
+    and no profile could read it below its roofline, since the bytes it moves are at least
+    the minimum and its kernels' time at most its call's."""
+    if result is None or getattr(result, "timing", None) is None:
+        return False
+    notes = (getattr(result, "measurements", None) or {}).get("evaluator") or {}
+    got = least_time_fraction(notes, result.timing.median_ms)
+    return got is not None and got[0] >= threshold
 
 
 def plan(analysis: Analysis | None, region_ids: list[str],
