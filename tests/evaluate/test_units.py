@@ -1245,10 +1245,13 @@ def test_a_set_shed_after_timing_began_gives_its_calls_the_first_set():
     assert [judge.Judge.timed_set(fake, j) for j in range(3)] == [0, 0, 2]
 
 
-def test_compare_s_all_finite_path_gives_the_general_path_s_numbers_bit_for_bit(monkeypatch):
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+def test_compare_s_all_finite_path_gives_the_general_path_s_numbers_bit_for_bit(monkeypatch, device):
     """The pieces where every value is finite take a shorter path (fewer kernels, one read-back):
     every verdict, count, largest error, message and example must be those of the general path,
-    across dtypes, pieces, non-finite values, values at the tolerance's edge and stop_early."""
+    across dtypes, pieces, non-finite values, values at the tolerance's edge and stop_early (on
+    a GPU too: the shorter path reads a NaN or Inf from the largest distance, which its
+    reductions must propagate as the CPU's do)."""
     monkeypatch.setattr(compare, "CHUNK", 257)
     tols = {"float32": (1e-4, 1e-4), "float16": (1e-2, 1e-2), "bfloat16": (1e-2, 1e-2),
             "float64": (1e-6, 1e-5)}
@@ -1276,6 +1279,7 @@ def test_compare_s_all_finite_path_gives_the_general_path_s_numbers_bit_for_bit(
                 ref[0] = float("nan")
             if dtype == torch.float64 and k == 6:  # a float64 difference that overflows
                 ref[-1], cand[-1] = 1.7e308, -1.7e308
+            cand, ref = cand.to(device), ref.to(device)
             for early in (False, True):
                 fast = compare.compare(cand, ref, tols, stop_early=early)
                 with monkeypatch.context() as m:
