@@ -337,7 +337,10 @@ def test_an_expanded_output_pays_for_the_elements_it_stands_for(run_eval):
     (measured on the CPU: 2.6-2.9x before, 1.06-1.27x after)."""
     result = run_eval(cheater("expanded_output"), problem("row_sums_repeated"), rep_ms=40, min_reps=10)
     assert result.verdict is Verdict.CORRECT, result.reason
-    assert result.speedup < 1.8, (result.speedup, result.runtime_ms, result.baseline_ms)
+    # by the fastest calls, which a loaded machine's stalls do not reach (they doubled a
+    # reference's median on the CI's 2 cores once); the untimed copy sped up every call
+    fastest = result.baseline.min_ms / result.timing.min_ms
+    assert fastest < 1.8, (fastest, result.speedup, result.timing, result.baseline)
 
 
 def test_renicing_the_reference_is_denied_or_caught(run_eval, gelu_problem):
