@@ -41,7 +41,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from kernelpro.problem import Problem
 
 #: the API's version, "MAJOR.MINOR" (see the module's docstring)
-API_VERSION = "1.8"
+API_VERSION = "1.9"
 
 
 @attrs.frozen
@@ -548,6 +548,26 @@ def gpu_spec_matches(spec: GpuSpec, device_name: str, arch: str = "") -> bool:
     return _match_strength(spec, device_name, arch) is not None
 
 
+# --- Reading an evaluation -----------------------------------------------------------------
+
+
+def least_time_fraction(notes: Mapping[str, Any], ms: float) -> tuple[float, bool] | None:
+    """(fraction, bytes_only): the problem's least time by the evaluator's minimum-traffic
+    bound (the ``min_traffic_*`` notes of an evaluation, ``EvalResult.measurements
+    ["evaluator"]``: its minimum bytes and FLOPs at the GPU's ceilings) over a call of ``ms``;
+    None without the bound (a CPU evaluation, a GPU with no spec). A time below the FLOPs'
+    part proves those FLOPs are not the problem's least (an algebraic rewrite does less
+    arithmetic): the fraction is then over the bytes' part alone (``bytes_only``), so that no
+    honest time reads above 100 %. API 1.9."""
+    bound = notes.get("min_traffic_bound_ms")
+    if not bound or not ms or ms <= 0:
+        return None
+    memory, compute = notes.get("min_traffic_memory_ms"), notes.get("min_traffic_compute_ms")
+    if memory is not None and compute and ms < compute and compute > memory:
+        return float(memory) / ms, True
+    return float(bound) / ms, False
+
+
 # --- The rest of the public surface ---------------------------------------------------------
 
 from kernelpro.evaluate.forward import command as forward_command  # noqa: E402
@@ -592,4 +612,5 @@ __all__ = [
     "Verdict", "TimingStats", "CompileResult", "CorrectnessResult", "EvalResult", "CandidateDraft",
     "KernelProfile", "ProfileData", "Bottleneck", "BOTTLENECK_KINDS", "Finding", "SEVERITIES",
     "Analysis", "GpuSpec", "BUILTIN_GPU_SPECS", "gpu_spec_matches", "to_json", "from_json",
+    "least_time_fraction",
 ]

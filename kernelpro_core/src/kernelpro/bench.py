@@ -252,8 +252,8 @@ def problem_row(problem: SuiteProblem, run_dir: Path, error: str | None = None) 
 
 
 def _min_traffic_fraction(row: dict[str, Any], notes: dict[str, Any], ms: float) -> None:
-    """The problem's least time over ``ms`` (:func:`kernelpro.evaluate.bounds.least_time_fraction`)."""
-    from kernelpro.evaluate.bounds import least_time_fraction
+    """The problem's least time over ``ms`` (:func:`kernelpro.api.least_time_fraction`)."""
+    from kernelpro.api import least_time_fraction
 
     got = least_time_fraction(notes, ms)
     if got is None:

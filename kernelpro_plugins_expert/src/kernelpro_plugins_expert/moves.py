@@ -69,8 +69,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from kernelpro.api import Analysis
-from kernelpro.evaluate.bounds import least_time_fraction
+from kernelpro.api import Analysis, least_time_fraction
 from kernelpro_plugins_expert.render import GEMM_SMEM_BYTES, SPACE, gemm_smem_bytes
 
 FINDING_MOVES: dict[str, tuple[str, ...]] = {

@@ -15,7 +15,7 @@ a rejection.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any
 
 import attrs
 import torch
@@ -87,17 +87,3 @@ def gpu_spec_for(name: str) -> Any | None:
     # the same rule as the plugins' table, over the built-in specs the judge can see
     return choose(((spec, "core_gpus") for spec in SPECS), name)[0]
 
-
-def least_time_fraction(notes: Mapping[str, Any], ms: float) -> tuple[float, bool] | None:
-    """(fraction, bytes_only): the problem's least time by the evaluator's minimum-traffic
-    bound (``min_traffic_*`` notes of an evaluation) over a call of ``ms``; None without the
-    bound. A time below the FLOPs' part proves those FLOPs are not the problem's least (an
-    algebraic rewrite does less arithmetic): the fraction is then over the bytes' part
-    alone (``bytes_only``), so that no honest time reads above 100 %."""
-    bound = notes.get("min_traffic_bound_ms")
-    if not bound or not ms or ms <= 0:
-        return None
-    memory, compute = notes.get("min_traffic_memory_ms"), notes.get("min_traffic_compute_ms")
-    if memory is not None and compute and ms < compute and compute > memory:
-        return float(memory) / ms, True
-    return float(bound) / ms, False
