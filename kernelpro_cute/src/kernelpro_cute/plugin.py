@@ -12,7 +12,7 @@ from kernelpro_cute.heuristics import CutePresetHeuristic
 from kernelpro_cute.tools import TOOLS
 
 #: the KernelPro plugin API this plugin is written for (checked when it loads)
-KERNELPRO_API_VERSION = "1.8"
+KERNELPRO_API_VERSION = "1.9"
 
 
 @hookimpl

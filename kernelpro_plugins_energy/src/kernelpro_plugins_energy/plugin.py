@@ -17,7 +17,7 @@ from kernelpro_plugins_energy.twophase import NAME as TWO_PHASE, EnergyTwoPhase
 #: the KernelPro plugin API this plugin is written for (checked when it loads):
 #: 1.2 for ``build_search_policy`` (the two-phase search runs another policy in phase 1),
 #: 1.5 for ``Measurement.measure_reference`` (the reference pooled with earlier windows)
-KERNELPRO_API_VERSION = "1.8"
+KERNELPRO_API_VERSION = "1.9"
 
 
 @hookimpl

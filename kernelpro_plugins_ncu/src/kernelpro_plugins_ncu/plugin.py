@@ -12,7 +12,7 @@ from kernelpro_plugins_ncu.llm_tool import FetchMetrics
 from kernelpro_plugins_ncu.micro import ALL_MICRO_PROFILERS
 
 #: the KernelPro plugin API this plugin is written for (checked when it loads)
-KERNELPRO_API_VERSION = "1.8"
+KERNELPRO_API_VERSION = "1.9"
 
 
 @hookimpl

@@ -9,7 +9,7 @@ from kernelpro_plugins_nsys.collector import TimelineCollector
 from kernelpro_plugins_nsys.micro import MICRO_PROFILERS
 
 #: the KernelPro plugin API this plugin is written for (checked when it loads)
-KERNELPRO_API_VERSION = "1.8"
+KERNELPRO_API_VERSION = "1.9"
 
 
 @hookimpl

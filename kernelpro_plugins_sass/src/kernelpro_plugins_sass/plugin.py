@@ -9,7 +9,7 @@ from kernelpro_plugins_sass.llm_tool import ShowSass
 from kernelpro_plugins_sass.profilers import ALL as MICRO_PROFILERS
 
 #: the KernelPro plugin API this plugin is written for (checked when it loads)
-KERNELPRO_API_VERSION = "1.8"
+KERNELPRO_API_VERSION = "1.9"
 
 
 @hookimpl

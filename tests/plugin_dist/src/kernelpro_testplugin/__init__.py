@@ -16,7 +16,7 @@ import attrs
 from kernelpro.api import CandidateDraft, Generator, Measurement, Reward, hookimpl
 
 #: the KernelPro plugin API this plugin is written for (checked when it loads)
-KERNELPRO_API_VERSION = "1.8"
+KERNELPRO_API_VERSION = "1.9"
 
 if os.environ.get("KERNELPRO_TESTPLUGIN_FAIL"):
     raise ImportError("kernelpro_testplugin was asked to fail (KERNELPRO_TESTPLUGIN_FAIL)")
