@@ -122,9 +122,9 @@ def at_roofline(analysis: Analysis | None, threshold: float) -> bool:
 
 def near_least_time(result: Any, threshold: float) -> bool:
     """Whether a candidate's call (its evaluation ``result``) takes at most ``1 / threshold``
-    of the problem's least time by the evaluator's minimum-traffic bound: no profile needed,
-    and no profile could read it below its roofline, since the bytes it moves are at least
-    the minimum and its kernels' time at most its call's."""
+    of the problem's least time by the evaluator's minimum-traffic bound: no profile needed.
+    Against the same ceilings a profile would put its kernels at least as close to their
+    roofline: the bytes they move are at least the minimum, their time at most the call's."""
     if result is None or getattr(result, "timing", None) is None:
         return False
     notes = (getattr(result, "measurements", None) or {}).get("evaluator") or {}

@@ -86,4 +86,3 @@ def gpu_spec_for(name: str) -> Any | None:
 
     # the same rule as the plugins' table, over the built-in specs the judge can see
     return choose(((spec, "core_gpus") for spec in SPECS), name)[0]
-
