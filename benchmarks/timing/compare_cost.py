@@ -15,9 +15,9 @@ Compares a candidate's output with the reference's the way the judge does
 Cases: ``equal`` (the candidate's output within the tolerance everywhere) and ``off`` (a
 thousandth of its values off by ten times the tolerance: the failing path, with its example).
 For each: the median seconds (synchronized), and from one profiled call the number of
-device kernels (``--device cuda``) or of ATen operators (CPU), and the number of times the
-host waited on the device (``cudaStreamSynchronize``/``cudaMemcpy`` device-to-host, CUDA
-only). The two paths' Comparisons must be equal, else it exits 1.
+device kernels (``--device cuda``) or of ATen operators (CPU), and the number of
+``cudaStreamSynchronize`` and ``cudaMemcpy*`` calls (CUDA only: every read-back of a number
+is one; copies the other way would count too, and a comparison on one device makes none). The two paths' Comparisons must be equal, else it exits 1.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def _counts(fn, device: str) -> dict[str, int]:
         kernels = sum(1 for e in events if getattr(e, "device_type", None) == torch.autograd.DeviceType.CUDA)
         waits = sum(1 for e in events if e.name in ("cudaStreamSynchronize", "cudaMemcpyAsync")
                     or e.name.startswith("cudaMemcpy"))
-        return {"kernels": kernels, "host_waits": waits}
+        return {"kernels": kernels, "sync_and_copy_calls": waits}
     return {"aten_ops": sum(1 for e in events if e.name.startswith("aten::"))}
 
 
