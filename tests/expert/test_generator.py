@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import json
 
 import attrs
 import pytest
@@ -644,3 +645,62 @@ def test_a_parent_whose_time_alone_reaches_its_roofline_is_closed_before_its_pro
                 for analysis in analyses:
                     assert not gen.generate(request(name, device=device, parent=attrs.evolve(parent, analysis=analysis),
                                                     tried=[root.params], n=1))
+
+
+
+ENERGY_GOAL = "Least GPU energy per call at matched speed."
+
+
+def _same(params):
+    return json.dumps(params, sort_keys=True)
+
+
+@pytest.mark.parametrize("name", ["elementwise_chain", "softmax", "reduction_sum", "pooling", "gemm_fp16_tanh"])
+def test_at_its_roofline_a_parent_still_gets_the_energy_levers_when_the_reward_ranks_energy(name):
+    """At the roofline (by its time alone, or by its profile) a parent is closed for speed;
+    when the request carries a reward's goal (energy), it is refined with the energy levers
+    only: an energy finding's moves first, then larger_tile, wider, fewer_warps, persistent;
+    never a captured graph or more programs. ``expandable`` keeps its promise there too."""
+    from kernelpro.records import EvalResult, TimingStats, Verdict
+
+    timed = TimingStats(median_ms=4.0, iqr_ms=0.0, mean_ms=4.0, min_ms=4.0, max_ms=4.0, cv=0.0, n=20,
+                        method="cuda_event+l2_flush")
+    at_time = EvalResult(verdict=Verdict.CORRECT, timing=timed, measurements={"evaluator": {
+        "min_traffic_bound_ms": 3.6, "min_traffic_memory_ms": 3.6, "min_traffic_compute_ms": 0.0,
+        "min_traffic_bound_calibrated": 0.0}})  # 0.90 of the least time
+    plain = EvalResult(verdict=Verdict.CORRECT, timing=timed)
+    roof_b = Bottleneck(kind="memory", summary="s", roofline_fraction=0.9)
+    roof = Analysis(bottleneck=roof_b, findings=(finding("at_roofline"),))
+    analyses, _ = _analyses()
+    gen = ExpertGenerator()
+    for device in ("cpu", "cuda"):
+        root = gen.generate(request(name, device=device, n=1))[0]
+        rec = gen.recognition_for(request(name), root.params)
+        levers = {_same(p) for m in moves.ENERGY_MOVES for p in moves.apply(m, None, root.params)}
+        for res, analysis in ((at_time, None), (plain, roof)):
+            parent = ParentInfo(id="c0001", source=root.source, result=res, analysis=analysis, params=root.params)
+            speed = request(name, device=device, parent=parent, tried=[root.params], n=8)
+            assert not gen.generate(speed)
+            energy = attrs.evolve(speed, goal=ENERGY_GOAL)
+            drafts = gen.generate(energy)
+            assert drafts and gen.expandable(energy), (device, root.description)
+            # each child is one energy lever away from the parent
+            assert all(_same(d.params) in levers for d in drafts), (device, [d.description for d in drafts])
+        # an energy finding's own move leads
+        for tool in moves.ENERGY_TOOLS:
+            firsts = moves.apply(moves.FINDING_MOVES[tool][0], "r0", root.params)
+            if not firsts:  # the move leaves this tile's space
+                continue
+            told = Analysis(bottleneck=roof_b, findings=(finding("at_roofline"), finding(tool, "_kp_r0_kernel")))
+            parent = ParentInfo(id="c0001", source=root.source, result=plain, analysis=told, params=root.params)
+            ask = attrs.evolve(request(name, device=device, parent=parent, tried=[root.params], n=1), goal=ENERGY_GOAL)
+            got = gen.generate(ask)
+            assert got and _same(got[0].params) == _same(firsts[0]), (device, tool)
+        # the promise: where expandable says no, no analysis gives a child
+        bare = ParentInfo(id="c0001", source=root.source, result=at_time, analysis=None, params=root.params)
+        ask = attrs.evolve(request(name, device=device, parent=bare, tried=[root.params]), goal=ENERGY_GOAL)
+        every = [p for p, _k, _o in gen._untried(ask, gen.proposals(ask, rec, every=True))]
+        closed = attrs.evolve(ask, tried=tuple([root.params] + every))
+        assert not gen.expandable(closed)
+        for analysis in analyses + [roof]:
+            assert not gen.generate(attrs.evolve(closed, parent=attrs.evolve(bare, analysis=analysis), n=1))

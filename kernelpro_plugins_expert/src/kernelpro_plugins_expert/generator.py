@@ -25,7 +25,9 @@ analysis (:mod:`.moves`) and proposes the children of the node's parameters that
 never tried in this run; where the node's timed call left the GPU idle for most of it (its
 time less its profiled kernels' durations: :func:`gpu_idle_ms`), the CUDA-graph child comes
 first, whatever the forward's size. When the node sits at the roofline it proposes nothing, so the
-search closes that node. When the reference cannot be recognized (no trace), it
+search closes that node, unless the run's reward ranks energy (a ``goal`` in the request):
+then only the energy levers are proposed there (:func:`.moves.energy_plan`), the moves that
+keep the algorithm and change the traffic, the accesses' width or the warps at work. When the reference cannot be recognized (no trace), it
 proposes nothing at all: there is no torch.compile fallback (the ``torch_compile``
 generator is that). On a CPU device the candidates' Triton kernels run under Triton's
 interpreter, which the evaluator chooses for them (``kernelpro.evaluate.interpret``).
@@ -254,8 +256,12 @@ class ExpertGenerator(Generator):
         # the stop at the roofline: by the parent's time alone (whatever a profile says: its
         # bytes are at least the minimum, its kernels' time at most its call's), or by its profile
         threshold = self.settings.stop_at_roofline_fraction
-        if moves.near_least_time(parent.result, threshold) or (not every and moves.at_roofline(parent.analysis,
-                                                                                               threshold)):
+        at_roof = moves.near_least_time(parent.result, threshold) or (not every and moves.at_roofline(parent.analysis,
+                                                                                                      threshold))
+        # a reward that ranks something beside speed (its goal: energy per call) is still
+        # served at the roofline: the time cannot fall, the joules of the same time can
+        energy = at_roof and bool(request.goal.strip())
+        if at_roof and not energy:
             return []
         pool = []
         ids = region_ids(rec)
@@ -265,7 +271,11 @@ class ExpertGenerator(Generator):
         big = rec.io_bytes > self.settings.graph_root_max_bytes and not fp32_gemm
         plan = moves.plan(parent.analysis, list(parent.params["lower"]))
         idle = gpu_idle_ms(parent, rec.io_bytes, getattr(request.gpu, "dram_bandwidth_gbs", None)) if cuda else None
-        if every:
+        if energy:
+            plan = moves.energy_plan(None if every else parent.analysis, list(parent.params["lower"]))
+            if every:  # what an energy_precision finding would add
+                plan.append(("precision", None))
+        elif every:
             plan, big = [(m, None) for m in moves.ALL_MOVES], False
         elif idle is not None:
             # the GPU idle most of the call: a captured graph first, whatever the forward's size

@@ -40,10 +40,11 @@ bottleneck compute                                      precision (GEMM: tf32x3;
 no analysis (profiling off, CPU)                        wider, smaller, more_warps, fewer_warps, graph,
                                                         precision, deeper_k, more_stages, larger_tile,
                                                         fewer_stages, persistent
-at_roofline finding, or roofline_fraction >= the        stop: no children for this node
-generator's ``stop_at_roofline_fraction``, or the
-evaluator's least time over the call's (minimum
-traffic at the GPU's ceilings) >= that fraction
+at_roofline finding, or roofline_fraction >= the        stop: no children for this node; where
+generator's ``stop_at_roofline_fraction``, or the       the run's reward ranks energy (the
+evaluator's least time over the call's (minimum         request's ``goal``), only the energy
+traffic at the GPU's ceilings) >= that fraction         findings' moves, then larger_tile, wider,
+                                                        fewer_warps, persistent (``energy_plan``)
 =====================================================  ==================================
 
 GEMM tiles read the moves as: smaller / more_programs = halve the longer of BLOCK_M and
@@ -107,6 +108,11 @@ DEFAULT_MOVES = ("wider", "smaller", "more_warps", "fewer_warps", "graph",
 ALL_MOVES = tuple(dict.fromkeys(
     [m for ms in FINDING_MOVES.values() for m in ms] + [m for ms in BOTTLENECK_MOVES.values() for m in ms]
     + ["more_programs", "more_warps", "larger_tile", "precision"] + list(DEFAULT_MOVES)))
+#: the energy plugin's findings (their moves: FINDING_MOVES)
+ENERGY_TOOLS = ("energy_traffic", "energy_narrow_access", "energy_idle_issue", "energy_precision")
+#: at the roofline, for a reward that ranks energy: every energy finding's move but
+#: ``precision`` (its numbers change: proposed where ``energy_precision`` says the FMA pipe is busy)
+ENERGY_MOVES = ("larger_tile", "wider", "fewer_warps", "persistent")
 GEMM_ONLY = ("deeper_k", "more_stages", "fewer_stages", "larger_tile", "precision")
 STOP_TOOLS = ("at_roofline",)
 
@@ -130,6 +136,21 @@ def near_least_time(result: Any, threshold: float) -> bool:
     notes = (getattr(result, "measurements", None) or {}).get("evaluator") or {}
     got = least_time_fraction(notes, result.timing.median_ms)
     return got is not None and got[0] >= threshold
+
+
+def energy_plan(analysis: Analysis | None, region_ids: list[str]) -> list[tuple[str, str | None]]:
+    """Ordered (move, rid) pairs for a parent at its roofline when the run's reward ranks
+    energy: the moves of the parent's energy findings first (largest estimated gain first),
+    then :data:`ENERGY_MOVES` on every region. No move that only buys time (a captured
+    graph, more programs or stages): at the roofline there is none to buy."""
+    out: list[tuple[str, str | None]] = []
+    if analysis is not None:
+        for f in sorted(analysis.findings, key=lambda f: -(f.estimated_gain or 0.0)):
+            if f.tool in ENERGY_TOOLS:
+                rid = next((r for r in region_ids if f.kernel and f"_kp_{r}_kernel" in f.kernel), None)
+                out += [(m, rid) for m in FINDING_MOVES[f.tool]]
+    out += [(m, None) for m in ENERGY_MOVES]
+    return list(dict.fromkeys(out))
 
 
 def plan(analysis: Analysis | None, region_ids: list[str],
