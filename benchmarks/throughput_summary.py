@@ -9,7 +9,8 @@ summed and, where the problems ran at once (``executor.params.jobs_per_gpu``) or
 what a user waits, over the bench's span (first problem's start to last one's end, from
 each run's ``bench.json``),
 the judge's stages summed and as medians over the candidates (``stage_<name>_s`` of each
-record), the seconds the evaluations held a shared GPU alone (``gpu_lock_held_s``), the
+record) and so the timing stage's parts (``timing_<part>_s``: inputs filled and L2 flushed,
+the candidate paused, the calls' round trips, the checks after them, set-up, statistics), the seconds the evaluations held a shared GPU alone (``gpu_lock_held_s``), the
 candidates' first correctness trials (``first_trial_s``: their first call, JIT compiles
 included), and every profile's seconds per collector pass (``profiles.jsonl``). ``--skip``
 leaves out problems whose records span several calls (a resumed problem's wall time is
@@ -37,7 +38,7 @@ def note(rec: dict, key: str) -> float:
 
 def summarize(out_dir: Path, skip: set[str]) -> dict:
     results = json.loads((out_dir / "results.json").read_text())
-    problems, stages, passes, evals, first_trials = [], {}, {}, [], []
+    problems, stages, passes, evals, first_trials, timing_parts = [], {}, {}, [], [], {}
     for p in results["problems"]:
         if not p.get("evaluated") or p["name"] in skip:
             continue
@@ -52,6 +53,8 @@ def summarize(out_dir: Path, skip: set[str]) -> dict:
             for k, v in ((c.get("measurements") or {}).get("evaluator") or {}).items():
                 if k.startswith("stage_"):
                     stages.setdefault(k[len("stage_"):-2], []).append(float(v))
+                elif k.startswith("timing_") and k.endswith("_s"):
+                    timing_parts.setdefault(k[len("timing_"):-2], []).append(float(v))
         for x in profiles:
             for k, v in (x.get("collect_s") or {}).items():
                 passes.setdefault(k, []).append(float(v))
@@ -83,6 +86,8 @@ def summarize(out_dir: Path, skip: set[str]) -> dict:
         "first_trial_s": {"sum": sum(first_trials), "median": statistics.median(first_trials),
                           "n": len(first_trials)} if first_trials else None,
         "stages": {k: {"sum": sum(v), "median": statistics.median(v), "n": len(v)} for k, v in stages.items()},
+        "timing_parts": {k: {"sum": sum(v), "median": statistics.median(v), "n": len(v)}
+                         for k, v in timing_parts.items()},
         "profile_passes": {k: {"n": len(v), "median": statistics.median(v), "min": min(v), "max": max(v)}
                            for k, v in passes.items()},
     }
@@ -121,6 +126,10 @@ def main(argv: list[str]) -> int:
               f"{f['sum']:.1f} s in all, median {f['median']:.2f} s over {f['n']}")
     print("judge stages over the candidates (sum s, median s): " + ", ".join(
         f"{k} {v['sum']:.1f} / {v['median']:.2f}" for k, v in sorted(s["stages"].items(), key=lambda kv: -kv[1]["sum"])))
+    if s["timing_parts"]:
+        print("the timing stage's parts over the candidates (sum s, median s): " + ", ".join(
+            f"{k} {v['sum']:.1f} / {v['median']:.2f}"
+            for k, v in sorted(s["timing_parts"].items(), key=lambda kv: -kv[1]["sum"])))
     print("profile passes (n, median s, min-max): " + ", ".join(
         f"{k} {v['n']}, {v['median']:.1f}, {v['min']:.1f}-{v['max']:.1f}" for k, v in s["profile_passes"].items()))
     if args.json:

@@ -32,6 +32,8 @@ def _bench(tmp_path: Path, spans: dict[str, tuple[float, float]], worker: dict[s
         (run / "candidates.jsonl").write_text("".join(
             json.dumps({"seconds": {"evaluate": 5.0},
                         "measurements": {"evaluator": {"gpu_lock_wait_s": 1.5, "stage_timing_s": 2.0,
+                                                       "timing_call_s": 1.5, "timing_prepare_s": 0.25 * i,
+                                                       "timing_timed_calls": 100.0,
                                                        "gpu_lock_held_s": 3.0, "first_trial_s": 0.5 + i}}}) + "\n"
             for i in range(4)))
         rows.append({"name": name, "run_dir": str(run), "evaluated": 4, "wall_s": end - start})
@@ -50,6 +52,9 @@ def test_problems_at_once_are_rated_over_the_span(tmp_path):
     assert [p["gpu_lock_wait_s"] for p in s["problems"]] == [6.0, 6.0]
     assert [p["gpu_lock_held_s"] for p in s["problems"]] == [19.0, 19.0]  # four candidates and the baseline job
     assert s["first_trial_s"] == {"sum": 2 * (0.5 + 1.5 + 2.5 + 3.5), "median": 2.0, "n": 8}
+    # the timing stage's parts (a count among the notes is not one)
+    assert s["timing_parts"] == {"call": {"sum": 12.0, "median": 1.5, "n": 8},
+                                 "prepare": {"sum": 3.0, "median": 0.375, "n": 8}}
 
 
 def test_a_bench_from_before_the_span_was_recorded_has_none(tmp_path):

@@ -256,6 +256,13 @@ def test_honest_candidates_pass(run_eval, gelu_problem, name):
         == set(parts), parts
     assert all(v >= 0 for v in parts.values()) and parts["ref_outputs_call_s"] > 0
     assert sum(parts.values()) <= stages["reference_outputs"] + 1e-6
+    # and the timing stage's: every part, the round trips the largest, together inside it
+    timed = {k: v for k, v in notes.items() if k.startswith("timing_") and k.endswith("_s")}
+    assert {f"timing_{p}_s" for p in ("prepare", "pause", "call", "after", "between", "setup", "summaries")} \
+        == set(timed), timed
+    assert all(v >= -1e-6 for v in timed.values()) and timed["timing_call_s"] > 0
+    assert sum(timed.values()) <= stages["timing"] + 1e-6
+    assert notes["timing_timed_calls"] == result.timing.n + result.baseline.n
     # (no "suspicious" check: on this CPU build F.gelu costs ~20 ms for 512 values, so an erf
     # formulation is honestly hundreds of times faster)
     assert not any(f.startswith(("degenerate", "physically")) for f in result.flags)

@@ -1280,6 +1280,7 @@ class Judge:
     def time_callables(self, with_candidate: bool) -> tuple[dict[str, timing.Summary], dict[str, list[timing.Sample]]]:
         ev = self.ev
         assert self.ref is not None
+        t_setup = time.perf_counter()
         flush = self.flusher()
         sets = self.on_device_sets()
         k_sets = len(sets)
@@ -1310,6 +1311,11 @@ class Judge:
         l2_found: list[str] = []
         limit = self.call_limit()
         limit_first = max(float(ev["first_call_timeout_s"]), limit)
+        # where this stage's seconds go (notes timing_<part>_s, summed over every call, warm-ups
+        # included): the inputs filled and L2 flushed before a call, the candidate's processes
+        # stopped and resumed around the reference's, the call's round trip, the checks after it
+        split = {"prepare": 0.0, "pause": 0.0, "call": 0.0, "after": 0.0}
+        t_stage = time.perf_counter()
 
         def call(name: str, remote: Remote, views_in: list[torch.Tensor], model: str,
                  flags: str = "default") -> Callable[..., timing.Sample]:
@@ -1331,6 +1337,7 @@ class Judge:
                 return attempt(i, values)
 
             def attempt(i: int, values: list[Any] | None) -> timing.Sample:
+                t_in = time.perf_counter()
                 j = order[(-1 - i) % len(order)] if i < 0 else order[i % len(order)]
                 u = warm_u[(-1 - i) % len(warm_u)] if i < 0 else timed_u[i % len(timed_u)]
                 if values is None:
@@ -1340,6 +1347,7 @@ class Judge:
                 inp.fill(views_in, self.values_of(j) if values is None else values, u)
                 flush()
                 self.sync()
+                t_filled = time.perf_counter()
                 # while the reference is timed, the candidate's processes are stopped: nothing
                 # of theirs can compete with it for the CPU
                 paused = self.cand.pause() if (remote is not self.cand and self.cand is not None
@@ -1359,6 +1367,10 @@ class Judge:
                     if paused:
                         assert self.cand is not None
                         self.cand.resume(paused)
+                t_resumed = time.perf_counter()
+                split["prepare"] += t_filled - t_in
+                split["call"] += t1 - t0
+                split["pause"] += (t0 - t_filled) + (t_resumed - t1)
                 if remote is self.ref:
                     self.check_reference_sched()
                 if meter is not None:
@@ -1378,6 +1390,7 @@ class Judge:
                 sample = timing.Sample(_number(answer, "event_ms"), _number(answer, "sync_ms"), (t1 - t0) * 1e3)
                 if remote is self.cand:
                     self.after_candidate_call(answer, i, j, u, keep_copy, seen, recheck_n, rng, l2_found)
+                split["after"] += time.perf_counter() - t_resumed
                 return sample
 
             return one
@@ -1398,6 +1411,7 @@ class Judge:
         samples = timing.interleave(calls, warmup_ms=float(ev["warmup_ms"]), rep_ms=float(ev["rep_ms"]),
                                     min_reps=int(ev["min_reps"]), max_reps=int(ev["max_reps"]),
                                     rounds=int(ev["rounds"]))
+        t_timed = time.perf_counter()
         if with_candidate:
             self.check_processes("timing")
         summaries = {}
@@ -1441,6 +1455,17 @@ class Judge:
                 self.notes[f"{name}_sync_gap_matched_ms"] = s.gap_matched_ms
             self.notes[f"{name}_overhead_ms"] = timing.overhead_ms(samples[name], s)
         self.probe_after = {k: v for k, v in probe_after.items() if v}
+        # and: the set-up before the first call (the flush buffer, the re-check sampler), the
+        # time between calls outside them (a failed attempt, the schedule), and the statistics
+        # after the last (sync gaps, same-length controls); summed over the stage's attempts (a
+        # failing compiled reference has everything timed again without it)
+        split["between"] = (t_timed - t_stage) - sum(split.values())
+        split["setup"] = t_stage - t_setup
+        split["summaries"] = time.perf_counter() - t_timed
+        for part, v in split.items():
+            self.notes[f"timing_{part}_s"] = self.notes.get(f"timing_{part}_s", 0.0) + v
+        self.notes["timing_timed_calls"] = self.notes.get("timing_timed_calls", 0.0) + float(
+            sum(len(x) for x in samples.values()))
         if l2_found:
             self.flags.append("l2_persistence_reset: the candidate left " + "; ".join(l2_found[:3])
                               + " (reset before every timed call)")
