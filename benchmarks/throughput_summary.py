@@ -10,9 +10,9 @@ what a user waits, over the bench's span (first problem's start to last one's en
 each run's ``bench.json``),
 the judge's stages summed and as medians over the candidates (``stage_<name>_s`` of each
 record) and so the timing stage's parts (``timing_<part>_s``: inputs filled and L2 flushed,
-the candidate paused, the calls' round trips, the checks after them, set-up, statistics), the seconds the evaluations held a shared GPU alone (``gpu_lock_held_s``), the
-candidates' first correctness trials (``first_trial_s``: their first call, JIT compiles
-included), and every profile's seconds per collector pass (``profiles.jsonl``). ``--skip``
+the candidate paused, the calls' round trips, the checks after them, set-up, statistics),
+the seconds the evaluations held a shared GPU alone (``gpu_lock_held_s``), the candidates'
+first correctness trials (``first_trial_s``: their first call, JIT compiles included), and every profile's seconds per collector pass (``profiles.jsonl``). ``--skip``
 leaves out problems whose records span several calls (a resumed problem's wall time is
 the last call's part only, its candidates are all of them)."""
 

@@ -27,9 +27,9 @@ time less its profiled kernels' durations: :func:`gpu_idle_ms`), the CUDA-graph 
 first, whatever the forward's size. When the node sits at the roofline it proposes nothing, so the
 search closes that node, unless the run's reward ranks energy (a ``goal`` in the request):
 then only the energy levers are proposed there (:func:`.moves.energy_plan`), the moves that
-keep the algorithm and change the traffic, the accesses' width or the warps at work. When the reference cannot be recognized (no trace), it
-proposes nothing at all: there is no torch.compile fallback (the ``torch_compile``
-generator is that). On a CPU device the candidates' Triton kernels run under Triton's
+keep the algorithm and change the traffic, the accesses' width or the warps at work. When
+the reference cannot be recognized (no trace), it proposes nothing at all: there is no
+torch.compile fallback (the ``torch_compile`` generator is that). On a CPU device the candidates' Triton kernels run under Triton's
 interpreter, which the evaluator chooses for them (``kernelpro.evaluate.interpret``).
 """
 
