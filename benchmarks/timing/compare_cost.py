@@ -17,7 +17,8 @@ thousandth of its values off by ten times the tolerance: the failing path, with 
 For each: the median seconds (synchronized), and from one profiled call the number of
 device kernels (``--device cuda``) or of ATen operators (CPU), and the number of
 ``cudaStreamSynchronize`` and ``cudaMemcpy*`` calls (CUDA only: every read-back of a number
-is one; copies the other way would count too, and a comparison on one device makes none). The two paths' Comparisons must be equal, else it exits 1.
+is one; copies the other way would count too, and a comparison on one device makes none).
+The two paths' Comparisons must be equal, else it exits 1.
 """
 
 from __future__ import annotations
